@@ -1,0 +1,1 @@
+"""Launch files, bench configurations and the in-process runner."""

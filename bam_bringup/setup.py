@@ -1,0 +1,29 @@
+import os
+from glob import glob
+
+from setuptools import find_packages, setup
+
+package_name = 'bam_bringup'
+
+setup(
+    name=package_name,
+    version='0.1.0',
+    packages=find_packages(exclude=['test']),
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
+        ('share/' + package_name, ['package.xml']),
+        (os.path.join('share', package_name, 'launch'), glob('launch/*.launch.py')),
+        (os.path.join('share', package_name, 'config'), glob('config/*.yaml')),
+    ],
+    install_requires=['setuptools'],
+    zip_safe=True,
+    maintainer='BAM for ROS 2 maintainers',
+    maintainer_email='bam@example.com',
+    description='Launch files and bench configurations of BAM for ROS 2',
+    license='Apache-2.0',
+    extras_require={'test': ['pytest']},
+    entry_points={
+        'console_scripts': [
+        ],
+    },
+)

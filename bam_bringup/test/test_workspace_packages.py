@@ -1,0 +1,45 @@
+"""The packages of the repository are consistent and installed in the workspace."""
+
+import importlib.metadata
+import re
+from pathlib import Path
+
+import pytest
+from ament_index_python.packages import get_package_share_directory
+from catkin_pkg.package import parse_package
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ['bam_msgs', 'bam_sim', 'bam_identify', 'bam_drivers', 'bam_bringup']
+PYTHON_PACKAGES = PACKAGES[1:]
+
+
+def test_every_package_is_listed():
+    found = sorted(p.parent.name for p in ROOT.glob('*/package.xml'))
+    assert found == sorted(PACKAGES)
+
+
+@pytest.mark.parametrize('name', PACKAGES)
+def test_manifest(name):
+    package = parse_package(ROOT / name / 'package.xml')
+    assert package.name == name
+    assert package.package_format == 3
+    assert package.licenses == ['Apache-2.0']
+    # the package is built and visible through the ament index of the environment
+    share = Path(get_package_share_directory(name))
+    assert (share / 'package.xml').is_file()
+
+
+@pytest.mark.parametrize('name', PYTHON_PACKAGES)
+def test_python_package(name):
+    package = parse_package(ROOT / name / 'package.xml')
+    assert package.get_build_type() == 'ament_python'
+    assert (ROOT / name / 'resource' / name).is_file()
+    setup_py = (ROOT / name / 'setup.py').read_text()
+    assert re.search(rf"version='{re.escape(package.version)}'", setup_py), \
+        'setup.py and package.xml disagree on the version'
+    assert importlib.metadata.version(name) == package.version
+
+
+def test_simulate_entry_point():
+    scripts = importlib.metadata.entry_points(group='console_scripts', name='simulate')
+    assert [ep.value for ep in scripts] == ['bam_sim.simulate:main']

@@ -1,0 +1,1 @@
+"""Hardware drivers of the servo actuator benches, and their emulators."""

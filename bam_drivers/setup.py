@@ -1,0 +1,24 @@
+from setuptools import find_packages, setup
+
+package_name = 'bam_drivers'
+
+setup(
+    name=package_name,
+    version='0.1.0',
+    packages=find_packages(exclude=['test']),
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
+        ('share/' + package_name, ['package.xml']),
+    ],
+    install_requires=['setuptools', 'numpy'],
+    zip_safe=True,
+    maintainer='BAM for ROS 2 maintainers',
+    maintainer_email='bam@example.com',
+    description='Hardware nodes for servo actuator benches and their emulators',
+    license='Apache-2.0',
+    extras_require={'test': ['pytest']},
+    entry_points={
+        'console_scripts': [
+        ],
+    },
+)

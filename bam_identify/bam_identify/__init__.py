@@ -1,0 +1,1 @@
+"""Identification of servo actuator friction models from bench recordings."""

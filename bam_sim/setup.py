@@ -1,0 +1,31 @@
+import os
+from glob import glob
+
+from setuptools import find_packages, setup
+
+package_name = 'bam_sim'
+
+setup(
+    name=package_name,
+    version='0.1.0',
+    packages=find_packages(exclude=['test']),
+    # parameter sets shipped inside the module, read with importlib.resources
+    package_data={package_name: ['published/*.yaml']},
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
+        ('share/' + package_name, ['package.xml']),
+        (os.path.join('share', package_name, 'config'), glob('config/*.yaml')),
+    ],
+    install_requires=['setuptools', 'numpy', 'numba', 'pyyaml', 'matplotlib'],
+    zip_safe=True,
+    maintainer='BAM for ROS 2 maintainers',
+    maintainer_email='bam@example.com',
+    description='Servo actuator models, pendulum and arm simulators, simulation nodes',
+    license='Apache-2.0',
+    extras_require={'test': ['pytest']},
+    entry_points={
+        'console_scripts': [
+            'simulate = bam_sim.simulate:main',
+        ],
+    },
+)
