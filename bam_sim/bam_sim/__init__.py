@@ -1,0 +1,1 @@
+"""Servo actuator models and simulators of BAM for ROS 2."""
