@@ -1,0 +1,62 @@
+"""Servo control laws (paper section IV) against their closed forms."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bam_sim import servo
+from bam_sim.actuators import get_actuator
+from bam_sim.errors import BamError
+from bam_sim.parameters import to_vector
+
+MX = get_actuator("mx64")
+EROB = get_actuator("erob80_50")
+P_MX = to_vector({"kt": 1.5, "R": 3.0})
+P_EROB = to_vector({"kt": 5.0, "R": 2.0, "current_limit": 12.0})
+
+
+def test_voltage_law_is_clipped_p_controller_and_dc_motor():
+    # duty = 10·0.158·0.3 = 0.474 -> U = 7.11 V; τ = 0.5·7.11 − 0.75·2 = 2.055
+    tau, volts = servo.servo_torque(servo.VOLTAGE, P_MX, MX.consts(), 10.0, 0.2, 2.0, 0.5, True)
+    assert volts == pytest.approx(0.474 * 15.0)
+    assert tau == pytest.approx(1.5 / 3.0 * 7.11 - 1.5**2 / 3.0 * 2.0)
+
+
+def test_voltage_law_saturates_at_max_duty():
+    _, volts = servo.servo_torque(servo.VOLTAGE, P_MX, MX.consts(), 32.0, 0.0, 0.0, 3.0, True)
+    assert volts == pytest.approx(0.9625 * 15.0)
+    _, volts = servo.servo_torque(servo.VOLTAGE, P_MX, MX.consts(), 32.0, 0.0, 0.0, -3.0, True)
+    assert volts == pytest.approx(-0.9625 * 15.0)
+
+
+def test_current_law_pd_with_heat_limit():
+    # I = 20·0.1 − 1·√20·0.5 = 2 − 2.2360679... (within ±12 A); τ = 5·I
+    tau, amps = servo.servo_torque(servo.CURRENT, P_EROB, EROB.consts(), 20.0, 0.9, 0.5, 1.0, True)
+    expected = 20.0 * 0.1 - np.sqrt(20.0) * 0.5
+    assert amps == pytest.approx(expected)
+    assert tau == pytest.approx(5.0 * expected)
+    _, amps = servo.servo_torque(servo.CURRENT, P_EROB, EROB.consts(), 100.0, 0.0, 0.0, 1.0, True)
+    assert amps == 12.0  # I_heat
+
+
+def test_current_law_back_emf_limit():
+    # At q̇ = 20 rad/s the supply can only drive (48 − 5·20)/2 = −26 A: τ ≤ 5·(−26) = −130 N·m.
+    tau = servo.torque_from_control(servo.CURRENT, P_EROB, EROB.consts(), 12.0, 20.0, True)
+    assert tau == pytest.approx(5.0 / 2.0 * (48.0 - 5.0 * 20.0))
+    tau = servo.torque_from_control(servo.CURRENT, P_EROB, EROB.consts(), -12.0, -20.0, True)
+    assert tau == pytest.approx(5.0 / 2.0 * (-48.0 + 5.0 * 20.0))
+
+
+@pytest.mark.parametrize("family", [servo.VOLTAGE, servo.CURRENT])
+def test_torque_disabled_means_no_motor_torque(family):
+    p, c = (P_MX, MX.consts()) if family == servo.VOLTAGE else (P_EROB, EROB.consts())
+    # Even at speeds where the back-EMF would brake a powered motor.
+    for dq in (0.0, 3.0, -30.0):
+        assert servo.servo_torque(family, p, c, 10.0, 0.0, dq, 1.0, False) == (0.0, 0.0)
+        assert servo.torque_from_control(family, p, c, 5.0, dq, False) == 0.0
+
+
+def test_unknown_actuator_is_a_clear_error():
+    with pytest.raises(BamError, match="unknown actuator 'xl999'.*mx64"):
+        get_actuator("xl999")
