@@ -103,7 +103,8 @@ def step(
 ) -> tuple[float, float, float, float]:
     """Algorithm 1: returns (q_k+1, q̇_k+1, τ_m, control).
 
-    With ``replay`` the recorded ``control`` (V or A) drives the motor model
+    Inlined into the rollout kernels; also callable from Python (one dispatch
+    per call), e.g. by a node stepping the bench in real time. With ``replay`` the recorded ``control`` (V or A) drives the motor model
     instead of the control law, which then is not evaluated.
     """
     if replay:
@@ -119,24 +120,3 @@ def step(
     q_next = q + dq_next * dt + 0.5 * ddq * dt * dt
     return q_next, dq_next, tau_m, applied
 
-
-@nb.njit(cache=True)
-def step_once(
-    model: int,
-    family: int,
-    p: np.ndarray,
-    c: np.ndarray,
-    kp: float,
-    inertia: float,
-    gravity_torque: float,
-    q: float,
-    dq: float,
-    goal: float,
-    enabled: bool,
-    replay: bool,
-    control: float,
-    dt: float,
-) -> tuple[float, float, float, float]:
-    """Callable-from-Python version of :func:`step` (one dispatch per call)."""
-    return step(model, family, p, c, kp, inertia, gravity_torque, q, dq, goal, enabled,
-                replay, control, dt)

@@ -179,3 +179,18 @@ def test_bench_inertia_and_gravity_with_rod():
 def test_bad_bench_is_a_clear_error(field, kwargs):
     with pytest.raises(BamError, match=f"bench {field}"):
         Bench(**kwargs)
+
+
+def test_step_called_from_python_equals_the_rollout():
+    """The node-facing single step is the very step of the compiled rollouts."""
+    from bam_sim.pendulum import step
+
+    params = published("mx106", "m5")
+    act = params.actuator_def
+    bench = Bench(mass=1.5, length=0.2)
+    run = rollout(params, constant_log(bench, 16.0, 0.005, 3, 0.7, True, 0.1, 0.3))
+    q, dq, tau_m, control = step(params.model_id, act.family, params.vector(), act.consts(), 16.0,
+                                 bench.inertia(params.values["armature"]), bench.gravity_torque,
+                                 0.1, 0.3, 0.7, True, False, 0.0, 0.005)
+    assert (q, dq, tau_m, control) == (run.position[1], run.velocity[1], run.motor_torque[0],
+                                       run.control[0])
