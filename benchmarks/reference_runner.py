@@ -54,10 +54,10 @@ def fail(msg: str, code: int = 2) -> "NoReturn":  # noqa: F821
 def import_reference():
     """Import the reference modules, or exit with a one-line hint."""
     try:
-        import numpy as np  # noqa: F401
         from importlib.metadata import PackageNotFoundError, version
 
         import bam.simulate as simulate
+        import numpy as np  # noqa: F401
         from bam.logs import Logs
         from bam.model import load_model_from_dict, models
 
@@ -361,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         else:
             sets_out = []
-            for k, params in enumerate(sets):
+            for params in sets:
                 model = make(m, params)
                 applied = {n: p.value for n, p in model.get_parameters().items()}
                 if args.per_log:

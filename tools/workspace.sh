@@ -171,8 +171,8 @@ cmd_test() {
   done
   # Run both, even when the first fails, and fail when either failed.
   local lint=0 status=0
-  say "ruff check ${pkgs[*]} tools"
-  ruff check "${pkgs[@]}" tools || lint=$?
+  say "ruff check ${pkgs[*]} tools benchmarks"
+  ruff check "${pkgs[@]}" tools benchmarks || lint=$?
   say "pytest ${tests[*]}"
   python -m pytest "${tests[@]}" "$@" || status=$?
   if [ "$lint" -ne 0 ]; then

@@ -104,7 +104,8 @@ def step(
     """Algorithm 1: returns (q_k+1, q̇_k+1, τ_m, control).
 
     Inlined into the rollout kernels; also callable from Python (one dispatch
-    per call), e.g. by a node stepping the bench in real time. With ``replay`` the recorded ``control`` (V or A) drives the motor model
+    per call), e.g. by a node stepping the bench in real time. With
+    ``replay`` the recorded ``control`` (V or A) drives the motor model
     instead of the control law, which then is not evaluated.
     """
     if replay:
