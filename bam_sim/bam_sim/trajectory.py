@@ -46,13 +46,14 @@ def _slow(t: np.ndarray, duration: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _raise_lower(t: np.ndarray, duration: float) -> tuple[np.ndarray, np.ndarray]:
-    top, rise = 1.5, 1.0
-    lower = top * (1.0 - np.clip((t - rise - 0.5) / (duration - rise - 1.0), 0.0, 1.0))
+    # Raise over the first sixth, hold briefly, lower slowly until 11/12, rest.
+    top, rise, hold, end = 1.5, duration / 6.0, duration / 4.0, duration * 11.0 / 12.0
+    lower = top * (1.0 - np.clip((t - hold) / (end - hold), 0.0, 1.0))
     return np.where(t < rise, top * _smoothstep(t / rise), lower), np.ones(t.size, bool)
 
 
 def _lift_drop(t: np.ndarray, duration: float) -> tuple[np.ndarray, np.ndarray]:
-    top, rise, release = 1.5, 1.5, 0.45 * duration
+    top, rise, release = 1.5, min(1.5, 0.25 * duration), 0.45 * duration
     return top * _smoothstep(t / rise), t < release
 
 
