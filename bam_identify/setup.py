@@ -10,7 +10,8 @@ setup(
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),
     ],
-    install_requires=['setuptools', 'numpy', 'pyyaml', 'matplotlib'],
+    install_requires=['setuptools', 'numpy', 'numba', 'pyyaml', 'matplotlib', 'optuna',
+                      'cmaes', 'tqdm', 'rosbags'],
     zip_safe=True,
     maintainer='BAM for ROS 2 maintainers',
     maintainer_email='bam@example.com',
@@ -19,6 +20,8 @@ setup(
     extras_require={'test': ['pytest']},
     entry_points={
         'console_scripts': [
+            'fit = bam_identify.commands:fit_main',
+            'eval = bam_identify.commands:eval_main',
         ],
     },
 )

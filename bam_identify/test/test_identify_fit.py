@@ -1,0 +1,108 @@
+"""CMA-ES identification: recovery of a known truth, fixed parameters, resume, Ctrl-C."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bam_identify.fit import FitSettings, Objective, SearchSpace, identify, parse_assignments
+from bam_identify.synthetic import paper_like_set
+from bam_sim.errors import BamError
+from bam_sim.parameter_file import published
+
+
+@pytest.fixture(scope="module")
+def m1_logs():
+    return paper_like_set(published("mx64", "m1"), 8, duration=3.0, seed=3)
+
+
+def test_fit_recovers_a_known_m1_set(m1_logs):
+    truth = published("mx64", "m1")
+    space = SearchSpace.build("mx64", "m1")
+    result = identify(space, m1_logs, FitSettings(trials=1500, seed=1, target=2e-5))
+    assert result.train_mae <= 2e-5
+    assert result.reached_target
+    for name in ("kt", "R", "armature", "friction_base", "friction_viscous"):
+        assert result.values[name] == pytest.approx(truth.values[name], rel=0.03), name
+    assert abs(result.values["q_offset"]) < 1e-3
+    # The reported error is the objective at the reported parameters.
+    again = Objective(space, m1_logs)([result.values])[0]
+    assert again == pytest.approx(result.train_mae, rel=1e-12)
+
+
+def test_same_seed_same_result(m1_logs):
+    space = SearchSpace.build("mx64", "m1")
+    a = identify(space, m1_logs, FitSettings(trials=120, seed=5))
+    b = identify(space, m1_logs, FitSettings(trials=120, seed=5))
+    assert a.values == b.values and a.train_mae == b.train_mae
+
+
+def test_fixed_parameters_are_not_searched(m1_logs):
+    space = SearchSpace.build("mx64", "m1", {"kt": 1.62247, "R": 3.94943}, identify_offset=False)
+    assert set(space.names) == {"armature", "friction_base", "friction_viscous"}
+    result = identify(space, m1_logs, FitSettings(trials=48, seed=0))
+    params = space.parameter_set(result.values, {})
+    assert params.values["kt"] == 1.62247 and params.values["q_offset"] == 0.0
+
+
+def test_set_on_a_parameter_the_model_lacks():
+    with pytest.raises(BamError, match="--set load_friction_base: .* not a parameter of model m1"):
+        SearchSpace.build("mx64", "m1", {"load_friction_base": 0.1})
+
+
+@pytest.mark.parametrize(("items", "message"), [
+    (["kt"], "write it as name=value"),
+    (["kt=fast"], "'fast' is not a number"),
+    (["kt=nan"], "give a finite number"),
+    (["=1"], "write it as name=value"),
+])
+def test_bad_assignments(items, message):
+    with pytest.raises(BamError, match=message):
+        parse_assignments(items)
+
+
+def test_assignments_are_parsed_not_evaluated():
+    assert parse_assignments(["kt=1.5e0", " R = 2"]) == {"kt": 1.5, "R": 2.0}
+    with pytest.raises(BamError):
+        parse_assignments(["kt=__import__('os').getcwd()"])
+
+
+def test_ctrl_c_keeps_the_best_found(m1_logs):
+    space = SearchSpace.build("mx64", "m1")
+    seen = []
+
+    def progress(count, best):
+        seen.append(best)
+        if len(seen) == 5:
+            raise KeyboardInterrupt
+
+    result = identify(space, m1_logs, FitSettings(trials=10_000, seed=2), progress)
+    assert result.interrupted
+    assert result.trials < 10_000
+    assert result.train_mae == pytest.approx(min(seen))
+
+
+def test_storage_resumes_a_study(m1_logs, tmp_path):
+    space = SearchSpace.build("mx64", "m1")
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    first = identify(space, m1_logs, FitSettings(trials=36, seed=0, storage=url,
+                                                 study_name="resume"))
+    second = identify(space, m1_logs, FitSettings(trials=72, seed=0, storage=url,
+                                                  study_name="resume"))
+    assert first.trials == 36 and second.trials == 72
+    assert second.train_mae <= first.train_mae
+    import optuna
+
+    assert len(optuna.load_study(study_name="resume", storage=url).trials) == 72
+
+
+def test_objective_is_the_step_weighted_mae(m1_logs):
+    truth = published("mx64", "m1")
+    space = SearchSpace.build("mx64", "m1")
+    values = {k: truth.values[k] for k in space.names if k != "q_offset"}
+    values["q_offset"] = 0.01
+    objective = Objective(space, m1_logs)
+    per_log = objective.per_log(values)
+    lengths = np.array([len(log) for log in m1_logs])
+    assert objective([values])[0] == pytest.approx((per_log * lengths).sum() / lengths.sum())
+    assert objective([{**values, "q_offset": 0.0}])[0] == 0.0  # the truth reproduces the logs

@@ -1,0 +1,60 @@
+"""Identification report: warnings, files, figures."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from bam_identify.report import (
+    ModelResult,
+    check_report_folder,
+    identifiability_warnings,
+    mae_table,
+    write_report,
+)
+from bam_identify.synthetic import paper_like_set, record
+from bam_sim.errors import BamError
+from bam_sim.parameter_file import published
+from bam_sim.pendulum import Bench
+
+
+def test_warnings_for_what_the_data_cannot_identify():
+    truth = published("mx64", "m4")
+    one_setup = [record(truth, Bench(1.0, 0.15), kp, "slow_oscillations", duration=1.0)
+                 for kp in (8.0, 8.0)]
+    warnings = identifiability_warnings(one_setup, ["m1", "m4"])
+    assert any("single mass/length setup" in w and "m4" in w for w in warnings)
+    assert any("no torque-off segment" in w for w in warnings)
+    assert any("kp=8" in w for w in warnings)
+    assert identifiability_warnings(one_setup, ["m1", "m2"])[0].startswith("no torque-off")
+    varied = paper_like_set(truth, 8, duration=3.0)
+    assert identifiability_warnings(varied, ["m4"]) == []
+
+
+def test_report_files(tmp_path):
+    truth = published("mx64", "m4")
+    logs = paper_like_set(truth, 4, duration=2.0)
+    results = [ModelResult(published("mx64", m), 0.01 / i, 0.012 / i, 100, 1.5,
+                           tmp_path / f"{m}.yaml") for i, m in enumerate(["m1", "m4"], start=1)]
+    path = write_report(tmp_path / "report", results, logs[:2], logs[2:], ["beware"],
+                        {"actuator": "mx64", "seed": 3, "version": "test", "date": "today"})
+    folder = path.parent
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["models"]["m4"]["validation_mae"] == pytest.approx(0.006)
+    assert summary["warnings"] == ["beware"]
+    assert summary["data"]["validation_logs"] == [log.name for log in logs[:2]]
+    text = path.read_text()
+    assert "| m4 | 5.000e-03 | 6.000e-03 | 100 |" in text and "- beware" in text
+    for figure in ("mae.png", "validation.png", "drive_backdrive.png"):
+        assert (folder / figure).read_bytes()[:4] == b"\x89PNG", figure
+    assert np.isclose(float(mae_table(results).splitlines()[2].split()[1]), 0.005)
+
+
+def test_report_folder_is_not_overwritten(tmp_path):
+    (tmp_path / "old.md").write_text("keep")
+    with pytest.raises(BamError, match="not empty.*--force"):
+        check_report_folder(tmp_path, force=False)
+    check_report_folder(tmp_path, force=True)
+    check_report_folder(tmp_path / "new", force=False)
