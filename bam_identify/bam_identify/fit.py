@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bam_sim import parameters as P
+from bam_sim.actuators import get_actuator
 from bam_sim.bench_log import BenchLog, LogBatch
 from bam_sim.errors import BamError
 from bam_sim.friction import get_model
 from bam_sim.parameter_set import ParameterSet, identification_bounds, required_names
 from bam_sim.simulator import batch_mae
-from bam_sim.actuators import get_actuator
 
 Q_OFFSET_BOUNDS = (-0.2, 0.2)  # rad: a bench mounting error, not a free rotation
 
@@ -85,7 +85,7 @@ class SearchSpace:
 
 
 def parse_assignments(items: list[str] | None) -> dict[str, float]:
-    """``["kt=1.6", "R=3.9"]`` -> {"kt": 1.6, "R": 3.9}; values parsed as floats, never evaluated."""
+    """["kt=1.6", "R=3.9"] -> {"kt": 1.6, "R": 3.9}: floats parsed, never evaluated."""
     fixed: dict[str, float] = {}
     for item in items or []:
         name, sep, text = item.partition("=")
