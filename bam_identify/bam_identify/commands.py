@@ -71,6 +71,9 @@ def fit_parser() -> argparse.ArgumentParser:
     parser.add_argument("--set", action="append", metavar="NAME=VALUE",
                         help="hold a parameter fixed (repeatable)")
     parser.add_argument("--no-offset", action="store_true", help="do not identify q_offset")
+    parser.add_argument("--no-warm-start", action="store_true",
+                        help="start every model from scratch, not from a nested simpler "
+                        "model fitted in the same run")
     parser.add_argument("--validation-fraction", type=float, default=0.25)
     parser.add_argument("--validation-kp", type=float,
                         help="validate on every log of this gain instead")
@@ -118,7 +121,15 @@ def _fixed_per_model(fixed: dict[str, float], actuator: str, models: list[str]):
 
 def run_fit(args: argparse.Namespace) -> str:
     from bam_identify.dataset import split
-    from bam_identify.fit import FitSettings, Objective, SearchSpace, identify, parse_assignments
+    from bam_identify.fit import (
+        NESTED_IN,
+        FitSettings,
+        Objective,
+        SearchSpace,
+        identify,
+        nested_start,
+        parse_assignments,
+    )
     from bam_identify.report import (
         ModelResult,
         check_report_folder,
@@ -129,7 +140,8 @@ def run_fit(args: argparse.Namespace) -> str:
 
     if args.trials < 1:
         raise BamError(f"--trials must be at least 1, got {args.trials}")
-    models = list(dict.fromkeys(m.lower() for m in args.models))
+    # Simpler models first: each richer one can start from a nested simpler fit.
+    models = sorted(dict.fromkeys(m.lower() for m in args.models), key=list(MODELS).index)
     fixed = parse_assignments(args.set)
     check_report_folder(args.report, args.force)
     dataset = _load(args)
@@ -151,9 +163,14 @@ def run_fit(args: argparse.Namespace) -> str:
     provenance = _provenance(args, dataset, train, validation)
     results = []
     for model in models:
+        simpler = [r for r in results if r.model in NESTED_IN.get(model, ())]
+        base = None if args.no_warm_start or not simpler else min(
+            simpler, key=lambda r: r.train_mae)
         settings = FitSettings(trials=args.trials, seed=args.seed, popsize=args.popsize,
                                target=args.target_mae, storage=args.storage,
-                               study_name=f"bam_{dataset.actuator}_{model}_seed{args.seed}")
+                               study_name=f"bam_{dataset.actuator}_{model}_seed{args.seed}",
+                               start=nested_start(spaces[model], base.params.values)
+                               if base else None)
         fitted = _fit_one(spaces[model], train.logs, settings, args.quiet, identify)
         val_mae = (float(np.average(Objective(spaces[model], validation.logs).per_log(
             fitted.values), weights=[len(log) for log in validation.logs]))
@@ -165,6 +182,8 @@ def run_fit(args: argparse.Namespace) -> str:
             record["validation_mae"] = val_mae
         if per_model[model]:
             record["fixed"] = per_model[model]
+        if base is not None:
+            record["warm_start"] = base.model
         params = spaces[model].parameter_set(fitted.values, record)
         save(params, outputs[model], overwrite=args.force)
         results.append(ModelResult(params, fitted.train_mae, val_mae, fitted.trials,

@@ -137,6 +137,10 @@ class FitSettings:
     storage: str | None = None
     study_name: str | None = None
     replay: bool = False
+    # Warm start: the search's initial mean (parameter values) and spread (as a
+    # fraction of each parameter's range); the mean is also evaluated first.
+    start: dict[str, float] | None = None
+    spread: float = 0.05
 
 
 @dataclass
@@ -155,11 +159,13 @@ def _sampler(space: SearchSpace, settings: FitSettings):
     import optuna
 
     popsize = settings.popsize or _default_popsize(len(space.names))
+    warm = {"x0": settings.start, "sigma0": settings.spread} if settings.start else {}
     with warnings.catch_warnings():
-        # optuna flags restart_strategy as experimental: we want it all the same.
+        # optuna flags restart_strategy as experimental, and x0/sigma0 as deprecated
+        # since 4.9 (removed in 6.0; requirements pin 5.x): we want them all the same.
         warnings.simplefilter("ignore", category=optuna.exceptions.ExperimentalWarning)
         warnings.simplefilter("ignore", category=FutureWarning)
-        return optuna.samplers.CmaEsSampler(
+        return optuna.samplers.CmaEsSampler(**warm,
             seed=settings.seed, popsize=popsize, n_startup_trials=0,
             # The first generation is drawn at random, before CMA-ES has a trial.
             warn_independent_sampling=False,
@@ -188,6 +194,8 @@ def identify(space: SearchSpace, logs: list[BenchLog], settings: FitSettings,
     )
     distributions = {name: optuna.distributions.FloatDistribution(lo, hi)
                      for name, (lo, hi) in space.bounds.items()}
+    if settings.start and not study.trials:
+        study.enqueue_trial(settings.start)
     done = len(study.trials)
     start = time.perf_counter()
     history: list[tuple[int, float, float]] = []
@@ -213,6 +221,43 @@ def identify(space: SearchSpace, logs: list[BenchLog], settings: FitSettings,
     return FitResult(space=space, values=values, train_mae=float(study.best_value),
                      trials=done, seconds=time.perf_counter() - start, interrupted=interrupted,
                      reached_target=_reached(study.best_value, settings.target), history=history)
+
+
+# Each model's nearest simpler models: M1 ⊂ M2, M3 ⊂ M4 ⊂ M5 ⊂ M6 (section III).
+NESTED_IN = {"m2": ("m1",), "m3": ("m1",), "m4": ("m2", "m3", "m1"),
+             "m5": ("m4", "m3", "m2", "m1"), "m6": ("m5", "m4", "m3", "m2", "m1")}
+
+
+def nested_start(space: SearchSpace, fitted: dict[str, float]) -> dict[str, float]:
+    """A starting point for ``space`` that reproduces a fitted simpler model.
+
+    Terms the simpler model lacks are (nearly) zero, so the richer model starts
+    from the simpler model's friction budget: K_m = K_e = K_l and
+    K_m^s = K_e^s = K_l^s turn M4 into M5 (equation 9 with equal coefficients
+    is equation 8); the Stribeck shape keeps the simpler model's v_s and α or
+    the registry's defaults. Values are only clipped into the bounds, so the
+    start reproduces the simpler model exactly: evaluated first, it guarantees
+    the richer fit ends no worse than the simpler one.
+    """
+    mdl = get_model(space.model)
+    defaults = mdl.defaults(get_actuator(space.actuator).scales)
+    load, load_static = (fitted.get("load_friction_base", 0.0),
+                         fitted.get("load_friction_stribeck", 0.0))
+    derived = {"load_friction_motor": load, "load_friction_external": load,
+               "load_friction_motor_stribeck": load_static,
+               "load_friction_external_stribeck": load_static}
+    start = {}
+    for name, (lo, hi) in space.bounds.items():
+        if name in fitted:
+            value = fitted[name]
+        elif name in derived:
+            value = derived[name]
+        elif name in ("dtheta_stribeck", "alpha"):
+            value = defaults[name]
+        else:
+            value = 0.0
+        start[name] = min(max(value, lo), hi)
+    return start
 
 
 def _best_value(study) -> float:

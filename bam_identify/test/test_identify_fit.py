@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bam_identify.fit import FitSettings, Objective, SearchSpace, identify, parse_assignments
+from bam_identify.fit import (
+    FitSettings,
+    Objective,
+    SearchSpace,
+    identify,
+    nested_start,
+    parse_assignments,
+)
 from bam_identify.synthetic import paper_like_set
 from bam_sim.errors import BamError
 from bam_sim.parameter_file import published
@@ -106,3 +113,27 @@ def test_objective_is_the_step_weighted_mae(m1_logs):
     lengths = np.array([len(log) for log in m1_logs])
     assert objective([values])[0] == pytest.approx((per_log * lengths).sum() / lengths.sum())
     assert objective([{**values, "q_offset": 0.0}])[0] == 0.0  # the truth reproduces the logs
+
+
+@pytest.mark.parametrize(("simple", "rich"), [("m1", "m2"), ("m1", "m3"), ("m2", "m4"),
+                                              ("m3", "m4"), ("m4", "m5"), ("m5", "m6"),
+                                              ("m4", "m6")])
+def test_nested_start_reproduces_the_simpler_model(simple, rich):
+    logs = paper_like_set(published("mx106", "m4"), 4, duration=2.0, seed=8)
+    fitted = published("mx106", simple).values
+    simple_space, rich_space = SearchSpace.build("mx106", simple), SearchSpace.build("mx106", rich)
+    start = nested_start(rich_space, fitted)
+    assert set(start) == set(rich_space.names)
+    a = Objective(simple_space, logs)([{k: fitted.get(k, 0.0) for k in simple_space.names}])[0]
+    b = Objective(rich_space, logs)([start])[0]
+    assert b == pytest.approx(a, rel=1e-12, abs=1e-15)
+
+
+def test_warm_started_fit_is_no_worse_than_its_start():
+    logs = paper_like_set(published("mx64", "m5"), 6, duration=2.0, seed=9)
+    m4 = published("mx64", "m4").values
+    space = SearchSpace.build("mx64", "m5")
+    start = nested_start(space, m4)
+    at_start = Objective(space, logs)([start])[0]
+    result = identify(space, logs, FitSettings(trials=24, seed=0, start=start))
+    assert result.train_mae <= at_start
