@@ -275,6 +275,9 @@ def _main(parser: argparse.ArgumentParser, run, argv: list[str] | None) -> int:
     except BamError as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # outside a fit, which handles Ctrl-C itself
+        print(f"{parser.prog}: interrupted; nothing was written", file=sys.stderr)
+        return 130
     return 0
 
 

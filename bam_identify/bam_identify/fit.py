@@ -188,10 +188,14 @@ def identify(space: SearchSpace, logs: list[BenchLog], settings: FitSettings,
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     objective = Objective(space, logs, settings.replay)
     sampler, popsize = _sampler(space, settings)
-    study = optuna.create_study(
-        sampler=sampler, storage=settings.storage, direction="minimize",
-        study_name=settings.study_name, load_if_exists=settings.storage is not None,
-    )
+    try:
+        study = optuna.create_study(
+            sampler=sampler, storage=settings.storage, direction="minimize",
+            study_name=settings.study_name, load_if_exists=settings.storage is not None,
+        )
+    except Exception as exc:  # noqa: BLE001 - optuna, SQLAlchemy or a driver: all mean "cannot open"
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise BamError(f"cannot open the optuna storage '{settings.storage}': {first}") from None
     distributions = {name: optuna.distributions.FloatDistribution(lo, hi)
                      for name, (lo, hi) in space.bounds.items()}
     if settings.start and not study.trials:

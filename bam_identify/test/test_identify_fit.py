@@ -137,3 +137,9 @@ def test_warm_started_fit_is_no_worse_than_its_start():
     at_start = Objective(space, logs)([start])[0]
     result = identify(space, logs, FitSettings(trials=24, seed=0, start=start))
     assert result.train_mae <= at_start
+
+
+def test_bad_storage_url_is_a_clear_error(m1_logs):
+    space = SearchSpace.build("mx64", "m1")
+    with pytest.raises(BamError, match="cannot open the optuna storage 'nosuchdb://x'"):
+        identify(space, m1_logs, FitSettings(trials=10, storage="nosuchdb://x"))
