@@ -153,24 +153,7 @@ class FitResult:
     interrupted: bool = False
     reached_target: bool = False
     history: list[tuple[int, float, float]] = field(default_factory=list)  # trial, s, best
-
-
-def _sampler(space: SearchSpace, settings: FitSettings):
-    import optuna
-
-    popsize = settings.popsize or _default_popsize(len(space.names))
-    warm = {"x0": settings.start, "sigma0": settings.spread} if settings.start else {}
-    with warnings.catch_warnings():
-        # optuna flags restart_strategy as experimental, and x0/sigma0 as deprecated
-        # since 4.9 (removed in 6.0; requirements pin 5.x): we want them all the same.
-        warnings.simplefilter("ignore", category=optuna.exceptions.ExperimentalWarning)
-        warnings.simplefilter("ignore", category=FutureWarning)
-        return optuna.samplers.CmaEsSampler(**warm,
-            seed=settings.seed, popsize=popsize, n_startup_trials=0,
-            # The first generation is drawn at random, before CMA-ES has a trial.
-            warn_independent_sampling=False,
-            restart_strategy="ipop" if settings.restarts else None, inc_popsize=2,
-        ), popsize
+    restarts: int = 0
 
 
 def _default_popsize(dims: int) -> int:
@@ -180,51 +163,128 @@ def _default_popsize(dims: int) -> int:
     return size + size % 2
 
 
+class _Run:
+    """One CMA-ES run (restart k), an optuna study of its own.
+
+    IPOP restarts (Auger & Hansen, 2005): run k has the population
+    popsize·2^k and, from k = 1 on, a seeded random starting point. optuna's
+    own ``restart_strategy`` is ignored since optuna 4.4, hence this class.
+    """
+
+    def __init__(self, settings: FitSettings, k: int, popsize0: int,
+                 start: dict[str, float] | None):
+        import optuna
+
+        self.k = k
+        self.popsize = popsize0 * 2**k
+        seed = int(np.random.SeedSequence([settings.seed, k]).generate_state(1)[0])
+        warm = {"x0": start, "sigma0": settings.spread} if start else {}
+        with warnings.catch_warnings():
+            # x0/sigma0 are deprecated since optuna 4.9 (removed in 6.0; the
+            # requirements pin 5.x): they are how a warm start is given.
+            warnings.simplefilter("ignore", category=FutureWarning)
+            sampler = optuna.samplers.CmaEsSampler(
+                **warm, seed=seed, popsize=self.popsize, n_startup_trials=0,
+                # The first generation is drawn at random, before CMA-ES has a trial.
+                warn_independent_sampling=False)
+        name = f"{settings.study_name}.r{k}" if settings.study_name else None
+        try:
+            self.study = optuna.create_study(
+                sampler=sampler, storage=settings.storage, direction="minimize",
+                study_name=name, load_if_exists=settings.storage is not None)
+        except Exception as exc:  # noqa: BLE001 - optuna, SQLAlchemy or a driver: "cannot open"
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise BamError(f"cannot open the optuna storage '{settings.storage}': "
+                           f"{first}") from None
+        if start and k == 0 and not self.study.trials:
+            self.study.enqueue_trial(start)
+        self.bests: list[float] = []  # this run's best after each generation
+
+    def stagnated(self, dims: int) -> bool:
+        """No 0.1 % improvement over the last 10 + 30·n/λ generations."""
+        horizon = 10 + math.ceil(30 * dims / self.popsize)
+        if len(self.bests) <= horizon:
+            return False
+        return not self.bests[-1] < self.bests[-horizon - 1] * (1.0 - 1e-3)
+
+
+def _existing_runs(settings: FitSettings) -> int:
+    """How many restarts are already stored under this study name (a resumed fit)."""
+    if settings.storage is None or settings.study_name is None:
+        return 0
+    import optuna
+
+    try:
+        names = set(optuna.get_all_study_names(settings.storage))
+    except Exception:  # noqa: BLE001 - reported with its cause when the study is created
+        return 0
+    k = 0
+    while f"{settings.study_name}.r{k}" in names:
+        k += 1
+    return k
+
+
 def identify(space: SearchSpace, logs: list[BenchLog], settings: FitSettings,
              progress: Callable[[int, float], None] | None = None) -> FitResult:
-    """Run CMA-ES on the training logs; Ctrl-C stops and keeps the best found."""
+    """Run CMA-ES with restarts on the training logs; Ctrl-C keeps the best found."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     objective = Objective(space, logs, settings.replay)
-    sampler, popsize = _sampler(space, settings)
-    try:
-        study = optuna.create_study(
-            sampler=sampler, storage=settings.storage, direction="minimize",
-            study_name=settings.study_name, load_if_exists=settings.storage is not None,
-        )
-    except Exception as exc:  # noqa: BLE001 - optuna, SQLAlchemy or a driver: all mean "cannot open"
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise BamError(f"cannot open the optuna storage '{settings.storage}': {first}") from None
     distributions = {name: optuna.distributions.FloatDistribution(lo, hi)
                      for name, (lo, hi) in space.bounds.items()}
-    if settings.start and not study.trials:
-        study.enqueue_trial(settings.start)
-    done = len(study.trials)
-    start = time.perf_counter()
+    popsize0 = settings.popsize or _default_popsize(len(space.names))
+    runs = [_Run(settings, k, popsize0, settings.start if k == 0 else None)
+            for k in range(max(1, _existing_runs(settings)))]
+    done = sum(len(run.study.trials) for run in runs)
+    best, best_params = _best_of(runs)
     history: list[tuple[int, float, float]] = []
-    best = _best_value(study)
+    start = time.perf_counter()
     interrupted = False
     try:
         while done < settings.trials and not _reached(best, settings.target):
-            batch = min(popsize, settings.trials - done)
-            trials = [study.ask(distributions) for _ in range(batch)]
+            run = runs[-1]
+            trials = [run.study.ask(distributions)
+                      for _ in range(min(run.popsize, settings.trials - done))]
             scores = objective([trial.params for trial in trials])
             for trial, score in zip(trials, scores, strict=True):
-                study.tell(trial, float(score))
-            done += batch
-            best = min(best, float(scores.min()))
+                run.study.tell(trial, float(score))
+            done += len(trials)
+            i = int(np.argmin(scores))
+            if scores[i] < best:
+                best, best_params = float(scores[i]), dict(trials[i].params)
+            run.bests.append(min(run.bests[-1:] + [float(scores[i])]))
             history.append((done, time.perf_counter() - start, best))
             if progress is not None:
-                progress(batch, best)
+                progress(len(trials), best)
+            if settings.restarts and run.stagnated(len(space.names)):
+                runs.append(_Run(settings, run.k + 1, popsize0,
+                                 _random_point(space, settings.seed, run.k + 1)))
     except KeyboardInterrupt:
         interrupted = True
-    if not any(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials):
+    if best_params is None:
         raise BamError("the fit was stopped before any candidate was evaluated; nothing to write")
-    values = {**study.best_params}
-    return FitResult(space=space, values=values, train_mae=float(study.best_value),
-                     trials=done, seconds=time.perf_counter() - start, interrupted=interrupted,
-                     reached_target=_reached(study.best_value, settings.target), history=history)
+    return FitResult(space=space, values=best_params, train_mae=best, trials=done,
+                     seconds=time.perf_counter() - start, interrupted=interrupted,
+                     reached_target=_reached(best, settings.target), history=history,
+                     restarts=len(runs) - 1)
+
+
+def _random_point(space: SearchSpace, seed: int, k: int) -> dict[str, float]:
+    rng = np.random.default_rng([seed, k])
+    return {name: float(rng.uniform(lo, hi)) for name, (lo, hi) in space.bounds.items()}
+
+
+def _best_of(runs: list[_Run]) -> tuple[float, dict | None]:
+    """Best completed trial of the runs already stored (a resumed fit), if any."""
+    import optuna
+
+    complete = [t for run in runs for t in run.study.trials
+                if t.state == optuna.trial.TrialState.COMPLETE]
+    if not complete:
+        return math.inf, None
+    trial = min(complete, key=lambda t: t.value)
+    return float(trial.value), dict(trial.params)
 
 
 # Each model's nearest simpler models: M1 ⊂ M2, M3 ⊂ M4 ⊂ M5 ⊂ M6 (section III).
@@ -262,13 +322,6 @@ def nested_start(space: SearchSpace, fitted: dict[str, float]) -> dict[str, floa
             value = 0.0
         start[name] = min(max(value, lo), hi)
     return start
-
-
-def _best_value(study) -> float:
-    try:
-        return float(study.best_value)
-    except ValueError:  # no completed trial yet
-        return math.inf
 
 
 def _reached(best: float, target: float | None) -> bool:

@@ -100,7 +100,35 @@ def test_storage_resumes_a_study(m1_logs, tmp_path):
     assert second.train_mae <= first.train_mae
     import optuna
 
-    assert len(optuna.load_study(study_name="resume", storage=url).trials) == 72
+    names = [n for n in optuna.get_all_study_names(url) if n.startswith("resume.r")]
+    assert sum(len(optuna.load_study(study_name=n, storage=url).trials) for n in names) == 72
+
+
+def test_restarts_after_stagnation_keep_the_best():
+    """Noisy data: CMA-ES reaches the noise floor, stalls, restarts with a larger population."""
+    logs = paper_like_set(published("mx64", "m1"), 6, duration=2.0, noise=2e-3, seed=3)
+    space = SearchSpace.build("mx64", "m1")
+    result = identify(space, logs, FitSettings(trials=2500, seed=0))
+    assert result.restarts >= 1
+    assert result.train_mae < 2e-3  # about 0.8 σ, the MAE of the noise itself
+    assert [h[2] for h in result.history] == sorted((h[2] for h in result.history),
+                                                    reverse=True)
+    plain = identify(space, logs, FitSettings(trials=2500, seed=0, restarts=False))
+    assert plain.restarts == 0
+
+
+def test_stagnation_rule():
+    from bam_identify.fit import FitSettings as Settings
+    from bam_identify.fit import _Run
+
+    run = _Run(Settings(), 0, 12, None)
+    horizon = 10 + -(-30 * 11 // 12)
+    run.bests = [1.0] * (horizon + 1)
+    assert run.stagnated(11)
+    run.bests = list(np.geomspace(1.0, 0.5, horizon + 1))
+    assert not run.stagnated(11)
+    run.bests = [1.0] * horizon
+    assert not run.stagnated(11)  # too early to tell
 
 
 def test_objective_is_the_step_weighted_mae(m1_logs):
