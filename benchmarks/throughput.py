@@ -31,11 +31,9 @@ Neutral workload format (read by reference_runner.py)::
 from __future__ import annotations
 
 import argparse
-import datetime
 import itertools
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -45,6 +43,7 @@ from pathlib import Path
 
 import numba
 import numpy as np
+from provenance import environment
 
 from bam_sim.bench_log import BenchLog, LogBatch
 from bam_sim.parameter_file import published
@@ -195,10 +194,7 @@ def main() -> None:
                      "population": args.population, "log_steps_per_model": steps,
                      "mode": "simulated control", "seed": SEED},
         "ours": ours, "first_call": compile_times,
-        "environment": {"python": platform.python_version(), "numpy": np.__version__,
-                        "numba": numba.__version__, "cores": cores,
-                        "machine": platform.machine(), "commit": _commit(),
-                        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")},
+        "environment": environment(),
     }
     if not args.no_reference:
         with tempfile.TemporaryDirectory() as tmp:
@@ -230,13 +226,6 @@ def _compare(reference: tuple[dict, dict], ours: dict, populations: dict,
               f"max |q_ours - q_ref| = {gap:.1e} rad")
     return summary
 
-
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,
-                              capture_output=True, text=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 if __name__ == "__main__":
