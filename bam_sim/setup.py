@@ -26,6 +26,7 @@ setup(
     entry_points={
         'console_scripts': [
             'simulate = bam_sim.simulate:main',
+            'pendulum = bam_sim.pendulum_node:main',
         ],
     },
 )

@@ -1,0 +1,332 @@
+"""The pendulum node over DDS: rate, sim-time stamps, commands vs rollout, parameters.
+
+Each test runs a PendulumNode and a probe node in this process, spun by one
+executor in a background thread, on a private rclpy context and a domain of
+their own.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+import numpy as np
+import pytest
+import rclpy
+from rclpy.exceptions import ParameterException
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.parameter import Parameter
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from bam_msgs.msg import ActuatorCommand, ActuatorStateArray, BenchInfo
+from bam_sim import interfaces
+from bam_sim.bench_log import BenchLog
+from bam_sim.errors import BamError
+from bam_sim.parameter_file import published, save
+from bam_sim.pendulum import Bench
+from bam_sim.pendulum_node import PendulumNode, main
+from bam_sim.ros_qos import profile
+from bam_sim.simulator import rollout
+
+TIMEOUT = 10.0  # s, discovery included
+DOMAIN = os.getpid() % 100 + 101
+
+
+@pytest.fixture(scope="module")
+def context():
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=DOMAIN)
+    yield ctx
+    rclpy.shutdown(context=ctx)
+
+
+def stamp_ns(msg) -> int:
+    return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+
+
+class Rig:
+    """A pendulum node, a probe subscribed to its topics and publishing commands."""
+
+    def __init__(self, context, **params):
+        overrides = [Parameter(name, value=value) for name, value in params.items()]
+        self.node = PendulumNode(context=context, parameter_overrides=overrides)
+        self.probe = rclpy.create_node(f"pendulum_probe_{uuid.uuid4().hex[:8]}", context=context)
+        self.joint_states, self.actuator_states, self.clocks = [], [], []
+        self.probe.create_subscription(JointState, interfaces.JOINT_STATES.name,
+                                       self.joint_states.append,
+                                       profile(interfaces.JOINT_STATES.qos))
+        self.probe.create_subscription(ActuatorStateArray, interfaces.ACTUATOR_STATES.name,
+                                       self.actuator_states.append,
+                                       profile(interfaces.ACTUATOR_STATES.qos))
+        self.probe.create_subscription(Clock, interfaces.CLOCK.name, self.clocks.append,
+                                       profile(interfaces.CLOCK.qos))
+        self.commands = self.probe.create_publisher(ActuatorCommand, interfaces.COMMANDS.name,
+                                                    profile(interfaces.COMMANDS.qos))
+        self.positions = self.probe.create_publisher(
+            Float64MultiArray, interfaces.POSITION_COMMANDS.name,
+            profile(interfaces.POSITION_COMMANDS.qos))
+        self.executor = SingleThreadedExecutor(context=context)
+        self.executor.add_node(self.node)
+        self.executor.add_node(self.probe)
+        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.executor.shutdown()
+        self.thread.join(timeout=TIMEOUT)
+        self.node.destroy_node()
+        self.probe.destroy_node()
+
+    def wait_for(self, predicate, what, timeout=TIMEOUT):
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            time.sleep(0.01)
+
+    def wait_ready(self):
+        """States flowing to the probe, the node subscribed to the probe's commands."""
+        self.wait_for(lambda: len(self.joint_states) > 2 and len(self.actuator_states) > 2,
+                      "states")
+        self.wait_for(lambda: self.commands.get_subscription_count() > 0
+                      and self.positions.get_subscription_count() > 0, "command discovery")
+
+    def send(self, msg):
+        (self.positions if isinstance(msg, Float64MultiArray) else self.commands).publish(msg)
+
+
+@pytest.fixture
+def bench(context):
+    made = []
+
+    def make(**params):
+        made.append(Rig(context, **params))
+        return made[-1]
+
+    yield make
+    for item in made:
+        item.close()
+
+
+def test_states_arrive_at_the_rate_stamped_in_sim_time(bench):
+    rate = 200.0
+    b = bench(rate=rate, real_time_factor=1.0, start_time=100.0)
+    b.wait_ready()
+    before = len(b.joint_states)
+    time.sleep(1.0)
+    count = len(b.joint_states) - before
+    assert 0.9 * rate <= count <= 1.1 * rate, f"{count} joint states in 1 s at {rate:g} Hz"
+    stamps = np.array([stamp_ns(m) for m in list(b.joint_states)])
+    assert np.all(np.diff(stamps) == 5_000_000), "sim-time stamps not spaced 1/rate"
+    assert stamps[0] >= 100 * 1_000_000_000
+    assert (stamps[0] - 100 * 1_000_000_000) % 5_000_000 == 0
+    state_stamps = np.array([stamp_ns(m) for m in list(b.actuator_states)])
+    assert np.all(np.diff(state_stamps) == 5_000_000)
+    clocks = np.array([c.clock.sec * 1_000_000_000 + c.clock.nanosec for c in list(b.clocks)])
+    assert clocks.size and np.all((clocks - 100 * 1_000_000_000) % 5_000_000 == 0)
+    assert np.all(np.diff(clocks) > 0)
+    msg = b.joint_states[-1]
+    assert list(msg.name) == ["pendulum"]
+    assert len(msg.position) == len(msg.velocity) == len(msg.effort) == 1
+    state = b.actuator_states[-1].actuators[0]
+    assert (state.name, state.control_unit, state.error_flags) == ("pendulum", "V", 0)
+    assert math.isnan(state.current) and math.isnan(state.temperature)
+    assert state.input_voltage == 15.0
+
+
+def test_commands_move_the_joint_as_rollout_does(bench):
+    rate = 200.0
+    b = bench(rate=rate, real_time_factor=1.0, gain=16.0, mass=0.5, length=0.2)
+    b.wait_ready()
+    b.send(ActuatorCommand(names=["other", "pendulum"], goal_positions=[9.0, 0.6]))
+    time.sleep(0.4)
+    b.send(ActuatorCommand(names=["pendulum"], torque_enables=[False]))
+    time.sleep(0.3)
+    b.send(Float64MultiArray(data=[-0.4]))
+    b.send(ActuatorCommand(torque_enables=[True]))
+    time.sleep(0.5)
+    joints = {stamp_ns(m): m for m in list(b.joint_states)}
+    states = {stamp_ns(m): m.actuators[0] for m in list(b.actuator_states)}
+    stamps = sorted(set(joints) & set(states))
+    assert np.all(np.diff(stamps) == 5_000_000), "samples lost"
+    goal = np.array([states[t].goal_position for t in stamps])
+    enabled = np.array([states[t].torque_enable for t in stamps])
+    assert {0.6, -0.4} <= set(goal) and not enabled.all() and enabled[-1]
+    assert {states[t].gain for t in stamps} == {16.0}
+    position = np.array([joints[t].position[0] for t in stamps])
+    velocity = np.array([joints[t].velocity[0] for t in stamps])
+    log = BenchLog(bench=Bench(mass=0.5, length=0.2), kp=16.0, dt=1.0 / rate, goal=goal,
+                   enabled=enabled, position=position, velocity=velocity)
+    run = rollout(published("mx64", "m4"), log)
+    np.testing.assert_allclose(position, run.position, rtol=0, atol=1e-9)
+    np.testing.assert_allclose([joints[t].effort[0] for t in stamps], run.motor_torque,
+                               rtol=0, atol=1e-9)
+    assert np.ptp(position) > 0.5
+
+
+def test_bench_info_is_latched_and_follows_the_geometry(bench, context):
+    b = bench(rate=500.0, mass=1.5, arm_mass=0.1, length=0.2)
+    b.wait_ready()
+    infos = []
+    late = rclpy.create_node(f"pendulum_late_{uuid.uuid4().hex[:8]}", context=context)
+    late.create_subscription(BenchInfo, interfaces.BENCH_INFO.name, infos.append,
+                             profile(interfaces.BENCH_INFO.qos))
+    b.executor.add_node(late)
+    try:
+        b.wait_for(lambda: infos, "latched bench info")
+        info = infos[0]
+        assert (info.actuator, info.joint_name, info.source, info.model, info.parameters) == \
+            ("mx64", "pendulum", "sim", "m4", "published")
+        assert (info.mass, info.arm_mass, info.length) == (1.5, 0.1, 0.2)
+        assert (info.gravity, info.supply_voltage, info.control_rate) == (9.80665, 15.0, 500.0)
+        assert info.control_unit == "V" and math.isnan(info.damping)
+        result = b.node.set_parameters([Parameter("mass", value=0.5)])[0]
+        assert result.successful, result.reason
+        b.wait_for(lambda: len(infos) > 1, "bench info after the mass change")
+        assert (infos[-1].mass, infos[-1].length) == (0.5, 0.2)
+        assert stamp_ns(infos[-1]) > stamp_ns(info)
+        assert b.node.simulator.bench == Bench(mass=0.5, length=0.2, arm_mass=0.1)
+        result = b.node.set_parameters([Parameter("length", value=0.0)])[0]
+        assert not result.successful
+    finally:
+        b.executor.remove_node(late)
+        late.destroy_node()
+
+
+def test_node_clock_follows_the_sim_with_use_sim_time(bench):
+    b = bench(rate=200.0, start_time=1000.0, use_sim_time=True)
+    b.wait_ready()
+    b.wait_for(lambda: b.node.get_clock().now().nanoseconds >= 1000 * 1_000_000_000,
+               "the node's clock on /clock")
+    assert b.node.get_clock().now().nanoseconds < 1100 * 1_000_000_000
+
+
+def test_current_controlled_actuator_reports_its_damping(bench, context):
+    b = bench(actuator="erob80_50", rate=200.0, mass=8.2, length=0.5)
+    b.wait_ready()
+    state = b.actuator_states[-1].actuators[0]
+    assert state.control_unit == "A" and state.input_voltage == 48.0 and state.gain == 25.0
+    infos = []
+    late = rclpy.create_node(f"pendulum_late_{uuid.uuid4().hex[:8]}", context=context)
+    late.create_subscription(BenchInfo, interfaces.BENCH_INFO.name, infos.append,
+                             profile(interfaces.BENCH_INFO.qos))
+    b.executor.add_node(late)
+    try:
+        b.wait_for(lambda: infos, "latched bench info")
+        assert infos[0].damping == 1.0 and infos[0].actuator == "erob80_50"
+    finally:
+        b.executor.remove_node(late)
+        late.destroy_node()
+
+
+def test_bad_commands_are_ignored_and_logged_once_per_kind(bench):
+    b = bench(rate=200.0, real_time_factor=2.0, initial_position=0.2)
+    b.wait_ready()
+    bad = [
+        ActuatorCommand(names=["pendulum"], goal_positions=[0.1, 0.2]),  # lengths
+        ActuatorCommand(goal_positions=[0.1, 0.2]),  # two entries, no names
+        ActuatorCommand(names=["pendulum"], goal_positions=[math.nan]),
+        ActuatorCommand(names=["pendulum"], gains=[-4.0]),
+        ActuatorCommand(names=["elbow"], goal_positions=[0.3]),
+        Float64MultiArray(data=[]),
+        Float64MultiArray(data=[math.inf]),
+    ]
+    for i in range(3 * len(bad)):  # one at a time: the command QoS keeps the last 10
+        b.send(bad[i % len(bad)])
+        b.wait_for(lambda i=i: sum(b.node.rejected_commands.values()) == i + 1, "rejection")
+    assert b.node.rejected_commands == {
+        "commands/length": 6, "commands/value": 6, "commands/joint": 3,
+        "position_commands/length": 3, "position_commands/value": 3}
+    assert sorted(b.node.logged_command_errors) == sorted(b.node.rejected_commands)
+    count = len(b.joint_states)
+    b.wait_for(lambda: len(b.joint_states) > count + 20, "states after bad commands")
+    last = b.actuator_states[-1].actuators[0]
+    assert (last.goal_position, last.torque_enable, last.gain) == (0.2, True, 8.0)
+    assert all(math.isfinite(m.position[0]) for m in list(b.joint_states))
+    b.send(ActuatorCommand(names=["pendulum"], goal_positions=[0.3]))
+    b.wait_for(lambda: b.actuator_states[-1].actuators[0].goal_position == 0.3, "good command")
+
+
+def test_command_timeout_turns_the_torque_off(bench):
+    b = bench(rate=200.0, real_time_factor=4.0, command_timeout=2.0)
+    b.wait_ready()
+    b.wait_for(lambda: not b.actuator_states[-1].actuators[0].torque_enable, "watchdog")
+    first_off = next(m for m in list(b.actuator_states) if not m.actuators[0].torque_enable)
+    assert stamp_ns(first_off) == 2_000_000_000  # no command since t = 0
+    b.send(ActuatorCommand(torque_enables=[True]))
+    b.wait_for(lambda: b.actuator_states[-1].actuators[0].torque_enable, "torque on again")
+    b.wait_for(lambda: not b.actuator_states[-1].actuators[0].torque_enable, "watchdog again")
+
+
+def test_parameter_files_are_validated_at_run_time(bench, tmp_path):
+    other = save(published("mx106", "m4"), tmp_path / "mx106.yaml")
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("/**:\n  ros__parameters: {actuator: mx64, model: m4, kt: [}\n")
+    mine = save(published("mx64", "m6"), tmp_path / "mx64_m6.yaml")
+    b = bench(rate=200.0)
+    b.wait_ready()
+    node = b.node
+
+    result = node.set_parameters([Parameter("params_file", value=str(other))])[0]
+    assert not result.successful and "mx106" in result.reason
+    result = node.set_parameters([Parameter("params_file", value=str(broken))])[0]
+    assert not result.successful and "YAML" in result.reason
+    result = node.set_parameters([Parameter("params_file", value=str(tmp_path / "none.yaml"))])[0]
+    assert not result.successful and "does not exist" in result.reason
+    assert node.simulator.params.model == "m4"
+    assert node.get_parameter("params_file").value == ""
+
+    result = node.set_parameters([Parameter("params_file", value=str(mine))])[0]
+    assert result.successful, result.reason
+    assert node.get_parameter("model").value == "m6"  # follows the file
+    assert node.simulator.params.model == "m6"
+    result = node.set_parameters([Parameter("model", value="m2")])[0]
+    assert not result.successful and "m6" in result.reason
+    result = node.set_parameters([Parameter("params_file", value="")])[0]
+    assert result.successful
+    result = node.set_parameters([Parameter("model", value="m2")])[0]
+    assert result.successful and node.simulator.params.model == "m2"
+    result = node.set_parameters([Parameter("model", value="m9")])[0]
+    assert not result.successful and "m9" in result.reason
+    result = node.set_parameters([Parameter("rate", value=50.0)])[0]
+    assert not result.successful  # read-only
+    assert node.describe_parameter("rate").read_only
+    assert "kg" in node.describe_parameter("mass").description
+    assert not node.describe_parameter("mass").read_only
+    count = len(b.joint_states)
+    b.wait_for(lambda: len(b.joint_states) > count + 10, "states after the changes")
+
+
+def test_bad_parameters_at_start_are_one_line_errors(context, tmp_path):
+    other = save(published("mx106", "m4"), tmp_path / "mx106.yaml")
+    with pytest.raises(BamError, match="unknown actuator"):
+        PendulumNode(context=context, parameter_overrides=[Parameter("actuator", value="mx65")])
+    with pytest.raises(BamError, match="mx106"):
+        PendulumNode(context=context,
+                     parameter_overrides=[Parameter("params_file", value=str(other))])
+    with pytest.raises(ParameterException):
+        PendulumNode(context=context, parameter_overrides=[Parameter("rate", value=-5.0)])
+    env = {**os.environ, "ROS_DOMAIN_ID": str(DOMAIN)}
+    code = ("import sys; from bam_sim.pendulum_node import main; "
+            "sys.exit(main(['pendulum', '--ros-args', '-p', 'length:=-1.0']))")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1 and errors[0].startswith("pendulum: error:"), done.stderr
+    assert "length" in errors[0]
+
+
+def test_help_lists_the_parameters(capsys):
+    assert main(["pendulum", "--help"]) == 0
+    out = capsys.readouterr().out
+    for name in ("actuator", "params_file", "real_time_factor", "command_timeout"):
+        assert name in out
+    assert main(["pendulum", "--bogus"]) == 2
