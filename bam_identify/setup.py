@@ -1,3 +1,6 @@
+import os
+from glob import glob
+
 from setuptools import find_packages, setup
 
 package_name = 'bam_identify'
@@ -9,6 +12,7 @@ setup(
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),
+        (os.path.join('share', package_name, 'config'), glob('config/*.yaml')),
     ],
     install_requires=['setuptools', 'numpy', 'numba', 'pyyaml', 'matplotlib', 'optuna',
                       'cmaes', 'tqdm', 'rosbags'],
@@ -22,6 +26,8 @@ setup(
         'console_scripts': [
             'fit = bam_identify.commands:fit_main',
             'eval = bam_identify.commands:eval_main',
+            'trajectory = bam_identify.trajectory_node:main',
+            'recorder = bam_identify.recorder_node:main',
         ],
     },
 )

@@ -4,8 +4,8 @@ A recording of the pendulum bench holds four topics:
 
 * ``/bam/bench_info`` (``bam_msgs/msg/BenchInfo``, transient-local): the
   actuator and the bench, published once per session;
-* ``/bam/trial`` (``bam_msgs/msg/Trial``): START and END markers of each
-  trajectory run, sharing a ``trial_id``;
+* ``/bam/trial`` (``bam_msgs/msg/Trial``, transient-local): START and END
+  markers of each trajectory run, sharing a ``trial_id``;
 * ``/joint_states`` (``sensor_msgs/msg/JointState``): position, velocity
   (and effort = motor torque where known) at the control rate;
 * ``/bam/actuator_states`` (``bam_msgs/msg/ActuatorStateArray``): goal
@@ -16,6 +16,7 @@ onto a fixed time step. Times are the header stamps (the simulation clock
 when a simulator publishes faster than real time), never the times at which
 the recorder received the messages. :func:`write_bag` writes such a bag from
 bench logs (tests, conversions); it uses rosbags, so neither needs ROS.
+Topic names, types and QoS are those of :mod:`bam_sim.interfaces`.
 """
 
 from __future__ import annotations
@@ -53,22 +54,18 @@ from bam_identify.typestore import (
     TRIAL,
     typestore,
 )
-from bam_sim import servo
+from bam_sim import interfaces, servo
 from bam_sim.actuators import get_actuator
 from bam_sim.bench_log import BenchLog
 from bam_sim.errors import BamError
 from bam_sim.pendulum import GRAVITY, Bench
 
-TOPIC_JOINT_STATES = "/joint_states"
-TOPIC_ACTUATOR_STATES = "/bam/actuator_states"
-TOPIC_BENCH_INFO = "/bam/bench_info"
-TOPIC_TRIAL = "/bam/trial"
-TOPICS = {
-    TOPIC_JOINT_STATES: JOINT_STATE,
-    TOPIC_ACTUATOR_STATES: ACTUATOR_STATE_ARRAY,
-    TOPIC_BENCH_INFO: BENCH_INFO,
-    TOPIC_TRIAL: TRIAL,
-}
+# Names, types and QoS of the recorded topics come from bam_sim.interfaces.
+TOPIC_JOINT_STATES = interfaces.JOINT_STATES.name
+TOPIC_ACTUATOR_STATES = interfaces.ACTUATOR_STATES.name
+TOPIC_BENCH_INFO = interfaces.BENCH_INFO.name
+TOPIC_TRIAL = interfaces.TRIAL.name
+TOPICS = {topic.name: topic.type for topic in interfaces.RECORDED}  # topic -> message type
 START, END = 0, 1  # bam_msgs/msg/Trial event values
 STORAGES = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}
 BAG_SUFFIXES = (".mcap", ".db3")
@@ -77,13 +74,17 @@ ROSBAG2_VERSION = 9  # metadata version written by rosbag2 in ROS 2 Jazzy
 _NO_TIME = QosTime(0, 0)  # rosbag2's "default" duration (no deadline, no lifespan)
 
 
-def _qos(durability: QosDurability, depth: int) -> Qos:
-    return Qos(QosHistory.KEEP_LAST, depth, QosReliability.RELIABLE, durability, _NO_TIME,
-               _NO_TIME, QosLiveliness.AUTOMATIC, _NO_TIME, False)
+def bag_qos(qos: interfaces.Qos) -> Qos:
+    """The rosbags offered-QoS profile of an interface QoS (as stored in bag metadata)."""
+    return Qos(QosHistory.KEEP_LAST, qos.depth,
+               QosReliability.RELIABLE if qos.reliable else QosReliability.BEST_EFFORT,
+               QosDurability.TRANSIENT_LOCAL if qos.transient_local else QosDurability.VOLATILE,
+               _NO_TIME, _NO_TIME, QosLiveliness.AUTOMATIC, _NO_TIME, False)
 
 
-QOS_STATE = _qos(QosDurability.VOLATILE, 10)
-QOS_LATCHED = _qos(QosDurability.TRANSIENT_LOCAL, 1)  # /bam/bench_info
+QOS_STATE = bag_qos(interfaces.STATE_QOS)
+QOS_LATCHED = bag_qos(interfaces.LATCHED_QOS)  # /bam/bench_info
+TOPIC_QOS = {topic.name: bag_qos(topic.qos) for topic in interfaces.RECORDED}
 
 
 # --------------------------------------------------------------------------------------------
@@ -325,7 +326,7 @@ def _write(path: Path, messages: Iterable[tuple[str, int, object]],
         conns = {}
 
         def connect(topic: str, msgtype: str):
-            qos = QOS_LATCHED if topic == TOPIC_BENCH_INFO else QOS_STATE
+            qos = TOPIC_QOS.get(topic, QOS_STATE)
             conns[topic] = writer.add_connection(topic, msgtype, typestore=store,
                                                  offered_qos_profiles=[qos])
             return conns[topic]
@@ -565,9 +566,14 @@ def _pair_markers(markers: list, label: str) -> list[_Marker]:
 
 
 def _bench_info_at(infos: list, stamp: int):
-    before = [item for item in infos if item[0] <= stamp]
+    """The bench description in force at ``stamp``: the last one published by then.
+
+    Of several with the same stamp (parameters changed one after the other in
+    one instant), the last in recording order describes the final state.
+    """
+    before = [(i, item) for i, item in enumerate(infos) if item[0] <= stamp]
     if before:
-        return max(before, key=lambda item: item[0])[1]
+        return max(before, key=lambda pair: (pair[1][0], pair[0]))[1][1]
     return min(infos, key=lambda item: item[0])[1]
 
 

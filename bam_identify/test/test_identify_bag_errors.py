@@ -178,3 +178,13 @@ def test_bench_joint_missing_among_several(tmp_path, session):
     bag = write_messages(tmp_path / "two", messages)
     fails(bag, "two", "joint 'joint' of /bam/bench_info is not in /joint_states",
           "names: left, right")
+
+
+def test_bench_info_of_equal_stamps_is_the_last_recorded():
+    """Mass then length changed in one instant: the trial gets the final description."""
+    from bam_identify.rosbag import _bench_info_at
+
+    infos = [(0, "first"), (500, "mass changed"), (500, "mass and length changed"), (900, "x")]
+    assert _bench_info_at(infos, 600) == "mass and length changed"
+    assert _bench_info_at(infos, 500) == "mass and length changed"
+    assert _bench_info_at(infos, 100) == "first"
