@@ -183,7 +183,9 @@ def _pick_logs(logs: list[BenchLog], count: int = 4) -> list[BenchLog]:
         if key not in seen:
             chosen.append(log)
             seen.add(key)
-    chosen += [log for log in logs if log not in chosen]
+    # By identity: logs hold arrays, which have no truth value to compare.
+    taken = {id(log) for log in chosen}
+    chosen += [log for log in logs if id(log) not in taken]
     return chosen[:count]
 
 

@@ -58,3 +58,11 @@ def test_report_folder_is_not_overwritten(tmp_path):
         check_report_folder(tmp_path, force=False)
     check_report_folder(tmp_path, force=True)
     check_report_folder(tmp_path / "new", force=False)
+
+
+def test_validation_figure_with_repeated_trajectories(tmp_path):
+    """More validation logs than trajectories: the figure still picks one per trajectory."""
+    from bam_identify.report import _pick_logs
+
+    logs = paper_like_set(published("mx64", "m1"), 6, duration=1.0, trajectories=("steps",))
+    assert [id(log) for log in _pick_logs(logs, 4)] == [id(log) for log in logs[:4]]
