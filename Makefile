@@ -1,18 +1,18 @@
 # BAM for ROS 2: the two commands of README.md.
-#   make run   main job: the simulator with its defaults (ARGS="..." passes options)
+#   make run   main job: record the simulated bench, fit M1..M6, report (bench session;
+#              ARGS="..." passes options, e.g. ARGS="--output-dir out/x")
 #   make test  ruff + pytest over every package's test/ folder
 #   make benchmark  simulator throughput vs the reference (benchmarks/)
 # Both create .venv, install requirements.lock when it changed and build the
 # workspace with colcon first; the logic lives in tools/workspace.sh.
 
 WS := tools/workspace.sh
-# The main job regenerates its own figures under out/ on every run.
-ARGS ?= --output out/simulate.png --diagram out/drive_backdrive.png --force
+ARGS ?=
 
 .PHONY: run test benchmark setup build clean distclean
 
 run: build
-	@$(WS) run bam_sim simulate $(ARGS)
+	@$(WS) run bam_bringup bench session $(ARGS)
 
 test: build
 	@$(WS) test

@@ -15,7 +15,7 @@ setup(
         (os.path.join('share', package_name, 'launch'), glob('launch/*.launch.py')),
         (os.path.join('share', package_name, 'config'), glob('config/*.yaml')),
     ],
-    install_requires=['setuptools'],
+    install_requires=['setuptools', 'pyyaml', 'tqdm'],
     zip_safe=True,
     maintainer='BAM for ROS 2 maintainers',
     maintainer_email='bam@example.com',
@@ -24,6 +24,7 @@ setup(
     extras_require={'test': ['pytest']},
     entry_points={
         'console_scripts': [
+            'bench = bam_bringup.runner:main',
         ],
     },
 )
