@@ -52,7 +52,7 @@ def first_reaching(history: list[tuple[int, float, float]], threshold: float) ->
     return None
 
 
-def run_ours(case: dict, logs, seeds: list[int], budget: int) -> dict:
+def run_ours(case: dict, logs, seeds: list[int], budget: int, same_budget: int) -> dict:
     truth = published(case["actuator"], case["model"])
     space = SearchSpace.build(case["actuator"], case["model"])
     runs = []
@@ -73,7 +73,16 @@ def run_ours(case: dict, logs, seeds: list[int], budget: int) -> dict:
               f"in {result.seconds:.1f} s; "
               + ", ".join(f"<= {t:g} at {_fmt(runs[-1]['reached'][f'{t:g}'])}"
                           for t in THRESHOLDS))
-    return {"runs": runs}
+    # The same trial budget as the reference, without stopping at a target:
+    # the final error of each side for equal work.
+    final = []
+    for seed in seeds:
+        result = identify(space, logs, FitSettings(trials=same_budget, seed=seed))
+        final.append({"seed": seed, "trials": result.trials, "seconds": result.seconds,
+                      "train_mae": result.train_mae, "restarts": result.restarts})
+        print(f"  ours seed {seed}, {same_budget} trials: {result.train_mae:.2e} rad in "
+              f"{result.seconds:.1f} s ({result.restarts} restarts)")
+    return {"runs": runs, "same_budget": final}
 
 
 def run_reference(name: str, case: dict, logs, trials: int, seeds: list[int],
@@ -137,6 +146,10 @@ def compare(ours: dict, reference: dict | None) -> dict:
         if mine and theirs:
             row["speedup"] = row["reference_median_s"] / row["ours_median_s"]
         out[key] = row
+    out["final_error_same_budget"] = {
+        "ours_median_rad": statistics.median(r["train_mae"] for r in ours["same_budget"]),
+        "reference_median_rad": statistics.median(r["best_value"] for r in reference["runs"])
+        if reference else None}
     return out
 
 
@@ -163,12 +176,16 @@ def main() -> None:
             logs = paper_like_set(truth, case["logs"], arm_mass=case["arm_mass"], seed=0)
             print(f"{name}: {len(logs)} logs of {logs[0].time[-1]:.1f} s, "
                   f"{len(SearchSpace.build(case['actuator'], case['model']).names)} parameters")
-            entry = {"case": case, "ours": run_ours(case, logs, args.seeds, args.budget)}
+            entry = {"case": case, "ours": run_ours(case, logs, args.seeds, args.budget,
+                                                   args.reference_trials)}
             if not args.no_reference:
                 entry["reference"] = run_reference(name, case, logs, args.reference_trials,
                                                    args.seeds, Path(tmp))
             entry["comparison"] = compare(entry["ours"], entry.get("reference"))
             for key, row in entry["comparison"].items():
+                if key == "final_error_same_budget":
+                    print(f"  final error at equal budget: {row}")
+                    continue
                 print(f"  to {key} rad: ours {row['ours_median_s']} s "
                       f"({row['ours_reached']}), reference {row['reference_median_s']} s "
                       f"({row['reference_reached']}), speedup {row.get('speedup')}")
