@@ -31,16 +31,14 @@ import sys
 import threading
 from pathlib import Path
 
-import rclpy
 from rcl_interfaces.msg import ParameterDescriptor, ParameterType
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
-from rclpy.signals import SignalHandlerOptions
 from rosbags.rosbag2 import Writer
 
+from bam_identify.node_main import run_node
 from bam_identify.rosbag import ROSBAG2_VERSION, STORAGES, bag_qos
-from bam_identify.trajectory_node import spin_until_signal
 from bam_identify.typestore import typestore
 from bam_sim import interfaces
 from bam_sim.errors import BamError
@@ -280,20 +278,7 @@ class RecorderNode(Node):
 
 
 def main(args: list[str] | None = None) -> int:
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    try:
-        try:
-            node = RecorderNode()
-        except BamError as err:
-            print(f"{NODE_NAME}: error: {err}", file=sys.stderr)
-            return 2
-        try:
-            spin_until_signal(node)
-        finally:
-            node.destroy_node()
-    finally:
-        rclpy.try_shutdown()
-    return 0
+    return run_node(RecorderNode, NODE_NAME, args)
 
 
 if __name__ == "__main__":

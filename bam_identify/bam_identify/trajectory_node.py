@@ -36,7 +36,6 @@ the executable then exits (for launch files).
 from __future__ import annotations
 
 import math
-import signal
 import sys
 import threading
 import time
@@ -44,17 +43,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import rclpy
 from rcl_interfaces.msg import ParameterDescriptor, ParameterType, SetParametersResult
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.clock import Clock, ClockType
 from rclpy.duration import Duration
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.signals import SignalHandlerOptions
 from rclpy.task import Future
 from rclpy.time import Time
 
+from bam_identify.node_main import run_node
 from bam_identify.protocol import Protocol, check_gain, check_trajectory, load_protocol
 from bam_msgs.action import RunTrajectory
 from bam_msgs.msg import ActuatorCommand, Trial
@@ -511,51 +508,9 @@ class TrajectoryNode(Node):
 # --------------------------------------------------------------------------------------------
 
 
-def spin_until_signal(node: Node, until: threading.Event | None = None) -> None:
-    """Spin ``node`` until SIGINT/SIGTERM (or ``until`` is set), without tearing callbacks.
-
-    The signal only sets a flag checked between callbacks, so that the caller
-    can still publish and close files cleanly; a second signal interrupts.
-    """
-    stop = threading.Event()
-    previous = {}
-
-    def on_signal(signum, frame):
-        stop.set()
-        for sig, handler in previous.items():  # a second signal acts as usual
-            signal.signal(sig, handler)
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        previous[sig] = signal.signal(sig, on_signal)
-    executor = SingleThreadedExecutor(context=node.context)
-    executor.add_node(node)
-    try:
-        while not stop.is_set() and not (until is not None and until.is_set()):
-            executor.spin_once(timeout_sec=0.1)
-    except ExternalShutdownException:
-        pass
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        executor.remove_node(node)
-        executor.shutdown(timeout_sec=1.0)
-
-
 def main(args: list[str] | None = None) -> int:
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    try:
-        try:
-            node = TrajectoryNode()
-        except BamError as err:
-            print(f"{NODE_NAME}: error: {err}", file=sys.stderr)
-            return 2
-        try:
-            spin_until_signal(node, node.protocol_done if node.exit_when_done else None)
-        finally:
-            node.destroy_node()
-    finally:
-        rclpy.try_shutdown()
-    return 0
+    return run_node(TrajectoryNode, NODE_NAME, args,
+                    lambda node: node.protocol_done if node.exit_when_done else None)
 
 
 if __name__ == "__main__":
