@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import itertools
-import os
 import re
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pytest
 from bam_bringup.composition import arguments, compose
 from bam_bringup.runner import NODE_CLASSES, node_class
 from bam_sim.errors import BamError
+from bam_sim.ros_context import private_context
 
 ROOT = Path(__file__).resolve().parents[2]
 LAUNCH_FILES = sorted((ROOT / "bam_bringup" / "launch").glob("*.launch.py"))
@@ -55,13 +55,8 @@ def test_every_node_names_an_existing_executable():
 
 @pytest.fixture(scope="module")
 def context():
-    import rclpy
-
-    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx, domain_id=os.getpid() % 100 + 1)
-    yield ctx
-    rclpy.shutdown(context=ctx)
+    with private_context() as ctx:
+        yield ctx
 
 
 def test_every_parameter_is_declared_by_its_node(context, tmp_path):

@@ -35,6 +35,7 @@ from bam_identify.typestore import typestore
 from bam_msgs.msg import ActuatorState, ActuatorStateArray, BenchInfo, Trial
 from bam_sim.errors import BamError
 from bam_sim.interfaces import ACTUATOR_STATES, BENCH_INFO, JOINT_STATES, RECORDED, TRIAL
+from bam_sim.ros_context import private_context
 from bam_sim.ros_qos import profile
 
 TIMEOUT = 15.0  # s
@@ -44,12 +45,8 @@ CLASSES = {JOINT_STATES.name: JointState, ACTUATOR_STATES.name: ActuatorStateArr
 
 @pytest.fixture(scope="module")
 def context():
-    """A private rclpy context on a domain of its own, so parallel runs do not meet."""
-    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx, domain_id=os.getpid() % 100 + 1)
-    yield ctx
-    rclpy.shutdown(context=ctx)
+    with private_context() as ctx:
+        yield ctx
 
 
 class Recording:

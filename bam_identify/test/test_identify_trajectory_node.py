@@ -29,6 +29,7 @@ from bam_msgs.action import RunTrajectory
 from bam_msgs.msg import ActuatorCommand, Trial
 from bam_sim.errors import BamError
 from bam_sim.interfaces import CLOCK, COMMANDS, RUN_TRAJECTORY_ACTION, TRIAL
+from bam_sim.ros_context import private_context
 from bam_sim.ros_qos import profile
 from bam_sim.trajectory import TRAJECTORIES, get_trajectory
 
@@ -38,12 +39,8 @@ FEEDBACK_TOPIC = f"{RUN_TRAJECTORY_ACTION}/_action/feedback"
 
 @pytest.fixture(scope="module")
 def context():
-    """A private rclpy context on a domain of its own, so parallel runs do not meet."""
-    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx, domain_id=os.getpid() % 100 + 1)
-    yield ctx
-    rclpy.shutdown(context=ctx)
+    with private_context() as ctx:
+        yield ctx
 
 
 def stamp_ns(msg) -> int:

@@ -32,6 +32,7 @@ from bam_sim.errors import BamError
 from bam_sim.parameter_file import published, save
 from bam_sim.pendulum import Bench
 from bam_sim.pendulum_node import PendulumNode, main
+from bam_sim.ros_context import private_context
 from bam_sim.ros_qos import profile
 from bam_sim.simulator import rollout
 
@@ -41,11 +42,8 @@ DOMAIN = os.getpid() % 100 + 101
 
 @pytest.fixture(scope="module")
 def context():
-    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx, domain_id=DOMAIN)
-    yield ctx
-    rclpy.shutdown(context=ctx)
+    with private_context(DOMAIN) as ctx:
+        yield ctx
 
 
 def stamp_ns(msg) -> int:

@@ -7,7 +7,6 @@ whichever is running. Checked on the live graph, as DDS reports it.
 
 from __future__ import annotations
 
-import os
 import time
 
 import pytest
@@ -20,17 +19,15 @@ from bam_sim.interfaces import ACTUATOR_PUBLISHES, ACTUATOR_SUBSCRIBES, CLOCK, T
 def graph():
     import rclpy
 
-    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx, domain_id=os.getpid() % 100 + 1)
     from bam_sim.pendulum_node import PendulumNode
+    from bam_sim.ros_context import private_context
 
-    sim = PendulumNode(context=ctx)
-    probe = rclpy.create_node("swap_probe", context=ctx)
-    yield sim, probe
-    sim.destroy_node()
-    probe.destroy_node()
-    rclpy.shutdown(context=ctx)
+    with private_context() as ctx:
+        sim = PendulumNode(context=ctx)
+        probe = rclpy.create_node("swap_probe", context=ctx)
+        yield sim, probe
+        sim.destroy_node()
+        probe.destroy_node()
 
 
 def _endpoints(probe, topic: Topic, publishers: bool, node_name: str, timeout: float = 5.0):
