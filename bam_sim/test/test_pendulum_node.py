@@ -7,6 +7,7 @@ their own.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import subprocess
@@ -169,9 +170,9 @@ def test_commands_move_the_joint_as_rollout_does(bench):
     assert np.ptp(position) > 0.5
 
 
-def test_bench_info_is_latched_and_follows_the_geometry(bench, context):
-    b = bench(rate=500.0, mass=1.5, arm_mass=0.1, length=0.2)
-    b.wait_ready()
+@contextlib.contextmanager
+def late_bench_info(b, context):
+    """A subscriber joining after the bench started: the latched BenchInfo still arrives."""
     infos = []
     late = rclpy.create_node(f"pendulum_late_{uuid.uuid4().hex[:8]}", context=context)
     late.create_subscription(BenchInfo, interfaces.BENCH_INFO.name, infos.append,
@@ -179,6 +180,16 @@ def test_bench_info_is_latched_and_follows_the_geometry(bench, context):
     b.executor.add_node(late)
     try:
         b.wait_for(lambda: infos, "latched bench info")
+        yield infos
+    finally:
+        b.executor.remove_node(late)
+        late.destroy_node()
+
+
+def test_bench_info_is_latched_and_follows_the_geometry(bench, context):
+    b = bench(rate=500.0, mass=1.5, arm_mass=0.1, length=0.2)
+    b.wait_ready()
+    with late_bench_info(b, context) as infos:
         info = infos[0]
         assert (info.actuator, info.joint_name, info.source, info.model, info.parameters) == \
             ("mx64", "pendulum", "sim", "m4", "published")
@@ -193,9 +204,6 @@ def test_bench_info_is_latched_and_follows_the_geometry(bench, context):
         assert b.node.simulator.bench == Bench(mass=0.5, length=0.2, arm_mass=0.1)
         result = b.node.set_parameters([Parameter("length", value=0.0)])[0]
         assert not result.successful
-    finally:
-        b.executor.remove_node(late)
-        late.destroy_node()
 
 
 def test_node_clock_follows_the_sim_with_use_sim_time(bench):
@@ -211,17 +219,8 @@ def test_current_controlled_actuator_reports_its_damping(bench, context):
     b.wait_ready()
     state = b.actuator_states[-1].actuators[0]
     assert state.control_unit == "A" and state.input_voltage == 48.0 and state.gain == 25.0
-    infos = []
-    late = rclpy.create_node(f"pendulum_late_{uuid.uuid4().hex[:8]}", context=context)
-    late.create_subscription(BenchInfo, interfaces.BENCH_INFO.name, infos.append,
-                             profile(interfaces.BENCH_INFO.qos))
-    b.executor.add_node(late)
-    try:
-        b.wait_for(lambda: infos, "latched bench info")
+    with late_bench_info(b, context) as infos:
         assert infos[0].damping == 1.0 and infos[0].actuator == "erob80_50"
-    finally:
-        b.executor.remove_node(late)
-        late.destroy_node()
 
 
 def test_bad_commands_are_ignored_and_logged_once_per_kind(bench):
