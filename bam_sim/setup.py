@@ -15,6 +15,7 @@ setup(
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),
         (os.path.join('share', package_name, 'config'), glob('config/*.yaml')),
+        (os.path.join('share', package_name, 'models'), glob('models/*.xml')),
     ],
     install_requires=['setuptools', 'numpy', 'numba', 'pyyaml', 'matplotlib'],
     zip_safe=True,
@@ -27,6 +28,7 @@ setup(
         'console_scripts': [
             'simulate = bam_sim.simulate:main',
             'pendulum = bam_sim.pendulum_node:main',
+            'arm = bam_sim.arm_node:main',
         ],
     },
 )

@@ -32,7 +32,6 @@ Run: ``tools/workspace.sh exec python benchmarks/pendulum_node.py`` (``--seconds
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import signal
@@ -45,7 +44,8 @@ from pathlib import Path
 
 import numpy as np
 import rclpy
-from provenance import environment
+from loop_timing import loop_timing, percentiles
+from provenance import environment, write_result
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 
@@ -108,15 +108,6 @@ class Counter:
         return result
 
 
-def percentiles(values_ns: np.ndarray) -> dict[str, float]:
-    values = np.abs(np.asarray(values_ns, dtype=np.float64)) / 1e6
-    if values.size == 0:
-        return {"p50": None, "p99": None, "max": None}
-    return {"p50": round(float(np.percentile(values, 50)), 4),
-            "p99": round(float(np.percentile(values, 99)), 4),
-            "max": round(float(values.max()), 4)}
-
-
 def make_node(rtf: float, start_executor: bool = True, priority: int = 0):
     from bam_sim.pendulum_node import PendulumNode
 
@@ -173,7 +164,7 @@ def run_real_time(seconds: float, warmup: float, priority: int) -> dict:
     finally:
         close()
     got = counter.stop()
-    starts, late, first = timing["start_ns"], timing["late_ns"], timing["first_tick"]
+    starts, first = timing["start_ns"], timing["first_tick"]
     published = int(starts.size)
     seen = received_in(got, first, published)
     # Receive times of the window's messages, one per tick (first copy).
@@ -188,8 +179,7 @@ def run_real_time(seconds: float, warmup: float, priority: int) -> dict:
         "rate_hz": RATE, "seconds": seconds, "expected": int(round(seconds * RATE)),
         "published": published, "received": seen["received"], "lost": seen["lost"],
         "duplicates": seen["duplicates"], "deadline_slips": slips,
-        "period_error_ms": percentiles(np.diff(starts) - PERIOD_NS),
-        "deadline_lateness_ms": percentiles(late),
+        **loop_timing(timing, PERIOD_NS),
         "receive_interval_error_ms": percentiles(
             np.diff(rx_sorted)[np.diff(np.flatnonzero(have)) == 1] - PERIOD_NS),
         "delivery_latency_ms": percentiles(rx[have] - starts[have]),
@@ -337,9 +327,7 @@ def main() -> int:
         "per_tick_cost": costs, "real_time": real, "fastest": fast,
         "subscriber_keep_up": sweep, "targets": targets,
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.output}")
+    write_result(args.output, result)
     return 0
 
 

@@ -1,8 +1,9 @@
-"""Provenance recorded with every benchmark result: code version, machine, date."""
+"""Provenance recorded with every benchmark result (code version, machine, date); the file."""
 
 from __future__ import annotations
 
 import datetime
+import json
 import platform
 import subprocess
 from pathlib import Path
@@ -32,3 +33,10 @@ def environment() -> dict:
         "machine": platform.machine(), "commit": commit(),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
+
+
+def write_result(path: Path, result: dict) -> None:
+    """``result`` as indented JSON at ``path`` (its folder made), said on stdout."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {path}")

@@ -1,11 +1,14 @@
 """``bench``: the bench's nodes in one process, where the ros2 CLI is absent.
 
     bench serve actuator:=mx64 sim:=true record:=true   # like ros2 launch bench.launch.py
+    bench serve --config arm arm:=erob viewer:=true     # like ros2 launch arm.launch.py
+    bench serve sim:=false hardware:=emulated port:=/tmp/ttyDXL  # driver + emulator
     bench session                                       # the README's main job
     bench session --config my_session.yaml --output-dir out/bench
 
-``serve`` composes the nodes of ``config/bench.yaml`` exactly as
-``launch/bench.launch.py`` does (both through bam_bringup.composition) and
+``serve`` composes the nodes of ``config/bench.yaml`` (``--config arm``:
+``config/arm.yaml``) exactly as ``launch/bench.launch.py`` (``arm.launch.py``)
+does (both through bam_bringup.composition) and
 spins them, one executor thread per node, until Ctrl-C. ``session`` runs an
 identification session on the simulated bench: for each bench setup it plays
 the protocol through the ``/bam/run_trajectory`` action, records everything
@@ -17,6 +20,8 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib
+import queue
+import subprocess
 import sys
 import threading
 import time
@@ -24,12 +29,14 @@ from pathlib import Path
 
 import yaml
 
-from bam_bringup.composition import NodeSpec, compose
+from bam_bringup.composition import NodeSpec, command_line, compose
 from bam_sim.errors import BamError
 
 # The node class behind each executable, to build it in this process.
 NODE_CLASSES = {
     ("bam_sim", "pendulum"): "bam_sim.pendulum_node:PendulumNode",
+    ("bam_sim", "arm"): "bam_sim.arm_node:ArmNode",
+    ("bam_drivers", "dynamixel"): "bam_drivers.dynamixel_node:DynamixelNode",
     ("bam_identify", "trajectory"): "bam_identify.trajectory_node:TrajectoryNode",
     ("bam_identify", "recorder"): "bam_identify.recorder_node:RecorderNode",
 }
@@ -51,6 +58,8 @@ def build_nodes(specs: list[NodeSpec], context) -> dict:
 
     nodes = {}
     for spec in specs:
+        if spec.process:  # not a node: Bench starts it as a process
+            continue
         overrides = [Parameter(k, value=v) for k, v in spec.parameters.items()]
         nodes[spec.name] = node_class(spec)(context=context, parameter_overrides=overrides)
     return nodes
@@ -68,10 +77,18 @@ class Bench:
         import rclpy
 
         self.context = rclpy.Context()
-        rclpy.init(context=self.context)
+        # args=[]: the command line holds launch arguments (arm:=erob), not ROS remap rules.
+        rclpy.init(context=self.context, args=[])
         self.nodes: dict = {}
         self.spinners: dict = {}
-        for name, node in build_nodes(specs, self.context).items():
+        # Processes first (a hardware emulator), stopped last (after the driver's torque off).
+        self.processes = [start_process(spec) for spec in specs if spec.process]
+        try:
+            built = build_nodes(specs, self.context)
+        except BaseException:
+            self.shutdown()
+            raise
+        for name, node in built.items():
             self.add(node, name)
 
     def add(self, node, name: str | None = None) -> None:
@@ -94,7 +111,8 @@ class Bench:
 
     @property
     def running(self) -> bool:
-        return all(thread.is_alive() for _, thread in self.spinners.values())
+        return all(thread.is_alive() for _, thread in self.spinners.values()) and \
+            all(process.poll() is None for process in self.processes)
 
     def close(self, name: str) -> None:
         """Stop and destroy one node (a recorder closes its bag)."""
@@ -107,13 +125,70 @@ class Bench:
     def shutdown(self) -> None:
         import rclpy
 
-        for name in list(self.nodes):
-            self.close(name)
-        rclpy.try_shutdown(context=self.context)
+        try:
+            for name in list(self.nodes):
+                self.close(name)
+            rclpy.try_shutdown(context=self.context)
+        finally:
+            for process in self.processes:
+                process.terminate()
+                try:
+                    process.wait(timeout=5.0)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
 
 
-def serve(values: dict[str, str]) -> str:
-    bench = Bench(compose(values))
+def start_process(spec: NodeSpec) -> subprocess.Popen:
+    """A process spec's executable (as ``ros2 run`` finds it) with its options."""
+    try:
+        from ament_index_python.packages import get_package_prefix
+
+        path = Path(get_package_prefix(spec.package)) / "lib" / spec.package / spec.executable
+    except (ImportError, LookupError, ValueError):
+        path = None
+    if path is None or not path.is_file():
+        raise BamError(f"no executable {spec.executable} of package {spec.package}; build the "
+                       "workspace (tools/workspace.sh build)")
+    # A session of its own: Ctrl-C stops the nodes first (the driver turns the torque off on
+    # the emulator), then shutdown() stops the process.
+    process = subprocess.Popen([str(path), *command_line(spec)], stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE if spec.ready else None, text=True,
+                               start_new_session=True)
+    if spec.ready:
+        _await_ready(process, spec)
+    return process
+
+
+def _await_ready(process: subprocess.Popen, spec: NodeSpec, timeout: float = 15.0) -> None:
+    """Wait for the process's ready line (nodes that use it start after), then echo its output."""
+    lines: queue.Queue = queue.Queue()
+
+    def pump() -> None:  # stdout to stderr, the first ready line also to the queue
+        for line in process.stdout:
+            print(line, end="", file=sys.stderr)
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, name=f"{spec.name}-stdout", daemon=True).start()
+    deadline = time.monotonic() + timeout
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            line = lines.get(timeout=left)
+        except queue.Empty:
+            break
+        if line is None:
+            raise BamError(f"{spec.executable} exited (code {process.wait()}) before it was "
+                           f"ready; see its messages above")
+        if line.startswith(spec.ready):
+            return
+    process.terminate()
+    raise BamError(f"{spec.executable} did not print '{spec.ready}' within {timeout:.0f} s; "
+                   "see its messages above")
+
+
+def serve(values: dict[str, str], config: str = "bench") -> str:
+    bench = Bench(compose(values, config))
     print(f"bench: running {', '.join(bench.nodes)}; Ctrl-C to stop", file=sys.stderr)
     try:
         while bench.running:
@@ -248,7 +323,10 @@ def _launch_values(items: list[str]) -> dict[str, str]:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command")
-    serve_parser = sub.add_parser("serve", help="compose the bench like bench.launch.py")
+    serve_parser = sub.add_parser("serve", help="compose the bench like bench.launch.py "
+                                  "(--config arm: the arm, like arm.launch.py)")
+    serve_parser.add_argument("--config", default="bench",
+                              help="configuration: bench, arm (config/NAME.yaml) or a file")
     serve_parser.add_argument("arguments", nargs="*", metavar="name:=value")
     session_parser = sub.add_parser("session", help="record, fit and report (main job)")
     session_parser.add_argument("--config", type=Path, default=SESSION_CONFIG)
@@ -261,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command == "serve":
-            print(serve(_launch_values(args.arguments)))
+            print(serve(_launch_values(args.arguments), args.config))
         else:  # the default: the session of the README's main job
             config = getattr(args, "config", SESSION_CONFIG)
             output = getattr(args, "output_dir", Path("out/bench"))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bam_bringup.composition import arguments, compose
+from bam_bringup.composition import arguments, command_line, compose
 from bam_bringup.runner import NODE_CLASSES, node_class
 from bam_sim.errors import BamError
 from bam_sim.ros_context import private_context
@@ -28,11 +28,14 @@ def console_scripts(package: str) -> set[str]:
 
 
 def every_composition():
-    """compose() for every combination of the boolean arguments (sim stays true)."""
+    """compose() for every combination of the boolean arguments (sim stays true), and the
+    hardware benches (real and emulated)."""
     flags = [a.name for a in arguments().values()
              if isinstance(a.default, bool) and a.name != "sim"]
     for combo in itertools.product(["true", "false"], repeat=len(flags)):
         yield compose(dict(zip(flags, combo, strict=True)))
+    yield compose({"sim": "false", "record": "true"})
+    yield compose({"sim": "false", "hardware": "emulated", "port": "/nonexistent/ttyDXL"})
 
 
 def test_launch_files_are_thin_and_use_the_composition():
@@ -50,7 +53,7 @@ def test_every_node_names_an_existing_executable():
     for specs in every_composition():
         for spec in specs:
             assert spec.executable in console_scripts(spec.package), spec
-            assert (spec.package, spec.executable) in NODE_CLASSES
+            assert spec.process or (spec.package, spec.executable) in NODE_CLASSES
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +66,8 @@ def test_every_parameter_is_declared_by_its_node(context, tmp_path):
     seen = {}
     for specs in every_composition():
         for spec in specs:
-            seen.setdefault(spec.name, (spec, set()))[1].update(spec.parameters)
+            if not spec.process:  # processes take options, checked below
+                seen.setdefault(spec.name, (spec, set()))[1].update(spec.parameters)
     for name, (spec, parameters) in seen.items():
         kwargs = {"context": context}
         if name == "recorder":  # would create its bag: point it somewhere harmless
@@ -95,8 +99,35 @@ def test_arguments_set_parameters_with_their_types():
     ({"colour": "red"}, "unknown bench argument colour"),
     ({"record": "maybe"}, "record:=maybe must be true or false"),
     ({"mass": "heavy"}, "mass:=heavy must be a number"),
-    ({"sim": "false"}, "sim:=false needs the hardware drivers"),
+    ({"sim": "false", "driver": "erob"}, "through driver:=dynamixel"),
+    ({"sim": "false", "hardware": "emulated"}, "hardware:=emulated needs port:=PATH"),
+    ({"hardware": "emulated", "port": "/tmp/ttyDXL"}, "give sim:=false"),
+    ({"sim": "false", "hardware": "virtual"}, "hardware:= must be real"),
 ])
 def test_bad_arguments(values, message):
     with pytest.raises(BamError, match=message):
         compose(values)
+
+
+def test_hardware_composes_the_driver_and_its_emulator():
+    from bam_drivers.emulator import parse_args
+
+    specs = {s.name: s for s in compose({"sim": "false", "port": "/dev/ttyUSB1", "ids": "3",
+                                         "mass": "0.5", "length": "0.2", "actuator": "mx106",
+                                         "servo_model": "mx106_p1"})}
+    assert set(specs) == {"dynamixel", "trajectory"}
+    driver = specs["dynamixel"]
+    assert (driver.package, driver.executable) == ("bam_drivers", "dynamixel")
+    assert {k: driver.parameters[k] for k in ("port", "ids", "mass", "length", "actuator",
+                                              "servo_model")} == {
+        "port": "/dev/ttyUSB1", "ids": [3], "mass": 0.5, "length": 0.2, "actuator": "mx106",
+        "servo_model": "mx106_p1"}
+    assert specs["trajectory"].parameters["use_sim_time"] is False
+    assert "port" not in compose({"sim": "false"})[0].parameters  # the driver's default
+    specs = {s.name: s for s in compose({"sim": "false", "hardware": "emulated",
+                                         "port": "/tmp/ttyDXL", "ids": "1,2", "mass": "1.5"})}
+    emulator = specs["dynamixel_emulator"]
+    assert emulator.process and not specs["dynamixel"].process
+    config = parse_args(command_line(emulator))  # the emulator's own parser takes them
+    assert (config.ids, config.mass, config.servo_model) == ((1, 2), 1.5, "mx64_p1")
+    assert specs["dynamixel"].parameters["port"] == "/tmp/ttyDXL"

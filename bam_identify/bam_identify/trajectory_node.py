@@ -379,6 +379,13 @@ class TrajectoryNode(Node):
         msg.header.stamp = Time(nanoseconds=stamp_ns).to_msg()
         self._markers.publish(msg)
 
+    # One call site per severity: rclpy refuses a call site whose severity changes.
+    def _log_outcome_ok(self, text: str) -> None:
+        self.get_logger().info(text)
+
+    def _log_outcome_bad(self, text: str) -> None:
+        self.get_logger().warning(text)
+
     def _finish(self, run: _Run, outcome: Outcome) -> None:
         """End ``run`` (lock held): stop ticking, hand the outcome over, next protocol run."""
         self._run = None
@@ -388,7 +395,7 @@ class TrajectoryNode(Node):
                else f"aborted ({outcome.message})")
         if outcome.success or run.phase == RUNNING:
             how += f" after {outcome.duration:.3f} s, {run.commands} commands"
-        log = self.get_logger().info if outcome.success else self.get_logger().warning
+        log = self._log_outcome_ok if outcome.success else self._log_outcome_bad
         if run.goal_handle is None and self.protocol is not None:
             self._protocol_index += 1
             log(f"protocol run {self._protocol_index}/{len(self.protocol)}: {run.label} {how}")

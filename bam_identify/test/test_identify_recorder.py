@@ -37,6 +37,7 @@ from bam_sim.errors import BamError
 from bam_sim.interfaces import ACTUATOR_STATES, BENCH_INFO, JOINT_STATES, RECORDED, TRIAL
 from bam_sim.ros_context import private_context
 from bam_sim.ros_qos import profile
+from bam_sim.ros_testing import wait_for
 
 TIMEOUT = 15.0  # s
 CLASSES = {JOINT_STATES.name: JointState, ACTUATOR_STATES.name: ActuatorStateArray,
@@ -66,10 +67,7 @@ class Recording:
             CLASSES[topic.name], topic.name, profile(topic.qos)) for topic in RECORDED}
 
     def wait_for(self, condition, what, timeout=TIMEOUT):
-        deadline = time.monotonic() + timeout
-        while not condition():
-            assert time.monotonic() < deadline, f"timed out waiting for {what}"
-            time.sleep(0.01)
+        wait_for(condition, what, timeout)
 
     def connect(self):
         self.wait_for(lambda: all(p.get_subscription_count() > 0

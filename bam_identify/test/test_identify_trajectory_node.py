@@ -31,6 +31,7 @@ from bam_sim.errors import BamError
 from bam_sim.interfaces import CLOCK, COMMANDS, RUN_TRAJECTORY_ACTION, TRIAL
 from bam_sim.ros_context import private_context
 from bam_sim.ros_qos import profile
+from bam_sim.ros_testing import closing, stamp_ns, wait_for
 from bam_sim.trajectory import TRAJECTORIES, get_trajectory
 
 TIMEOUT = 10.0  # s
@@ -41,10 +42,6 @@ FEEDBACK_TOPIC = f"{RUN_TRAJECTORY_ACTION}/_action/feedback"
 def context():
     with private_context() as ctx:
         yield ctx
-
-
-def stamp_ns(msg) -> int:
-    return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
 
 
 class Bench:
@@ -70,10 +67,7 @@ class Bench:
         self.client = ActionClient(self.test_node, RunTrajectory, RUN_TRAJECTORY_ACTION)
 
     def spin_until(self, condition, timeout=TIMEOUT, what="condition"):
-        deadline = time.monotonic() + timeout
-        while not condition():
-            assert time.monotonic() < deadline, f"timed out waiting for {what}"
-            self.executor.spin_once(timeout_sec=0.01)
+        wait_for(condition, what, timeout, pause=lambda: self.executor.spin_once(timeout_sec=0.01))
 
     def connect(self):
         assert self.client.wait_for_server(timeout_sec=TIMEOUT)
@@ -105,15 +99,8 @@ class Bench:
 
 @pytest.fixture
 def bench_factory(context):
-    benches = []
-
-    def make(**kwargs):
-        benches.append(Bench(context, **kwargs))
-        return benches[-1]
-
-    yield make
-    for bench in benches:
-        bench.close()
+    with closing(lambda **kwargs: Bench(context, **kwargs)) as make:
+        yield make
 
 
 def check_run(bench, start, end, trajectory, gain, duration, rate):

@@ -7,26 +7,17 @@ their own.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
-import subprocess
-import sys
-import threading
 import time
-import uuid
 
 import numpy as np
 import pytest
-import rclpy
 from rclpy.exceptions import ParameterException
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
-from rosgraph_msgs.msg import Clock
-from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from bam_msgs.msg import ActuatorCommand, ActuatorStateArray, BenchInfo
+from bam_msgs.msg import ActuatorCommand, BenchInfo
 from bam_sim import interfaces
 from bam_sim.bench_log import BenchLog
 from bam_sim.errors import BamError
@@ -34,7 +25,7 @@ from bam_sim.parameter_file import published, save
 from bam_sim.pendulum import Bench
 from bam_sim.pendulum_node import PendulumNode, main
 from bam_sim.ros_context import private_context
-from bam_sim.ros_qos import profile
+from bam_sim.ros_testing import SimProbe, closing, executable_error, stamp_ns
 from bam_sim.simulator import rollout
 
 TIMEOUT = 10.0  # s, discovery included
@@ -47,71 +38,12 @@ def context():
         yield ctx
 
 
-def stamp_ns(msg) -> int:
-    return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-
-
-class Rig:
-    """A pendulum node, a probe subscribed to its topics and publishing commands."""
-
-    def __init__(self, context, **params):
-        overrides = [Parameter(name, value=value) for name, value in params.items()]
-        self.node = PendulumNode(context=context, parameter_overrides=overrides)
-        self.probe = rclpy.create_node(f"pendulum_probe_{uuid.uuid4().hex[:8]}", context=context)
-        self.joint_states, self.actuator_states, self.clocks = [], [], []
-        self.probe.create_subscription(JointState, interfaces.JOINT_STATES.name,
-                                       self.joint_states.append,
-                                       profile(interfaces.JOINT_STATES.qos))
-        self.probe.create_subscription(ActuatorStateArray, interfaces.ACTUATOR_STATES.name,
-                                       self.actuator_states.append,
-                                       profile(interfaces.ACTUATOR_STATES.qos))
-        self.probe.create_subscription(Clock, interfaces.CLOCK.name, self.clocks.append,
-                                       profile(interfaces.CLOCK.qos))
-        self.commands = self.probe.create_publisher(ActuatorCommand, interfaces.COMMANDS.name,
-                                                    profile(interfaces.COMMANDS.qos))
-        self.positions = self.probe.create_publisher(
-            Float64MultiArray, interfaces.POSITION_COMMANDS.name,
-            profile(interfaces.POSITION_COMMANDS.qos))
-        self.executor = SingleThreadedExecutor(context=context)
-        self.executor.add_node(self.node)
-        self.executor.add_node(self.probe)
-        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
-        self.thread.start()
-
-    def close(self):
-        self.executor.shutdown()
-        self.thread.join(timeout=TIMEOUT)
-        self.node.destroy_node()
-        self.probe.destroy_node()
-
-    def wait_for(self, predicate, what, timeout=TIMEOUT):
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            assert time.monotonic() < deadline, f"timed out waiting for {what}"
-            time.sleep(0.01)
-
-    def wait_ready(self):
-        """States flowing to the probe, the node subscribed to the probe's commands."""
-        self.wait_for(lambda: len(self.joint_states) > 2 and len(self.actuator_states) > 2,
-                      "states")
-        self.wait_for(lambda: self.commands.get_subscription_count() > 0
-                      and self.positions.get_subscription_count() > 0, "command discovery")
-
-    def send(self, msg):
-        (self.positions if isinstance(msg, Float64MultiArray) else self.commands).publish(msg)
-
-
 @pytest.fixture
 def bench(context):
-    made = []
-
-    def make(**params):
-        made.append(Rig(context, **params))
-        return made[-1]
-
-    yield make
-    for item in made:
-        item.close()
+    """A pendulum node with these parameters, and a probe on its topics."""
+    with closing(lambda **params: SimProbe(context, PendulumNode, "pendulum", TIMEOUT,
+                                           **params)) as make:
+        yield make
 
 
 def test_states_arrive_at_the_rate_stamped_in_sim_time(bench):
@@ -170,26 +102,15 @@ def test_commands_move_the_joint_as_rollout_does(bench):
     assert np.ptp(position) > 0.5
 
 
-@contextlib.contextmanager
-def late_bench_info(b, context):
+def late_bench_info(b):
     """A subscriber joining after the bench started: the latched BenchInfo still arrives."""
-    infos = []
-    late = rclpy.create_node(f"pendulum_late_{uuid.uuid4().hex[:8]}", context=context)
-    late.create_subscription(BenchInfo, interfaces.BENCH_INFO.name, infos.append,
-                             profile(interfaces.BENCH_INFO.qos))
-    b.executor.add_node(late)
-    try:
-        b.wait_for(lambda: infos, "latched bench info")
-        yield infos
-    finally:
-        b.executor.remove_node(late)
-        late.destroy_node()
+    return b.late_subscriber(BenchInfo, interfaces.BENCH_INFO, "latched bench info")
 
 
-def test_bench_info_is_latched_and_follows_the_geometry(bench, context):
+def test_bench_info_is_latched_and_follows_the_geometry(bench):
     b = bench(rate=500.0, mass=1.5, arm_mass=0.1, length=0.2)
     b.wait_ready()
-    with late_bench_info(b, context) as infos:
+    with late_bench_info(b) as infos:
         info = infos[0]
         assert (info.actuator, info.joint_name, info.source, info.model, info.parameters) == \
             ("mx64", "pendulum", "sim", "m4", "published")
@@ -214,12 +135,12 @@ def test_node_clock_follows_the_sim_with_use_sim_time(bench):
     assert b.node.get_clock().now().nanoseconds < 1100 * 1_000_000_000
 
 
-def test_current_controlled_actuator_reports_its_damping(bench, context):
+def test_current_controlled_actuator_reports_its_damping(bench):
     b = bench(actuator="erob80_50", rate=200.0, mass=8.2, length=0.5)
     b.wait_ready()
     state = b.actuator_states[-1].actuators[0]
     assert state.control_unit == "A" and state.input_voltage == 48.0 and state.gain == 25.0
-    with late_bench_info(b, context) as infos:
+    with late_bench_info(b) as infos:
         assert infos[0].damping == 1.0 and infos[0].actuator == "erob80_50"
 
 
@@ -235,9 +156,7 @@ def test_bad_commands_are_ignored_and_logged_once_per_kind(bench):
         Float64MultiArray(data=[]),
         Float64MultiArray(data=[math.inf]),
     ]
-    for i in range(3 * len(bad)):  # one at a time: the command QoS keeps the last 10
-        b.send(bad[i % len(bad)])
-        b.wait_for(lambda i=i: sum(b.node.rejected_commands.values()) == i + 1, "rejection")
+    b.send_rejected(bad, rounds=3)
     assert b.node.rejected_commands == {
         "commands/length": 6, "commands/value": 6, "commands/joint": 3,
         "position_commands/length": 3, "position_commands/value": 3}
@@ -310,15 +229,9 @@ def test_bad_parameters_at_start_are_one_line_errors(context, tmp_path):
                      parameter_overrides=[Parameter("params_file", value=str(other))])
     with pytest.raises(ParameterException):
         PendulumNode(context=context, parameter_overrides=[Parameter("rate", value=-5.0)])
-    env = {**os.environ, "ROS_DOMAIN_ID": str(DOMAIN)}
-    code = ("import sys; from bam_sim.pendulum_node import main; "
-            "sys.exit(main(['pendulum', '--ros-args', '-p', 'length:=-1.0']))")
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                          text=True, timeout=60)
-    assert done.returncode == 2, done.stderr
-    errors = [line for line in done.stderr.splitlines() if line.strip()]
-    assert len(errors) == 1 and errors[0].startswith("pendulum: error:"), done.stderr
-    assert "length" in errors[0]
+    error = executable_error("bam_sim.pendulum_node",
+                             ["pendulum", "--ros-args", "-p", "length:=-1.0"], DOMAIN, 60)
+    assert "length" in error
 
 
 def test_help_lists_the_parameters(capsys):

@@ -1,4 +1,7 @@
-"""Sim/real swap: the simulated actuator offers exactly the interfaces of bam_sim.interfaces.
+"""Sim/real swap: the simulated actuators offer exactly the interfaces of bam_sim.interfaces.
+
+Every simulation node (the pendulum, the MuJoCo arm) is checked, and the Dynamixel driver
+of bam_drivers on an emulated bus.
 
 The hardware drivers are held to the same list (ACTUATOR_PUBLISHES and
 ACTUATOR_SUBSCRIBES), so a ROS stack sees the same topics, types and QoS
@@ -8,24 +11,49 @@ whichever is running. Checked on the live graph, as DDS reports it.
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 
 import pytest
 from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
 
 from bam_sim.interfaces import ACTUATOR_PUBLISHES, ACTUATOR_SUBSCRIBES, CLOCK, Topic
 
+# Every simulation node: "module:Class".
+SIM_NODES = ("bam_sim.pendulum_node:PendulumNode", "bam_sim.arm_node:ArmNode")
+# The Dynamixel driver (bam_drivers), on the bus of its emulator: no /clock (hardware
+# time), plus /diagnostics.
+DRIVER = "bam_drivers.dynamixel_node:DynamixelNode"
+EXTRA = {DRIVER: ("/diagnostics",)}
 
-@pytest.fixture(scope="module")
-def graph():
+
+@contextmanager
+def _actuator_node(target: str, ctx):
+    import importlib
+
+    from rclpy.parameter import Parameter
+
+    module, _, name = target.partition(":")
+    if target != DRIVER:
+        yield getattr(importlib.import_module(module), name)(context=ctx)
+        return
+    emulator_client = pytest.importorskip("bam_drivers.emulator_client")
+    with emulator_client.EmulatorProcess() as emulator:
+        yield getattr(importlib.import_module(module), name)(
+            context=ctx, parameter_overrides=[Parameter("port", value=emulator.port)])
+
+
+@pytest.fixture(scope="module", params=(*SIM_NODES, DRIVER),
+                ids=lambda target: target.split(":")[1])
+def graph(request):
     import rclpy
 
-    from bam_sim.pendulum_node import PendulumNode
     from bam_sim.ros_context import private_context
 
-    with private_context() as ctx:
-        sim = PendulumNode(context=ctx)
+    with private_context() as ctx, _actuator_node(request.param, ctx) as sim:
         probe = rclpy.create_node("swap_probe", context=ctx)
-        yield sim, probe
+        published = {t.name for t in ACTUATOR_PUBLISHES} | (
+            set(EXTRA[request.param]) if request.param in EXTRA else {CLOCK.name})
+        yield sim, probe, published
         sim.destroy_node()
         probe.destroy_node()
 
@@ -55,7 +83,9 @@ def _check(endpoint, topic: Topic) -> None:
 
 @pytest.mark.parametrize("topic", ACTUATOR_PUBLISHES + (CLOCK,), ids=lambda t: t.name)
 def test_sim_publishes_the_contract(graph, topic):
-    sim, probe = graph
+    sim, probe, published = graph
+    if topic.name not in published:
+        pytest.skip(f"{sim.get_name()} does not publish {topic.name}")
     endpoints = _endpoints(probe, topic, True, sim.get_name())
     assert len(endpoints) == 1, f"{topic.name}: {endpoints}"
     _check(endpoints[0], topic)
@@ -63,16 +93,15 @@ def test_sim_publishes_the_contract(graph, topic):
 
 @pytest.mark.parametrize("topic", ACTUATOR_SUBSCRIBES, ids=lambda t: t.name)
 def test_sim_subscribes_the_contract(graph, topic):
-    sim, probe = graph
+    sim, probe, published = graph
     endpoints = _endpoints(probe, topic, False, sim.get_name())
     assert len(endpoints) == 1, f"{topic.name}: {endpoints}"
     _check(endpoints[0], topic)
 
 
 def test_sim_offers_nothing_outside_the_contract(graph):
-    sim, probe = graph
-    names = {t.name for t in ACTUATOR_PUBLISHES + (CLOCK,)}
+    sim, probe, published = graph
     offered = {name for name, _ in probe.get_publisher_names_and_types_by_node(
         sim.get_name(), sim.get_namespace())}
     # rclpy adds /rosout and /parameter_events to every node.
-    assert offered - {"/rosout", "/parameter_events"} == names
+    assert offered - {"/rosout", "/parameter_events"} == published

@@ -1,0 +1,161 @@
+"""Arm composition: arm.launch.py and `bench serve --config arm` start the same nodes.
+
+Every node the arm configuration can start names an existing executable and
+only parameters that node declares; launch arguments are typed (lists
+included) and reach the node as the values it expects; bad arguments are
+one-line errors. (The generic checks of every launch file are in
+test_bringup_launch.py.)
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+
+import pytest
+
+from bam_bringup.composition import (
+    arguments,
+    compose,
+    launch_default,
+    load_config,
+    typed,
+)
+from bam_bringup.runner import NODE_CLASSES, build_nodes, build_parser
+from bam_sim.errors import BamError
+from bam_sim.parameter_file import published, save
+from bam_sim.ros_context import private_context
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = load_config("arm")
+
+
+def console_scripts(package: str) -> set[str]:
+    text = (ROOT / package / "setup.py").read_text()
+    return set(re.findall(r"'(\w+) = [\w.]+:\w+'", text))
+
+
+def every_composition(sim: str):
+    """compose() for every combination of the boolean arguments, sim fixed."""
+    flags = [a.name for a in arguments(CONFIG).values() if a.type == "bool" and a.name != "sim"]
+    for combo in itertools.product(["true", "false"], repeat=len(flags)):
+        yield compose({"sim": sim, **dict(zip(flags, combo, strict=True))}, CONFIG)
+
+
+@pytest.fixture(scope="module")
+def context():
+    with private_context() as ctx:
+        yield ctx
+
+
+def test_sim_starts_the_arm_node_and_hardware_the_dynamixel_driver():
+    assert [s.name for s in compose({}, CONFIG)] == ["arm"]
+    (driver,) = compose({"sim": "false", "port": "/dev/ttyUSB3", "ids": "3,4"}, CONFIG)
+    assert (driver.package, driver.executable) == ("bam_drivers", "dynamixel")
+    assert driver.parameters["port"] == "/dev/ttyUSB3"
+    assert driver.parameters["ids"] == [3, 4]
+    assert driver.parameters["joint_names"] == ["shoulder", "elbow"]
+    (driver,) = compose({"sim": "false", "joint_names": "[a, b]"}, CONFIG)
+    assert driver.parameters["joint_names"] == ["a", "b"]
+
+
+@pytest.mark.parametrize("sim", ["true", "false"])
+def test_every_node_names_an_existing_executable(sim):
+    for specs in every_composition(sim):
+        for spec in specs:
+            assert spec.executable in console_scripts(spec.package), spec
+            assert (spec.package, spec.executable) in NODE_CLASSES, spec
+
+
+def test_the_arm_node_takes_every_composed_parameter_with_its_type(context, tmp_path):
+    mine = save(published("mx64", "m6"), tmp_path / "mx64_m6.yaml")
+    specs = compose({"params": f",{mine}", "models": "m2,", "gains": "32,16",
+                     "real_time_factor": "0", "viewer": "false"}, CONFIG)
+    node = build_nodes(specs, context)["arm"]  # what `bench serve --config arm` builds
+    try:
+        for name, value in specs[0].parameters.items():
+            assert node.get_parameter(name).value == value, name
+        assert [j.params.model for j in node.arm.joints] == ["m2", "m6"]
+        assert node.arm.state().gain.tolist() == [32.0, 16.0]
+    finally:
+        node.destroy_node()
+
+
+def test_every_arm_parameter_is_declared(context):
+    seen: set[str] = set()
+    for specs in every_composition("true"):
+        for spec in specs:
+            seen.update(spec.parameters)
+    for argument in arguments(CONFIG).values():  # every argument that targets the arm
+        seen.update(t.partition(".")[2] for t in argument.sets if t.startswith("arm."))
+    node = build_nodes(compose({}, CONFIG), context)["arm"]
+    try:
+        missing = sorted(p for p in seen if not node.has_parameter(p))
+        assert not missing, f"arm does not declare {missing}"
+    finally:
+        node.destroy_node()
+
+
+def test_the_driver_node_takes_every_composed_parameter_with_its_type(context):
+    specs = compose({"sim": "false", "port": "/nonexistent/ttyDXL", "ids": "3,4",
+                     "joint_names": "shoulder,elbow"}, CONFIG)
+    node = build_nodes(specs, context)["dynamixel"]  # starts without its port (retries)
+    try:
+        for name, value in specs[0].parameters.items():
+            assert node.get_parameter(name).value == value, name
+    finally:
+        node.destroy_node()
+
+
+def test_arguments_are_typed():
+    specs = {s.name: s for s in compose({"arm": "erob", "params": "a.yaml,", "models": "[m1, m6]",
+                                         "gains": "[32, 16.5]", "real_time_factor": "2",
+                                         "viewer": "true", "mjcf": "robot.xml"}, CONFIG)}
+    arm = specs["arm"].parameters
+    assert arm["arm"] == "erob" and arm["mjcf"] == "robot.xml"
+    assert arm["params_files"] == ["a.yaml", ""]
+    assert arm["models"] == ["m1", "m6"]
+    assert arm["gains"] == [32.0, 16.5] and all(isinstance(g, float) for g in arm["gains"])
+    assert arm["real_time_factor"] == 2.0 and isinstance(arm["real_time_factor"], float)
+    assert arm["viewer"] is True
+    defaults = compose({}, CONFIG)[0].parameters
+    for unset in ("params_files", "models", "gains", "mjcf", "joints", "actuators"):
+        assert unset not in defaults  # "" keeps the node's own default
+
+
+def test_launch_defaults_type_back_to_the_defaults():
+    for config in ("arm", "bench"):
+        for argument in arguments(config).values():
+            text = launch_default(argument)
+            assert isinstance(text, str)
+            assert typed(text, argument.default, argument.name, argument.type) == \
+                argument.default, (config, argument.name)
+
+
+@pytest.mark.parametrize(("values", "message"), [
+    ({"colour": "red"}, "unknown arm argument colour"),
+    ({"actuator": "mx64"}, "unknown arm argument actuator"),  # a bench argument
+    ({"viewer": "maybe"}, "viewer:=maybe must be true or false"),
+    ({"real_time_factor": "fast"}, "real_time_factor:=fast must be a number"),
+    ({"gains": "32,high"}, "entry 'high' of argument gains must be a number"),
+    ({"ids": "1,2.5"}, "ids must be a whole number"),
+    ({"models": "[m1, m2"}, "models:=\\[m1, m2 is not a list"),
+    ({"sim": "false", "arm": "erob"}, "no eRob driver"),
+    ({"sim": "false", "gains": "8"}, "send gains on /bam/commands"),
+])
+def test_bad_arguments(values, message):
+    with pytest.raises(BamError, match=message):
+        compose(values, CONFIG)
+
+
+def test_unknown_configuration_names_the_known_ones():
+    with pytest.raises(BamError, match="known names: .*arm.*bench"):
+        load_config("scara")
+
+
+def test_the_runner_serves_either_configuration():
+    args = build_parser().parse_args(["serve", "--config", "arm", "arm:=erob", "sim:=true"])
+    assert (args.command, args.config, args.arguments) == ("serve", "arm",
+                                                           ["arm:=erob", "sim:=true"])
+    assert build_parser().parse_args(["serve"]).config == "bench"

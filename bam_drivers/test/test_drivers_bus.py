@@ -1,0 +1,168 @@
+"""The bus layer (no ROS) against the emulator: set-up errors, conversions, bytes, faults."""
+
+from __future__ import annotations
+
+import os
+import pty
+import time
+
+import pytest
+
+from bam_drivers.bus import (
+    CORRUPT,
+    TIMEOUT,
+    DynamixelBus,
+    compatible,
+    detect_latency_timer,
+    hardware_error_names,
+)
+from bam_drivers.control_table import get_table
+from bam_drivers.emulator_client import EmulatorProcess
+from bam_sim.errors import BamError
+
+MODELS = {1: "mx64_p1", 2: "xm430_w350"}
+
+
+def open_bus(emulator, model, ids, **kwargs) -> DynamixelBus:
+    bus = DynamixelBus(emulator.port, model, ids, **kwargs)
+    bus.open()
+    return bus
+
+
+def test_the_latency_timer_is_detected(tmp_path):
+    master, slave = pty.openpty()
+    try:
+        assert detect_latency_timer(os.ttyname(slave)) == (1.0, "pseudo-terminal")
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert detect_latency_timer(str(tmp_path / "none")) == (16.0, "dynamixel-sdk default")
+    with EmulatorProcess() as emulator:
+        assert open_bus(emulator, "mx64_p1", [1]).latency_timer_ms == 1.0  # 0: detected
+        bus = DynamixelBus(emulator.port, "mx64_p1", [1], latency_timer_ms=5.0)
+        bus.open()
+        assert (bus.latency_timer_ms, bus.latency_timer_source) == (5.0, "given")
+
+
+def test_a_missing_port_is_a_clear_error(tmp_path):
+    bus = DynamixelBus(str(tmp_path / "ttyNone"), "mx64_p1", [1])
+    with pytest.raises(BamError, match=r"cannot open the Dynamixel port .*ttyNone.*No such "
+                                       r"file.*check the port parameter"):
+        bus.open()
+    assert not bus.is_open and "No such file" in bus.port_error
+    assert bus.read_state().port_error
+    not_a_tty = tmp_path / "file"
+    not_a_tty.write_text("")
+    with pytest.raises(BamError, match="cannot open the Dynamixel port"):
+        DynamixelBus(str(not_a_tty), "mx64_p1", [1]).open()
+
+
+def test_ping_checks_ids_and_models():
+    with EmulatorProcess(protocol=2, servo_model="xm430_w350", ids=(1, 2)) as emulator:
+        assert open_bus(emulator, "xm430_w350", [1, 2]).ping() == {1: 1020, 2: 1020}
+        with pytest.raises(BamError, match="model number 1020, not MX-64 .2.0. .311.; set "
+                                           "servo_model:=xm430_w350"):
+            open_bus(emulator, "mx64_p2", [1]).check_models()
+        with pytest.raises(BamError, match="servo id 7 does not answer"):
+            open_bus(emulator, "xm430_w350", [1, 7]).check_models()
+
+
+def test_mx64_and_mx106_share_a_bus_but_not_mx_and_x_series():
+    names = DynamixelBus("/dev/null", "mx64_p1", [1]).used_fields()
+    assert compatible(get_table("mx64_p1"), get_table("mx106_p1"), names)
+    assert compatible(get_table("mx64_p2"), get_table("mx106_p2"),
+                      DynamixelBus("/dev/null", "mx64_p2", [1]).used_fields())
+    # The XM430 senses current in 2.69 mA counts, the MX (2.0) in 3.36 mA counts.
+    assert not compatible(get_table("mx64_p2"), get_table("xm430_w350"),
+                          DynamixelBus("/dev/null", "mx64_p2", [1]).used_fields())
+    assert not compatible(get_table("mx64_p1"), get_table("mx64_p2"), names)
+    with EmulatorProcess(servo_model="mx106_p1") as emulator:
+        assert open_bus(emulator, "mx64_p1", [1]).check_models() == {1: "mx106_p1"}
+
+
+@pytest.mark.parametrize("protocol", [1, 2])
+@pytest.mark.parametrize("n", [1, 3])
+def test_bytes_per_cycle_match_the_packet_sizes(protocol, n):
+    ids = list(range(1, n + 1))
+    with EmulatorProcess(protocol=protocol, servo_model=MODELS[protocol], ids=ids) as emulator:
+        bus = open_bus(emulator, MODELS[protocol], ids)
+        bus.write_torque(dict.fromkeys(ids, True))
+        tx0, rx0 = bus.bytes()
+        cycles = 20
+        for _ in range(cycles):
+            assert bus.read_state().ok
+            assert bus.write_goals(dict.fromkeys(ids, 0.1))
+        tx1, rx1 = bus.bytes()
+    # Read request + goal sync write, and the status packets (module docstring).
+    tx, rx = {1: (7 + 3 * n + 8 + 3 * n, 40 * n), 2: (14 + n + 14 + 5 * n, 34 * n)}[protocol]
+    assert ((tx1 - tx0) / cycles, (rx1 - rx0) / cycles) == (tx, rx)
+
+
+@pytest.mark.parametrize("protocol", [1, 2])
+def test_state_conversions_with_offsets_and_directions(protocol):
+    model = MODELS[protocol]
+    with EmulatorProcess(protocol=protocol, servo_model=model, ids=(1, 2)) as emulator:
+        bus = open_bus(emulator, model, [1, 2], offsets=[0.5, -0.25], directions=[1, -1])
+        emulator.set_position(1, 0.7, velocity=1.5)
+        emulator.set_position(2, -0.4, velocity=-2.0)
+        result = bus.read_state()
+        truth = emulator.truth()
+    assert result.ok
+    one, two = result.states[1], result.states[2]
+    # Moving (torque off): a few ms pass between the read and the truth.
+    assert one.position == pytest.approx(truth[1]["position"] + 0.5, abs=0.03)
+    assert two.position == pytest.approx(-truth[2]["position"] - 0.25, abs=0.03)
+    assert one.position == pytest.approx(0.7 + 0.5, abs=0.03)
+    assert two.position == pytest.approx(0.4 - 0.25, abs=0.03)
+    assert one.velocity == pytest.approx(1.5, abs=0.3)
+    assert two.velocity == pytest.approx(2.0, abs=0.3)
+    assert one.control == 0.0 and one.current == 0.0
+    assert one.input_voltage == 15.0 and one.temperature == 35.0
+
+
+@pytest.mark.parametrize("protocol", [1, 2])
+def test_faults_are_classified(protocol):
+    model = MODELS[protocol]
+    with EmulatorProcess(protocol=protocol, servo_model=model, ids=(1, 2)) as emulator:
+        bus = open_bus(emulator, model, [1, 2])
+        emulator.inject(drop=1.0)
+        assert bus.read_state().failures == {1: TIMEOUT, 2: TIMEOUT}
+        emulator.inject(drop=0.0, corrupt=1.0)
+        assert bus.read_state().failures == {1: CORRUPT, 2: CORRUPT}
+        emulator.inject(corrupt=0.0, hardware_error={2: 0x24})
+        result = bus.read_state()
+        assert result.ok and result.states[1].hardware_error == 0
+        assert result.states[2].hardware_error == 0x24
+        assert hardware_error_names(protocol, 0x24) == ["overheating", "overload"]
+        counters = bus.counters
+        assert (counters[1].timeouts, counters[1].corrupt, counters[1].reads) == (1, 1, 1)
+        assert counters[2].hardware_error == 0x24
+
+
+def test_a_vanished_port_reopens_when_it_returns():
+    with EmulatorProcess() as emulator:
+        bus = open_bus(emulator, "mx64_p1", [1])
+        emulator.vanish(0.5)
+        deadline = time.monotonic() + 5.0
+        while not (result := bus.read_state()).port_error:
+            assert time.monotonic() < deadline, "the port never failed"
+            time.sleep(0.01)
+        assert not bus.is_open and "port lost" in result.port_error
+        while True:
+            try:
+                bus.open()
+                bus.check_models()
+                break
+            except BamError:
+                assert time.monotonic() < deadline, "the port never came back"
+                time.sleep(0.05)
+        assert bus.read_state().ok
+
+
+def test_torque_off_is_confirmed():
+    with EmulatorProcess(protocol=2, servo_model="xm430_w350", ids=(1, 2)) as emulator:
+        bus = open_bus(emulator, "xm430_w350", [1, 2])
+        bus.write_torque({1: True, 2: True})
+        assert bus.torque_enabled() == {1: True, 2: True}
+        assert bus.torque_off()
+        assert not any(t["torque_enable"] for t in emulator.truth().values())

@@ -1,0 +1,179 @@
+"""Every fault the emulator injects, observed from dynamixel-sdk; clean shutdown."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import termios
+import time
+
+import dynamixel_sdk as sdk
+import pytest
+from dynamixel_sdk import port_handler
+from serial import SerialException
+
+from bam_drivers.emulator_client import EmulatorProcess
+from bam_sim.errors import BamError
+
+LATENCY_TIMER_MS = 4  # SDK status timeout = 2·4 + 2 = 10 ms
+
+
+@pytest.fixture(autouse=True)
+def _short_sdk_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(port_handler, "LATENCY_TIMER", LATENCY_TIMER_MS)
+
+
+def open_port(path: str) -> sdk.PortHandler:
+    port = sdk.PortHandler(path)
+    assert port.openPort() and port.setBaudRate(1_000_000)
+    return port
+
+
+def wait_for(condition, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+@pytest.fixture(scope="module", params=[1, 2], ids=["p1", "p2"])
+def emulator(request):
+    model = "mx64_p1" if request.param == 1 else "xm430_w350"
+    with EmulatorProcess(protocol=request.param, servo_model=model, ids=(1, 2), seed=7) as emu:
+        emu.protocol = request.param
+        yield emu
+
+
+@pytest.fixture
+def link(emulator):
+    port = open_port(emulator.port)
+    yield port, sdk.PacketHandler(float(emulator.protocol))
+    emulator.inject(drop=0.0, corrupt=0.0, latency=0.0, hardware_error={1: 0, 2: 0})
+    if port.is_open:
+        port.closePort()
+
+
+def test_dropped_replies_time_out(emulator, link) -> None:
+    port, ph = link
+    emulator.inject(drop=1.0)
+    assert ph.ping(port, 1)[1] == sdk.COMM_RX_TIMEOUT
+    emulator.inject(drop=0.0)
+    assert ph.ping(port, 1)[1] == sdk.COMM_SUCCESS
+
+
+def test_drop_probability_is_seeded_and_counted(emulator, link) -> None:
+    port, ph = link
+    dropped_before = emulator.stats()["dropped"]
+    emulator.inject(drop=0.5)
+    results = [ph.ping(port, 2)[1] for _ in range(40)]
+    timeouts = results.count(sdk.COMM_RX_TIMEOUT)
+    assert 0 < timeouts < 40
+    assert results.count(sdk.COMM_SUCCESS) + timeouts == 40
+    assert emulator.stats()["dropped"] - dropped_before == timeouts
+
+
+def test_corrupted_checksum(emulator, link) -> None:
+    port, ph = link
+    emulator.inject(corrupt=1.0)
+    _, result, _ = ph.read1ByteTxRx(port, 1, 43 if emulator.protocol == 1 else 146)
+    assert result == sdk.COMM_RX_CORRUPT
+    assert emulator.stats()["corrupted"] >= 1
+
+
+def test_added_latency_beyond_the_sdk_timeout(emulator, link) -> None:
+    port, ph = link
+    emulator.inject(latency=0.05)  # 50 ms > the 10 ms the SDK waits
+    assert ph.ping(port, 1)[1] == sdk.COMM_RX_TIMEOUT
+    emulator.inject(latency=0.0)
+    time.sleep(0.1)  # the late status arrives; the SDK flushes it before its next packet
+    assert ph.ping(port, 1)[1] == sdk.COMM_SUCCESS
+
+
+def test_hardware_error_bits(emulator, link) -> None:
+    port, ph = link
+    if emulator.protocol == 1:
+        emulator.inject(hardware_error={1: 0x04})  # overheating
+        _, result, error = ph.ping(port, 1)
+        assert result == sdk.COMM_SUCCESS and error == 0x04
+        assert ph.ping(port, 2)[2] == 0
+    else:
+        emulator.inject(hardware_error={1: 0x20})  # overload
+        status, result, error = ph.read1ByteTxRx(port, 1, 70)
+        assert result == sdk.COMM_SUCCESS and error == 0x80 and status == 0x20
+        assert "Hardware error" in ph.getRxPacketError(error)
+    assert emulator.truth()[1]["hardware_error"] in (0x04, 0x20)
+    emulator.inject(hardware_error={1: 0})
+    assert ph.ping(port, 1)[2] == 0
+
+
+def test_port_vanishes_and_returns_at_the_same_path(emulator, link) -> None:
+    port, ph = link
+    path = emulator.port
+    assert ph.ping(port, 1)[1] == sdk.COMM_SUCCESS
+    emulator.vanish(0.5)
+    assert wait_for(lambda: not os.path.lexists(path))
+    # The master side is closed: the old descriptor hangs up (pyserial's tcflush raises
+    # termios.error, reads SerialException).
+    with pytest.raises((SerialException, OSError, termios.error)):
+        for _ in range(3):
+            ph.ping(port, 1)
+    port.closePort()
+    assert wait_for(lambda: os.path.exists(path))
+    port2 = open_port(path)
+    try:
+        assert ph.ping(port2, 1)[1] == sdk.COMM_SUCCESS
+    finally:
+        port2.closePort()
+    assert emulator.stats()["vanished"] >= 1
+
+
+def test_faults_from_the_command_line() -> None:
+    with EmulatorProcess(protocol=2, servo_model="mx64_p2", ids=(3,), drop=1.0,
+                         hardware_error={3: 0x01}) as emu:
+        port = open_port(emu.port)
+        ph = sdk.PacketHandler(2.0)
+        assert ph.ping(port, 3)[1] == sdk.COMM_RX_TIMEOUT
+        emu.inject(drop=0.0)
+        assert ph.ping(port, 3)[1:] == (sdk.COMM_SUCCESS, 0x80)
+        port.closePort()
+
+
+def test_control_commands_refuse_bad_input(emulator) -> None:
+    with pytest.raises(BamError, match="drop must be a probability"):
+        emulator.inject(drop=2.0)
+    with pytest.raises(BamError, match="no servo with id 99"):
+        emulator.set_position(99, 0.0)
+    assert emulator.stats()["faults"]["drop"] == 0.0
+
+
+def test_clean_shutdown_removes_the_port() -> None:
+    emu = EmulatorProcess(protocol=1, ids=(1,))
+    path, control = emu.port, emu.control
+    assert os.path.islink(path) and os.path.exists(control)
+    assert emu.stop() == 0
+    assert not os.path.lexists(path) and not os.path.exists(control)
+
+
+def test_orphaned_emulator_stops_with_its_parent() -> None:
+    parent = (
+        "import os\n"
+        "from bam_drivers.emulator_client import EmulatorProcess\n"
+        "emu = EmulatorProcess()\n"
+        "print(emu.pid, emu.port, flush=True)\n"
+        "os._exit(0)\n"  # dies without stopping the emulator
+    )
+    out = subprocess.run([sys.executable, "-c", parent], capture_output=True, text=True,
+                         timeout=60, check=True).stdout.split()
+    pid, path = int(out[0]), out[1]
+
+    def gone() -> bool:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                return stat.read().split()[2] == "Z"
+        except FileNotFoundError:
+            return True
+
+    assert wait_for(gone) and not os.path.lexists(path)
