@@ -10,7 +10,7 @@ setup(
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),
     ],
-    install_requires=['setuptools', 'numpy'],
+    install_requires=['setuptools', 'numpy', 'dynamixel-sdk', 'pyserial'],
     zip_safe=True,
     maintainer='BAM for ROS 2 maintainers',
     maintainer_email='bam@example.com',

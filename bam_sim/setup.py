@@ -17,7 +17,7 @@ setup(
         (os.path.join('share', package_name, 'config'), glob('config/*.yaml')),
         (os.path.join('share', package_name, 'models'), glob('models/*.xml')),
     ],
-    install_requires=['setuptools', 'numpy', 'numba', 'pyyaml', 'matplotlib'],
+    install_requires=['setuptools', 'numpy', 'numba', 'pyyaml', 'matplotlib', 'mujoco'],
     zip_safe=True,
     maintainer='BAM for ROS 2 maintainers',
     maintainer_email='bam@example.com',
