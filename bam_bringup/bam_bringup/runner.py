@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import importlib
-import queue
 import subprocess
 import sys
 import threading
@@ -31,6 +30,7 @@ import yaml
 
 from bam_bringup.composition import NodeSpec, command_line, compose
 from bam_sim.errors import BamError
+from bam_sim.process_ready import NotReady, await_ready_line
 
 # The node class behind each executable, to build it in this process.
 NODE_CLASSES = {
@@ -162,29 +162,19 @@ def start_process(spec: NodeSpec) -> subprocess.Popen:
 
 def _await_ready(process: subprocess.Popen, spec: NodeSpec, timeout: float = 15.0) -> None:
     """Wait for the process's ready line (nodes that use it start after), then echo its output."""
-    lines: queue.Queue = queue.Queue()
+    try:
+        line = await_ready_line(process, spec.ready, timeout,
+                                echo=lambda text: print(text, file=sys.stderr))
+    except NotReady as exc:
+        process.terminate()
+        raise BamError(f"{spec.executable} {exc}; see its messages above") from None
+    print(line, file=sys.stderr)
 
-    def pump() -> None:  # stdout to stderr, the first ready line also to the queue
-        for line in process.stdout:
-            print(line, end="", file=sys.stderr)
-            lines.put(line)
-        lines.put(None)
+    def pump() -> None:  # the rest of its stdout to our stderr, as ros2 launch shows it
+        for text in process.stdout:
+            print(text, end="", file=sys.stderr)
 
     threading.Thread(target=pump, name=f"{spec.name}-stdout", daemon=True).start()
-    deadline = time.monotonic() + timeout
-    while (left := deadline - time.monotonic()) > 0:
-        try:
-            line = lines.get(timeout=left)
-        except queue.Empty:
-            break
-        if line is None:
-            raise BamError(f"{spec.executable} exited (code {process.wait()}) before it was "
-                           f"ready; see its messages above")
-        if line.startswith(spec.ready):
-            return
-    process.terminate()
-    raise BamError(f"{spec.executable} did not print '{spec.ready}' within {timeout:.0f} s; "
-                   "see its messages above")
 
 
 def serve(values: dict[str, str], config: str = "bench") -> str:

@@ -19,16 +19,15 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterable, Mapping
 
 from bam_sim.errors import BamError
+from bam_sim.process_ready import NotReady, await_ready_line
 
 STDERR_TAIL = 2000  # characters of the emulator's stderr quoted in errors
 
@@ -102,26 +101,12 @@ class EmulatorProcess:
     # -- life cycle ------------------------------------------------------------------
 
     def _wait_ready(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        line = b""
-        with selectors.DefaultSelector() as selector:
-            selector.register(self._process.stdout, selectors.EVENT_READ)
-            while not line.endswith(b"\n"):
-                remaining = deadline - time.monotonic()
-                if remaining <= 0.0:
-                    raise EmulatorError(
-                        f"emulator not READY within {timeout} s; stderr: {self.stderr_tail()}")
-                if not selector.select(remaining):
-                    continue
-                chunk = os.read(self._process.stdout.fileno(), 1)
-                if not chunk:
-                    self._process.wait(timeout=5.0)
-                    raise EmulatorError(
-                        f"emulator exited with code {self._process.returncode} before READY; "
-                        f"stderr: {self.stderr_tail()}")
-                line += chunk
-        words = line.decode().split()
-        if len(words) != 3 or words[0] != "READY":
+        try:
+            line = await_ready_line(self._process, "READY", timeout)
+        except NotReady as exc:
+            raise EmulatorError(f"emulator {exc}; stderr: {self.stderr_tail()}") from None
+        words = line.split()
+        if len(words) != 3:
             raise EmulatorError(f"unexpected emulator output {line!r}; stderr: "
                                 f"{self.stderr_tail()}")
         self.port, self.control = words[1], words[2]
