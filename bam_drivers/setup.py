@@ -19,8 +19,8 @@ setup(
     extras_require={'test': ['pytest']},
     entry_points={
         'console_scripts': [
-            'dynamixel = bam_drivers.dynamixel_node:main',
-            'dynamixel_emulator = bam_drivers.emulator:main',
+            'dynamixel = bam_drivers.nodes.dynamixel_node:main',
+            'dynamixel_emulator = bam_drivers.emulators.dynamixel_emulator:main',
         ],
     },
 )

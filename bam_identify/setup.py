@@ -24,10 +24,10 @@ setup(
     extras_require={'test': ['pytest']},
     entry_points={
         'console_scripts': [
-            'fit = bam_identify.commands:fit_main',
-            'eval = bam_identify.commands:eval_main',
-            'trajectory = bam_identify.trajectory_node:main',
-            'recorder = bam_identify.recorder_node:main',
+            'fit = bam_identify.cli:fit_main',
+            'eval = bam_identify.cli:eval_main',
+            'trajectory = bam_identify.nodes.trajectory_node:main',
+            'recorder = bam_identify.nodes.recorder_node:main',
         ],
     },
 )

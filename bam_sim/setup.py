@@ -10,12 +10,12 @@ setup(
     version='0.1.0',
     packages=find_packages(exclude=['test']),
     # parameter sets shipped inside the module, read with importlib.resources
-    package_data={package_name: ['published/*.yaml']},
+    package_data={package_name + '.models': ['published/*.yaml']},
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),
         (os.path.join('share', package_name, 'config'), glob('config/*.yaml')),
-        (os.path.join('share', package_name, 'models'), glob('models/*.xml')),
+        (os.path.join('share', package_name, 'mjcf'), glob('mjcf/*.xml')),
     ],
     install_requires=['setuptools', 'numpy', 'numba', 'pyyaml', 'matplotlib', 'mujoco'],
     zip_safe=True,
@@ -26,9 +26,9 @@ setup(
     extras_require={'test': ['pytest']},
     entry_points={
         'console_scripts': [
-            'simulate = bam_sim.simulate:main',
-            'pendulum = bam_sim.pendulum_node:main',
-            'arm = bam_sim.arm_node:main',
+            'simulate = bam_sim.bench.simulate_cli:main',
+            'pendulum = bam_sim.nodes.pendulum_node:main',
+            'arm = bam_sim.nodes.arm_node:main',
         ],
     },
 )

@@ -1,4 +1,4 @@
-"""Arm node speed: how fast ``bam_sim.arm_node.ArmNode`` runs, and how well it holds real time.
+"""Arm node speed: how fast ``bam_sim.nodes.arm_node.ArmNode`` runs and holds real time.
 
 In this process, the Dynamixel 2R arm (1 ms physics), no subscriber:
 
@@ -31,13 +31,13 @@ from provenance import environment, write_result  # noqa: E402
 
 
 def make_node(**params):
-    from bam_sim.arm_node import ArmNode
+    from bam_sim.nodes.arm_node import ArmNode
 
     return ArmNode(parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
 
 
 def bare_steps_per_second(seconds: float) -> float:
-    from bam_sim.arm_models import load_arm
+    from bam_sim.mujoco_arm.shipped_arms import load_arm
 
     arm = load_arm("dynamixel")
     arm.set_command(goals=[0.5, -0.3])

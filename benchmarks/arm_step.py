@@ -1,6 +1,6 @@
 """Steps per second of the shipped 2R arms: ServoArm.step vs bare mj_step, same model.
 
-For each shipped arm (``bam_sim.arm_models.ARMS``), with its default servo
+For each shipped arm (``bam_sim.mujoco_arm.shipped_arms.ARMS``), with its default servo
 models (published M4 Dynamixel / M6 eRob sets), on the same MjModel and MjData:
 
 * ``servo_arm``: ``ServoArm.step(block)`` — per step the numba update of every
@@ -34,8 +34,8 @@ from pathlib import Path
 import mujoco
 from provenance import environment
 
-from bam_sim.arm import ServoArm
-from bam_sim.arm_models import ARMS, load_arm
+from bam_sim.mujoco_arm.servo_arm import ServoArm
+from bam_sim.mujoco_arm.shipped_arms import ARMS, load_arm
 
 HERE = Path(__file__).resolve().parent
 POSES = ((0.9, -0.6), (-0.5, 0.8))

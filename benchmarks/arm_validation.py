@@ -2,8 +2,8 @@
 
 On each shipped arm (``dynamixel``: MX-106 + MX-64, ``erob``: eRob80:100 +
 eRob80:50) a *true* arm is simulated with the richer published model (M4 for
-the Dynamixel joints, M6 for the eRob joints, ``bam_sim.parameter_file
-.published``). It plays the four test paths of Fig. 6 (``bam_sim.arm_paths``)
+the Dynamixel joints, M6 for the eRob joints, ``bam_sim.models.parameter_file
+.published``). It plays the four test paths of Fig. 6 (``bam_sim.mujoco_arm.paths``)
 with a low and a high servo gain (LG / HG: the first and the last Table I gain
 of the joint's actuator), and is compared with the same arm simulated with
 
@@ -12,9 +12,9 @@ of the joint's actuator), and is compared with the same arm simulated with
 * ``m1_refit``: M1 re-identified from pendulum logs of the true model;
 * ``m4_refit`` / ``m6_refit``: the richer model re-identified from the same logs.
 
-Pendulum logs: ``bam_identify.synthetic.paper_like_set`` per joint actuator
+Pendulum logs: ``bam_identify.data.synthetic.paper_like_set`` per joint actuator
 (Table I masses, lengths and gains, the four section V-A trajectories, 6 s at
-5 ms), fitted with ``bam_identify.fit.identify`` (CMA-ES, fixed seed, modest
+5 ms), fitted with ``bam_identify.fitting.fit.identify`` (CMA-ES, fixed seed, modest
 budget, bench offset not identified: the logs have none).
 
 Metric: MAE (rad) between the joint positions of the model arm and of the true
@@ -39,13 +39,13 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from bam_identify.fit import FitSettings, SearchSpace, identify
-from bam_identify.synthetic import paper_like_set
-from bam_sim.arm_models import arm_spec, load_arm
-from bam_sim.arm_paths import PATH_NAMES, ArmPath, arm_path, forward_kinematics
-from bam_sim.errors import BamError
-from bam_sim.parameter_file import published
-from bam_sim.parameter_set import ParameterSet
+from bam_identify.data.synthetic import paper_like_set
+from bam_identify.fitting.fit import FitSettings, SearchSpace, identify
+from bam_sim.common.errors import BamError
+from bam_sim.models.parameter_file import published
+from bam_sim.models.parameter_set import ParameterSet
+from bam_sim.mujoco_arm.paths import PATH_NAMES, ArmPath, arm_path, forward_kinematics
+from bam_sim.mujoco_arm.shipped_arms import arm_spec, load_arm
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

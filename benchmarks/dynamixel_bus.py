@@ -2,7 +2,7 @@
 
 For 1 and 4 servos (``--servos``) of each protocol (``--protocols``: 1 =
 MX-64 protocol 1.0, bulk read; 2 = XM430-W350 protocol 2.0, sync read), the
-emulator (``bam_drivers.emulator``, another process: servos behind a
+emulator (``bam_drivers.emulators.dynamixel_emulator``, another process: servos behind a
 pseudo-terminal, bam_sim physics at 1 kHz) and ``DynamixelNode`` in this
 process, torque on, holding; a subscriber in another process counts
 ``/joint_states`` (the one of benchmarks/pendulum_node.py):
@@ -19,7 +19,7 @@ process, torque on, holding; a subscriber in another process counts
     subscriber received. The highest rate it *sustains* is the highest whose
     achieved rate is >= 99 % of the target with every servo read in >= 99 %
     of the cycles and no deadline slip;
-(c) the sim node (``bam_sim.pendulum_node``) at 1 kHz for ``--sim-seconds``,
+(c) the sim node (``bam_sim.nodes.pendulum_node``) at 1 kHz for ``--sim-seconds``,
     with the measurement of benchmarks/pendulum_node.py, for comparison.
 
 Targets: >= 500 Hz with 1 servo and >= 250 Hz with 4 servos (sustained), p99
@@ -54,8 +54,8 @@ SUSTAINED = 0.99  # achieved / target rate, and cycles reading every servo
 
 def bus_cycle(protocol: int, n: int, cycles: int = 2000) -> dict:
     """(a) One bus cycle (read + goal write) in a tight loop, no node."""
-    from bam_drivers.bus import DynamixelBus
-    from bam_drivers.emulator_client import EmulatorProcess
+    from bam_drivers.dynamixel.bus import DynamixelBus
+    from bam_drivers.emulators.client import EmulatorProcess
 
     ids = list(range(1, n + 1))
     with EmulatorProcess(protocol=protocol, servo_model=MODELS[protocol], ids=ids) as emulator:
@@ -82,8 +82,8 @@ def bus_cycle(protocol: int, n: int, cycles: int = 2000) -> dict:
 
 def run_node(protocol: int, n: int, rate: float, seconds: float, priority: int) -> dict:
     """(b) The driver node at ``rate`` for ``seconds``."""
-    from bam_drivers.dynamixel_node import DynamixelNode
-    from bam_drivers.emulator_client import EmulatorProcess
+    from bam_drivers.emulators.client import EmulatorProcess
+    from bam_drivers.nodes.dynamixel_node import DynamixelNode
 
     ids = list(range(1, n + 1))
     with EmulatorProcess(protocol=protocol, servo_model=MODELS[protocol], ids=ids) as emulator:
@@ -220,7 +220,8 @@ def main() -> int:
     result = {
         "benchmark": "dynamixel_bus", "environment": {**environment(), "rmw": rmw},
         "workload": {
-            "emulator": "bam_drivers.emulator on a pseudo-terminal, physics mx64:m4 at 1 kHz "
+            "emulator": "bam_drivers.emulators.dynamixel_emulator on a pseudo-terminal, "
+                        "physics mx64:m4 at 1 kHz "
                         "per servo, another process",
             "node": "DynamixelNode, torque on holding, command_timeout 0, latency timer "
                     "detected (1 ms on a pseudo-terminal)",

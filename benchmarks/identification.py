@@ -30,10 +30,10 @@ from pathlib import Path
 
 from provenance import environment
 
-from bam_identify.fit import FitSettings, SearchSpace, identify
-from bam_identify.legacy_logs import write_legacy_log
-from bam_identify.synthetic import paper_like_set
-from bam_sim.parameter_file import published, save
+from bam_identify.data.legacy_logs import write_legacy_log
+from bam_identify.data.synthetic import paper_like_set
+from bam_identify.fitting.fit import FitSettings, SearchSpace, identify
+from bam_sim.models.parameter_file import published, save
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

@@ -1,7 +1,7 @@
 """Timing figures of a node's loop, as the node benchmarks report them (milliseconds).
 
 The nodes record when each tick starts (``record_timing`` / ``timing()`` of
-``bam_sim.sim_node.ActuatorNode``: wall start after the deadline wait, and its
+``bam_sim.common.actuator_node.ActuatorNode``: wall start after the deadline wait, and its
 lateness to the absolute deadline, both in ns).
 """
 

@@ -1,8 +1,8 @@
 """Timing of the pendulum sim node: real-time jitter and the fastest real-time factor.
 
-Two runs of ``bam_sim.pendulum_node.PendulumNode`` in this process, each with
+Two runs of ``bam_sim.nodes.pendulum_node.PendulumNode`` in this process, each with
 a subscriber in ANOTHER process counting ``/joint_states`` (reliable, keep
-last 100, the QoS of ``bam_sim.interfaces``):
+last 100, the QoS of ``bam_sim.common.contract``):
 
 (a) real time at 1 kHz for ``--seconds`` (60), once with normal scheduling
     and once with the loop thread at SCHED_FIFO priority 50 (``--priorities
@@ -20,7 +20,7 @@ last 100, the QoS of ``bam_sim.interfaces``):
     subscriber in another process keeps up with.
 
 Plus the cost of the pieces of one tick, measured in a loop without the
-node's thread (``tick`` = BenchSimulator.tick; ``publish`` = the three
+node's thread (``tick`` = BenchStepper.tick; ``publish`` = the three
 publications of a tick).
 
 Targets: p99 period error <= 1 ms, no lost message, real-time factor >= 20.
@@ -49,7 +49,7 @@ from provenance import environment, write_result
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 
-from bam_sim.interfaces import JOINT_STATES
+from bam_sim.common.contract import JOINT_STATES
 
 HERE = Path(__file__).resolve().parent
 RATE = 1000.0
@@ -61,7 +61,7 @@ def subscriber(path: str) -> None:
     from rclpy.executors import ExternalShutdownException
     from sensor_msgs.msg import JointState
 
-    from bam_sim.ros_qos import profile
+    from bam_sim.common.qos import profile
 
     rclpy.init()
     node = rclpy.create_node(f"pendulum_benchmark_counter_{os.getpid()}")
@@ -109,7 +109,7 @@ class Counter:
 
 
 def make_node(rtf: float, start_executor: bool = True, priority: int = 0):
-    from bam_sim.pendulum_node import PendulumNode
+    from bam_sim.nodes.pendulum_node import PendulumNode
 
     node = PendulumNode(parameter_overrides=[
         Parameter("rate", value=RATE), Parameter("real_time_factor", value=rtf),

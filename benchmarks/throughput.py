@@ -45,12 +45,12 @@ import numba
 import numpy as np
 from provenance import environment
 
-from bam_sim.bench_log import BenchLog, LogBatch
-from bam_sim.parameter_file import published
-from bam_sim.parameters import INDEX
-from bam_sim.pendulum import Bench
-from bam_sim.simulator import batch_mae, batch_rollout, rollout
-from bam_sim.trajectory import TRAJECTORIES, command_log
+from bam_sim.bench.bench_log import BenchLog, LogBatch
+from bam_sim.bench.pendulum import Bench
+from bam_sim.bench.rollouts import batch_mae, batch_rollout, rollout
+from bam_sim.bench.trajectory import TRAJECTORIES, command_log
+from bam_sim.models.parameter_file import published
+from bam_sim.models.parameters import INDEX
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -116,10 +116,10 @@ def measure(model: str, population: np.ndarray, batch: LogBatch, threads: int,
 _FIRST_CALL = """
 import time, numpy as np
 start = time.perf_counter()
-from bam_sim.parameter_file import published
-from bam_sim.bench_log import BenchLog, LogBatch
-from bam_sim.pendulum import Bench
-from bam_sim.simulator import batch_mae
+from bam_sim.models.parameter_file import published
+from bam_sim.bench.bench_log import BenchLog, LogBatch
+from bam_sim.bench.pendulum import Bench
+from bam_sim.bench.rollouts import batch_mae
 imported = time.perf_counter()
 p = published("mx64", "m6")
 log = BenchLog(bench=Bench(1.0, 0.1), kp=8.0, dt=0.005, goal=np.zeros(50),

@@ -14,10 +14,10 @@ import re
 import sys
 from pathlib import Path
 
-from bam_sim.parameter_file import PUBLISHED_CITATION, dump_yaml
-from bam_sim.parameter_set import ParameterSet
+from bam_sim.models.parameter_file import PUBLISHED_CITATION, dump_yaml
+from bam_sim.models.parameter_set import ParameterSet
 
-OUT = Path(__file__).resolve().parents[1] / "bam_sim" / "bam_sim" / "published"
+OUT = Path(__file__).resolve().parents[1] / "bam_sim" / "bam_sim" / "models" / "published"
 
 
 def parse_tables(text: str) -> dict[str, dict[str, dict[str, float]]]:

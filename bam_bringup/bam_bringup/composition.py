@@ -32,7 +32,7 @@ from pathlib import Path
 
 import yaml
 
-from bam_sim.errors import BamError
+from bam_sim.common.errors import BamError
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "config"
 CONFIG = CONFIG_DIR / "bench.yaml"

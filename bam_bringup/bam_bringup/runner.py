@@ -29,16 +29,16 @@ from pathlib import Path
 import yaml
 
 from bam_bringup.composition import NodeSpec, command_line, compose
-from bam_sim.errors import BamError
-from bam_sim.process_ready import NotReady, await_ready_line
+from bam_sim.common.errors import BamError
+from bam_sim.common.ready_line import NotReady, await_ready_line
 
 # The node class behind each executable, to build it in this process.
 NODE_CLASSES = {
-    ("bam_sim", "pendulum"): "bam_sim.pendulum_node:PendulumNode",
-    ("bam_sim", "arm"): "bam_sim.arm_node:ArmNode",
-    ("bam_drivers", "dynamixel"): "bam_drivers.dynamixel_node:DynamixelNode",
-    ("bam_identify", "trajectory"): "bam_identify.trajectory_node:TrajectoryNode",
-    ("bam_identify", "recorder"): "bam_identify.recorder_node:RecorderNode",
+    ("bam_sim", "pendulum"): "bam_sim.nodes.pendulum_node:PendulumNode",
+    ("bam_sim", "arm"): "bam_sim.nodes.arm_node:ArmNode",
+    ("bam_drivers", "dynamixel"): "bam_drivers.nodes.dynamixel_node:DynamixelNode",
+    ("bam_identify", "trajectory"): "bam_identify.nodes.trajectory_node:TrajectoryNode",
+    ("bam_identify", "recorder"): "bam_identify.nodes.recorder_node:RecorderNode",
 }
 SESSION_CONFIG = Path(__file__).resolve().parent.parent / "config" / "session.yaml"
 
@@ -58,14 +58,14 @@ def build_nodes(specs: list[NodeSpec], context) -> dict:
 
     nodes = {}
     for spec in specs:
-        if spec.process:  # not a node: Bench starts it as a process
+        if spec.process:  # not a node: ProcessBench starts it as a process
             continue
         overrides = [Parameter(k, value=v) for k, v in spec.parameters.items()]
         nodes[spec.name] = node_class(spec)(context=context, parameter_overrides=overrides)
     return nodes
 
 
-class Bench:
+class ProcessBench:
     """Nodes of one process, each spun by its own single-threaded executor thread.
 
     One executor per node, not one multi-threaded executor for all: under sim
@@ -178,7 +178,7 @@ def _await_ready(process: subprocess.Popen, spec: NodeSpec, timeout: float = 15.
 
 
 def serve(values: dict[str, str], config: str = "bench") -> str:
-    bench = Bench(compose(values, config))
+    bench = ProcessBench(compose(values, config))
     print(f"bench: running {', '.join(bench.nodes)}; Ctrl-C to stop", file=sys.stderr)
     try:
         while bench.running:
@@ -227,7 +227,7 @@ def run_session(config: dict, output_dir: Path, quiet: bool = False) -> str:
     from tqdm import tqdm
 
     from bam_msgs.action import RunTrajectory
-    from bam_sim.interfaces import RUN_TRAJECTORY_ACTION
+    from bam_sim.common.contract import RUN_TRAJECTORY_ACTION
 
     folder = output_dir / datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     if folder.exists():
@@ -251,7 +251,7 @@ def run_session(config: dict, output_dir: Path, quiet: bool = False) -> str:
         if spec.name == "trajectory":
             spec.parameters["duration"] = duration
             spec.parameters["settle"] = protocol.settle if protocol.settle is not None else 1.0
-    bench = Bench(specs)
+    bench = ProcessBench(specs)
     start = time.monotonic()
     try:
         import rclpy
@@ -289,7 +289,7 @@ def run_session(config: dict, output_dir: Path, quiet: bool = False) -> str:
 
 
 def _fit(config: dict, bag: Path, folder: Path, quiet: bool) -> str:
-    from bam_identify.commands import fit_parser, run_fit
+    from bam_identify.cli import fit_parser, run_fit
 
     fit = config.get("fit", {})
     argv = ["--bags", str(bag), "--models", *fit.get("models", ["m1", "m4", "m6"]),

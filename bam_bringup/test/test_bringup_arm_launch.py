@@ -23,9 +23,9 @@ from bam_bringup.composition import (
     typed,
 )
 from bam_bringup.runner import NODE_CLASSES, build_nodes, build_parser
-from bam_sim.errors import BamError
-from bam_sim.parameter_file import published, save
-from bam_sim.ros_context import private_context
+from bam_sim.common.errors import BamError
+from bam_sim.models.parameter_file import published, save
+from bam_sim.testing.ros_context import private_context
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = load_config("arm")

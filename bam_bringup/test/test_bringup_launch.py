@@ -15,8 +15,8 @@ import pytest
 
 from bam_bringup.composition import arguments, command_line, compose
 from bam_bringup.runner import NODE_CLASSES, node_class
-from bam_sim.errors import BamError
-from bam_sim.ros_context import private_context
+from bam_sim.common.errors import BamError
+from bam_sim.testing.ros_context import private_context
 
 ROOT = Path(__file__).resolve().parents[2]
 LAUNCH_FILES = sorted((ROOT / "bam_bringup" / "launch").glob("*.launch.py"))
@@ -110,7 +110,7 @@ def test_bad_arguments(values, message):
 
 
 def test_hardware_composes_the_driver_and_its_emulator():
-    from bam_drivers.emulator import parse_args
+    from bam_drivers.emulators.dynamixel_emulator import parse_args
 
     specs = {s.name: s for s in compose({"sim": "false", "port": "/dev/ttyUSB1", "ids": "3",
                                          "mass": "0.5", "length": "0.2", "actuator": "mx106",

@@ -1,7 +1,7 @@
 """Test rig of the driver: an emulator process, a DynamixelNode on its port, a probe node.
 
 The driver and the probe spin in one executor thread on a private rclpy
-context (bam_sim.ros_testing.ActuatorProbe); the probe records every message
+context (bam_sim.testing.ros_graph.ActuatorProbe); the probe records every message
 of the driver's topics (with its receive time) and publishes commands.
 """
 
@@ -14,10 +14,10 @@ from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 from std_msgs.msg import Float64MultiArray
 
-from bam_drivers.dynamixel_node import DIAGNOSTICS_TOPIC, DynamixelNode
+from bam_drivers.nodes.dynamixel_node import DIAGNOSTICS_TOPIC, DynamixelNode
 from bam_msgs.msg import ActuatorCommand, BenchInfo
-from bam_sim import interfaces
-from bam_sim.ros_testing import ActuatorProbe
+from bam_sim.common import contract
+from bam_sim.testing.ros_graph import ActuatorProbe
 
 TIMEOUT = 10.0  # s, discovery included
 MODELS = {1: "mx64_p1", 2: "xm430_w350"}  # servo model of each protocol in the tests
@@ -36,7 +36,7 @@ class Rig(ActuatorProbe):
         super().__init__(DynamixelNode(context=context, parameter_overrides=overrides),
                          "driver", TIMEOUT, received=True)
         self.diagnostics = self.record(DiagnosticArray, DIAGNOSTICS_TOPIC, QoSProfile(depth=10))
-        self.bench_info = self.record(BenchInfo, interfaces.BENCH_INFO, received=False)
+        self.bench_info = self.record(BenchInfo, contract.BENCH_INFO, received=False)
         self.start()
 
     def command(self, names=(), goals=(), enables=(), gains=()) -> None:

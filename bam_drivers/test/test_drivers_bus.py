@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from bam_drivers.bus import (
+from bam_drivers.dynamixel.bus import (
     CORRUPT,
     TIMEOUT,
     DynamixelBus,
@@ -16,9 +16,9 @@ from bam_drivers.bus import (
     detect_latency_timer,
     hardware_error_names,
 )
-from bam_drivers.control_table import get_table
-from bam_drivers.emulator_client import EmulatorProcess
-from bam_sim.errors import BamError
+from bam_drivers.dynamixel.control_table import get_table
+from bam_drivers.emulators.client import EmulatorProcess
+from bam_sim.common.errors import BamError
 
 MODELS = {1: "mx64_p1", 2: "xm430_w350"}
 

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from bam_drivers.control_table import TABLES, get_table, table_for_model_number
-from bam_sim.errors import BamError
+from bam_drivers.dynamixel.control_table import TABLES, get_table, table_for_model_number
+from bam_sim.common.errors import BamError
 
 # Registers named in issue 5: (field, address, size).
 P1_REGISTERS = [

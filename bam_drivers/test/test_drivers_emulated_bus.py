@@ -6,12 +6,12 @@ import math
 
 import pytest
 
-from bam_drivers import packet as pk
-from bam_drivers.emulated_bus import EmulatedBus
-from bam_drivers.emulator import EmulatorConfig, build_bus
-from bam_sim import parameters as P
-from bam_sim.errors import BamError
-from bam_sim.parameter_file import published
+from bam_drivers.dynamixel import packet as pk
+from bam_drivers.emulators.dynamixel_emulator import EmulatorConfig, build_bus
+from bam_drivers.emulators.dynamixel_servos import EmulatedBus
+from bam_sim.common.errors import BamError
+from bam_sim.models import parameters as P
+from bam_sim.models.parameter_file import published
 
 Inst = pk.Instruction
 

@@ -9,7 +9,7 @@ import dynamixel_sdk as sdk
 import pytest
 from dynamixel_sdk import port_handler
 
-from bam_drivers.emulator_client import EmulatorError, EmulatorProcess
+from bam_drivers.emulators.client import EmulatorError, EmulatorProcess
 
 # dynamixel-sdk waits 2·LATENCY_TIMER + 2 ms for a status (USB adapters buffer 16 ms);
 # the pty answers in well under a millisecond, so a few ms keep failures quick.

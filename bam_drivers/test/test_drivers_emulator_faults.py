@@ -13,8 +13,8 @@ import pytest
 from dynamixel_sdk import port_handler
 from serial import SerialException
 
-from bam_drivers.emulator_client import EmulatorProcess
-from bam_sim.errors import BamError
+from bam_drivers.emulators.client import EmulatorProcess
+from bam_sim.common.errors import BamError
 
 LATENCY_TIMER_MS = 4  # SDK status timeout = 2·4 + 2 = 10 ms
 
@@ -160,7 +160,7 @@ def test_clean_shutdown_removes_the_port() -> None:
 def test_orphaned_emulator_stops_with_its_parent() -> None:
     parent = (
         "import os\n"
-        "from bam_drivers.emulator_client import EmulatorProcess\n"
+        "from bam_drivers.emulators.client import EmulatorProcess\n"
         "emu = EmulatorProcess()\n"
         "print(emu.pid, emu.port, flush=True)\n"
         "os._exit(0)\n"  # dies without stopping the emulator

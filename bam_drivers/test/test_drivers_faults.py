@@ -13,8 +13,8 @@ import pytest
 from diagnostic_msgs.msg import DiagnosticStatus
 from drivers_rig import MODELS, Rig, values
 
-from bam_drivers.emulator_client import EmulatorProcess
-from bam_sim.ros_context import private_context
+from bam_drivers.emulators.client import EmulatorProcess
+from bam_sim.testing.ros_context import private_context
 
 OVERLOAD = 0x20  # protocol 1.0 error byte bit 5 and protocol 2.0 hardware error status bit 5
 RESUME = 2.0  # s: states must flow again this soon after the port returns

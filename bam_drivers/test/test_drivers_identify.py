@@ -3,8 +3,8 @@
 The emulator's joint is the published MX-64 M4 set on a 1 kg, 0.15 m
 pendulum. The trajectory node plays a short protocol (two trajectories × two
 gains, 4 s each) on the driver in real time, the recorder writes the bag, the
-bag is read back as a dataset (bam_identify.dataset), one run of each
-trajectory is held out, and M4 is fitted (bam_identify.fit, 1500 trials, about
+bag is read back as a dataset (bam_identify.data.dataset), one run of each
+trajectory is held out, and M4 is fitted (bam_identify.fitting.fit, 1500 trials, about
 1 s) on the two others.
 
 Threshold. The MAE is the error of a model simulated from the recorded
@@ -30,14 +30,14 @@ import pytest
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 
-from bam_drivers.dynamixel_node import DynamixelNode
-from bam_drivers.emulator_client import EmulatorProcess
-from bam_identify.dataset import load_dataset, split
-from bam_identify.fit import FitSettings, Objective, SearchSpace, identify
-from bam_identify.recorder_node import RecorderNode
-from bam_identify.trajectory_node import TrajectoryNode
-from bam_sim.parameter_file import published
-from bam_sim.ros_context import private_context
+from bam_drivers.emulators.client import EmulatorProcess
+from bam_drivers.nodes.dynamixel_node import DynamixelNode
+from bam_identify.data.dataset import load_dataset, split
+from bam_identify.fitting.fit import FitSettings, Objective, SearchSpace, identify
+from bam_identify.nodes.recorder_node import RecorderNode
+from bam_identify.nodes.trajectory_node import TrajectoryNode
+from bam_sim.models.parameter_file import published
+from bam_sim.testing.ros_context import private_context
 
 PROTOCOL = """\
 protocol:

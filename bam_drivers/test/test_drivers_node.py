@@ -1,6 +1,6 @@
 """The Dynamixel driver node against the emulator: units, commands, several servos, safety.
 
-Each test starts an emulator process (bam_drivers.emulator: servos behind a
+Each test starts an emulator process (bam_drivers.emulators.dynamixel_emulator: servos behind a
 pseudo-terminal, physics of bam_sim) and a DynamixelNode on its port, and
 compares what the node publishes with the emulator's ground truth.
 """
@@ -18,13 +18,13 @@ import pytest
 from diagnostic_msgs.msg import DiagnosticStatus
 from drivers_rig import MODELS, Rig, settle, values
 
-from bam_drivers.control_table import RAD_PER_COUNT, get_table
-from bam_drivers.dynamixel_node import DynamixelNode, _mean_kt
-from bam_drivers.emulator_client import EmulatorProcess
+from bam_drivers.dynamixel.control_table import RAD_PER_COUNT, get_table
+from bam_drivers.emulators.client import EmulatorProcess
+from bam_drivers.nodes.dynamixel_node import DynamixelNode, _mean_kt
 from bam_msgs.msg import BenchInfo
-from bam_sim.errors import BamError
-from bam_sim.ros_context import private_context
-from bam_sim.ros_testing import closing, wait_for
+from bam_sim.common.errors import BamError
+from bam_sim.testing.ros_context import private_context
+from bam_sim.testing.ros_graph import closing, wait_for
 
 COUNT = RAD_PER_COUNT  # rad, one position count
 
@@ -157,7 +157,7 @@ def test_sigint_turns_the_torque_off():
         env = {**os.environ, "ROS_DOMAIN_ID": str(os.getpid() % 100 + 1),
                "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
         process = subprocess.Popen(
-            [sys.executable, "-m", "bam_drivers.dynamixel_node", "--ros-args",
+            [sys.executable, "-m", "bam_drivers.nodes.dynamixel_node", "--ros-args",
              "-p", f"port:={emulator.port}",
              "-p", "torque_enable_on_start:=true", "-p", "command_timeout:=0.0"],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -17,7 +17,7 @@ The schedule is the cross product trajectory × gain × repetition in that order
 (trajectory, gain, repetition) is unique within a schedule. ``duration`` and
 ``settle`` left out are taken from the trajectory node's parameters.
 
-Every problem raises :class:`bam_sim.errors.BamError` with a one-line message.
+Every problem raises :class:`bam_sim.common.errors.BamError` with a one-line message.
 No ROS import: the trajectory node plays the schedule.
 """
 
@@ -30,8 +30,8 @@ from pathlib import Path
 
 import yaml
 
-from bam_sim.errors import BamError
-from bam_sim.trajectory import TRAJECTORIES, get_trajectory
+from bam_sim.bench.trajectory import TRAJECTORIES, get_trajectory
+from bam_sim.common.errors import BamError
 
 PROTOCOL_KEYS = ("trajectories", "gains", "repetitions", "duration", "settle", "runs")
 RUN_KEYS = ("trajectory", "gain", "repetitions")
@@ -41,7 +41,7 @@ RUN_KEYS = ("trajectory", "gain", "repetitions")
 class Run:
     """One trajectory run of a schedule."""
 
-    trajectory: str  # canonical name, a key of bam_sim.trajectory.TRAJECTORIES
+    trajectory: str  # canonical name, a key of bam_sim.bench.trajectory.TRAJECTORIES
     gain: float  # kp as used by the firmware/host
     repetition: int  # 0 for the first run of this trajectory and gain
 

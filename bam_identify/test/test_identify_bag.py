@@ -14,7 +14,7 @@ from rosbags.interfaces import QosDurability
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
-from bam_identify.rosbag import (
+from bam_identify.data.rosbag import (
     TOPIC_ACTUATOR_STATES,
     TOPIC_BENCH_INFO,
     TOPIC_JOINT_STATES,
@@ -26,8 +26,8 @@ from bam_identify.rosbag import (
     write_bag,
     write_messages,
 )
-from bam_identify.typestore import TRIAL, typestore
-from bam_sim.pendulum import Bench
+from bam_identify.data.typestore import TRIAL, typestore
+from bam_sim.bench.pendulum import Bench
 
 STORAGES = ["mcap", "sqlite3"]
 SOURCE_MSG = Path(__file__).resolve().parents[2] / "bam_msgs" / "msg"

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from identify_cases import EROB_BENCH, MX64_BENCH, simulated
 
-from bam_identify.dataset import Dataset, bag_paths, load_dataset, split
-from bam_identify.legacy_logs import write_legacy_log
-from bam_identify.rosbag import BagSession, write_bag
-from bam_sim.bench_log import BenchLog
-from bam_sim.errors import BamError
+from bam_identify.data.dataset import Dataset, bag_paths, load_dataset, split
+from bam_identify.data.legacy_logs import write_legacy_log
+from bam_identify.data.rosbag import BagSession, write_bag
+from bam_sim.bench.bench_log import BenchLog
+from bam_sim.common.errors import BamError
 
 
 def mx_session(trajectory: str, kp: float, trial_id: int) -> BagSession:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bam_identify.fit import (
+from bam_identify.data.synthetic import paper_like_set
+from bam_identify.fitting.fit import (
     FitSettings,
     Objective,
     SearchSpace,
@@ -13,9 +14,8 @@ from bam_identify.fit import (
     nested_start,
     parse_assignments,
 )
-from bam_identify.synthetic import paper_like_set
-from bam_sim.errors import BamError
-from bam_sim.parameter_file import published
+from bam_sim.common.errors import BamError
+from bam_sim.models.parameter_file import published
 
 
 @pytest.fixture(scope="module")
@@ -118,8 +118,8 @@ def test_restarts_after_stagnation_keep_the_best():
 
 
 def test_stagnation_rule():
-    from bam_identify.fit import FitSettings as Settings
-    from bam_identify.fit import _Run
+    from bam_identify.fitting.fit import FitSettings as Settings
+    from bam_identify.fitting.fit import _Run
 
     run = _Run(Settings(), 0, 12, None)
     horizon = 10 + -(-30 * 11 // 12)

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from identify_cases import EROB_BENCH, MX64_BENCH, simulated
 
-from bam_identify.legacy_logs import read_legacy_log, read_legacy_logs, write_legacy_log
-from bam_sim.errors import BamError
+from bam_identify.data.legacy_logs import read_legacy_log, read_legacy_logs, write_legacy_log
+from bam_sim.common.errors import BamError
 
 
 def jittered_times(n=700, step=0.001, jitter=0.0003, first=0.0023, seed=3):

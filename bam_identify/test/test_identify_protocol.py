@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from bam_identify.protocol import Protocol, Run, load_protocol, parse_protocol, protocol_from_text
-from bam_sim.errors import BamError
-from bam_sim.trajectory import TRAJECTORIES
+from bam_sim.bench.trajectory import TRAJECTORIES
+from bam_sim.common.errors import BamError
 
 CONFIG = Path(__file__).resolve().parents[1] / "config"
 

@@ -29,15 +29,15 @@ from rosbags.rosbag2 import Reader
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from sensor_msgs.msg import JointState
 
-from bam_identify.recorder_node import RecorderNode
-from bam_identify.rosbag import STORAGES, bench_messages, read_bag, write_bag
-from bam_identify.typestore import typestore
+from bam_identify.data.rosbag import STORAGES, bench_messages, read_bag, write_bag
+from bam_identify.data.typestore import typestore
+from bam_identify.nodes.recorder_node import RecorderNode
 from bam_msgs.msg import ActuatorState, ActuatorStateArray, BenchInfo, Trial
-from bam_sim.errors import BamError
-from bam_sim.interfaces import ACTUATOR_STATES, BENCH_INFO, JOINT_STATES, RECORDED, TRIAL
-from bam_sim.ros_context import private_context
-from bam_sim.ros_qos import profile
-from bam_sim.ros_testing import wait_for
+from bam_sim.common.contract import ACTUATOR_STATES, BENCH_INFO, JOINT_STATES, RECORDED, TRIAL
+from bam_sim.common.errors import BamError
+from bam_sim.common.qos import profile
+from bam_sim.testing.ros_context import private_context
+from bam_sim.testing.ros_graph import wait_for
 
 TIMEOUT = 15.0  # s
 CLASSES = {JOINT_STATES.name: JointState, ACTUATOR_STATES.name: ActuatorStateArray,
@@ -264,7 +264,7 @@ def test_executable_closes_the_bag_on_sigint(context, tmp_path):
     pub = node.create_publisher(BenchInfo, BENCH_INFO.name, profile(BENCH_INFO.qos))
     pub.publish(stamped(BenchInfo(actuator="mx64", source="sim"), 5 * 10**9))
     env = dict(os.environ, ROS_DOMAIN_ID=str(os.getpid() % 100 + 1))
-    code = ("import sys; from bam_identify.recorder_node import main; "
+    code = ("import sys; from bam_identify.nodes.recorder_node import main; "
             "sys.exit(main(sys.argv))")
     proc = subprocess.Popen(
         [sys.executable, "-c", code, "--ros-args", "-p", f"output:={path}",

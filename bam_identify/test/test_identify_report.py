@@ -7,17 +7,17 @@ import json
 import numpy as np
 import pytest
 
-from bam_identify.report import (
+from bam_identify.data.synthetic import paper_like_set, record
+from bam_identify.fitting.report import (
     ModelResult,
     check_report_folder,
     identifiability_warnings,
     mae_table,
     write_report,
 )
-from bam_identify.synthetic import paper_like_set, record
-from bam_sim.errors import BamError
-from bam_sim.parameter_file import published
-from bam_sim.pendulum import Bench
+from bam_sim.bench.pendulum import Bench
+from bam_sim.common.errors import BamError
+from bam_sim.models.parameter_file import published
 
 
 def test_warnings_for_what_the_data_cannot_identify():
@@ -62,7 +62,7 @@ def test_report_folder_is_not_overwritten(tmp_path):
 
 def test_validation_figure_with_repeated_trajectories(tmp_path):
     """More validation logs than trajectories: the figure still picks one per trajectory."""
-    from bam_identify.report import _pick_logs
+    from bam_identify.fitting.report import _pick_logs
 
     logs = paper_like_set(published("mx64", "m1"), 6, duration=1.0, trajectories=("steps",))
     assert [id(log) for log in _pick_logs(logs, 4)] == [id(log) for log in logs[:4]]

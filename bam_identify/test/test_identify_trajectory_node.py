@@ -24,15 +24,15 @@ from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rosgraph_msgs.msg import Clock
 
-from bam_identify.trajectory_node import TrajectoryNode
+from bam_identify.nodes.trajectory_node import TrajectoryNode
 from bam_msgs.action import RunTrajectory
 from bam_msgs.msg import ActuatorCommand, Trial
-from bam_sim.errors import BamError
-from bam_sim.interfaces import CLOCK, COMMANDS, RUN_TRAJECTORY_ACTION, TRIAL
-from bam_sim.ros_context import private_context
-from bam_sim.ros_qos import profile
-from bam_sim.ros_testing import closing, stamp_ns, wait_for
-from bam_sim.trajectory import TRAJECTORIES, get_trajectory
+from bam_sim.bench.trajectory import TRAJECTORIES, get_trajectory
+from bam_sim.common.contract import CLOCK, COMMANDS, RUN_TRAJECTORY_ACTION, TRIAL
+from bam_sim.common.errors import BamError
+from bam_sim.common.qos import profile
+from bam_sim.testing.ros_context import private_context
+from bam_sim.testing.ros_graph import closing, stamp_ns, wait_for
 
 TIMEOUT = 10.0  # s
 FEEDBACK_TOPIC = f"{RUN_TRAJECTORY_ACTION}/_action/feedback"
@@ -303,7 +303,8 @@ def run_executable(context, *parameters):
     node.create_subscription(ActuatorCommand, COMMANDS.name, commands.append,
                              profile(COMMANDS.qos))
     env = dict(os.environ, ROS_DOMAIN_ID=str(os.getpid() % 100 + 1))
-    code = "import sys; from bam_identify.trajectory_node import main; sys.exit(main(sys.argv))"
+    code = ("import sys; from bam_identify.nodes.trajectory_node import main; "
+            "sys.exit(main(sys.argv))")
     args = [arg for p in parameters for arg in ("-p", p)]
     proc = subprocess.Popen([sys.executable, "-c", code, "--ros-args", *args], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -367,7 +368,8 @@ def test_executable_ends_the_trial_on_sigint(context):
 
 def test_executable_refuses_bad_parameters(context):
     env = dict(os.environ, ROS_DOMAIN_ID=str(os.getpid() % 100 + 1))
-    code = "import sys; from bam_identify.trajectory_node import main; sys.exit(main(sys.argv))"
+    code = ("import sys; from bam_identify.nodes.trajectory_node import main; "
+            "sys.exit(main(sys.argv))")
     proc = subprocess.run([sys.executable, "-c", code, "--ros-args", "-p", "duration:=-2"],
                           env=env, capture_output=True, text=True, timeout=TIMEOUT)
     assert proc.returncode == 2

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bam_identify import typestore as ts
-from bam_sim.errors import BamError
+from bam_identify.data import typestore as ts
+from bam_sim.common.errors import BamError
 
 SOURCE_MSG = Path(__file__).resolve().parents[2] / "bam_msgs" / "msg"
 

@@ -6,7 +6,7 @@ Dynamixel (MX-64, voltage control) and an eRob (eRob80:100, current control).
 
 * ``identification_integrator=True`` (MuJoCo + the ½q̈Δt² position term of
   the published Algorithm 1): MAE ≤ 2 mrad against
-  :func:`bam_sim.simulator.rollout`. Measured at most 0.62 mrad; the
+  :func:`bam_sim.bench.rollouts.rollout`. Measured at most 0.62 mrad; the
   residual is the viscous friction, which MuJoCo integrates implicitly and
   outside the friction clip (Algorithm 1: explicitly, inside the budget),
   and τ_e delayed by one step in the budget (paper IV-E).
@@ -30,17 +30,17 @@ import mujoco
 import numpy as np
 import pytest
 
-from bam_sim import parameters as P
-from bam_sim.arm import ArmJoint, ServoArm
-from bam_sim.arm_models import pendulum_mjcf
-from bam_sim.bench_log import BenchLog
-from bam_sim.friction import MODELS, applied_friction, friction_budget
-from bam_sim.parameter_file import published
-from bam_sim.parameter_set import ParameterSet
-from bam_sim.pendulum import Bench
-from bam_sim.servo import servo_torque
-from bam_sim.simulator import rollout
-from bam_sim.trajectory import TRAJECTORIES, command_log
+from bam_sim.bench.bench_log import BenchLog
+from bam_sim.bench.pendulum import Bench
+from bam_sim.bench.rollouts import rollout
+from bam_sim.bench.trajectory import TRAJECTORIES, command_log
+from bam_sim.models import parameters as P
+from bam_sim.models.friction import MODELS, applied_friction, friction_budget
+from bam_sim.models.parameter_file import published
+from bam_sim.models.parameter_set import ParameterSet
+from bam_sim.models.servo import servo_torque
+from bam_sim.mujoco_arm.servo_arm import ArmJoint, ServoArm
+from bam_sim.mujoco_arm.shipped_arms import pendulum_mjcf
 
 DT = 0.001
 MAX_MAE = 2e-3  # rad, the bound

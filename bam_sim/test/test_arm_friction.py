@@ -3,7 +3,7 @@
 Tolerance of "static". MuJoCo's friction constraint is soft: at rest under a
 net generalized force τ within the budget a joint creeps at
 q̇ = (1 − d)·Δt·w0·τ, d the impedance (``dof_solimp[:, 0]``, 0.9999 with
-ServoArm's stiff settings) and w0 = ``dof_invweight0`` (see the bam_sim.arm
+ServoArm's stiff settings) and w0 = ``dof_invweight0`` (see the bam_sim.mujoco_arm.servo_arm
 docstring; the derivation holds row by row for several stuck joints, because
 MuJoCo's regularisation is diagonal). Over T seconds the displacement must
 stay below that creep times T (with a 1.5 margin); it is a few µrad here,
@@ -18,11 +18,11 @@ import mujoco
 import numpy as np
 import pytest
 
-from bam_sim import parameters as P
-from bam_sim.arm import ArmJoint, ServoArm
-from bam_sim.arm_models import load_arm, pendulum_mjcf
-from bam_sim.parameter_file import published
-from bam_sim.pendulum import Bench
+from bam_sim.bench.pendulum import Bench
+from bam_sim.models import parameters as P
+from bam_sim.models.parameter_file import published
+from bam_sim.mujoco_arm.servo_arm import ArmJoint, ServoArm
+from bam_sim.mujoco_arm.shipped_arms import load_arm, pendulum_mjcf
 
 BENCHES = {"mx64": Bench(1.0, 0.15), "erob80_100": Bench(8.2, 0.5)}
 HOLD_TIME = 2.0  # s

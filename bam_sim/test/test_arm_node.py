@@ -17,14 +17,14 @@ from rclpy.parameter import Parameter
 from std_msgs.msg import Float64MultiArray
 
 from bam_msgs.msg import ActuatorCommand, BenchInfo
-from bam_sim import interfaces
-from bam_sim.arm_models import load_arm, pendulum_mjcf
-from bam_sim.arm_node import ArmNode, main
-from bam_sim.errors import BamError
-from bam_sim.parameter_file import published, save
-from bam_sim.pendulum import Bench
-from bam_sim.ros_context import private_context
-from bam_sim.ros_testing import SimProbe, closing, executable_error, stamp_ns
+from bam_sim.bench.pendulum import Bench
+from bam_sim.common import contract
+from bam_sim.common.errors import BamError
+from bam_sim.models.parameter_file import published, save
+from bam_sim.mujoco_arm.shipped_arms import load_arm, pendulum_mjcf
+from bam_sim.nodes.arm_node import ArmNode, main
+from bam_sim.testing.ros_context import private_context
+from bam_sim.testing.ros_graph import SimProbe, closing, executable_error, stamp_ns
 
 TIMEOUT = 20.0  # s, discovery included
 DOMAIN = os.getpid() % 100 + 121
@@ -128,7 +128,7 @@ def test_bench_info_describes_the_arm_joint_by_joint(arm, tmp_path):
     a = arm(arm="erob", params_files=["", str(mine)], models=["m2", ""])
     a.wait_ready()
     # A subscriber joining after the arm started: the latched BenchInfo still arrives.
-    with a.late_subscriber(BenchInfo, interfaces.BENCH_INFO, "latched bench info") as infos:
+    with a.late_subscriber(BenchInfo, contract.BENCH_INFO, "latched bench info") as infos:
         info = infos[0]
         assert (info.actuator, info.joint_name, info.control_unit, info.model) == \
             ("erob80_100,erob80_50", "shoulder,elbow", "A,A", "m2,m3")
@@ -234,6 +234,6 @@ def test_executable_errors_and_help(capsys):
     for name in ("arm", "mjcf", "params_files", "models", "gains", "publish_every",
                  "real_time_factor", "viewer", "command_timeout"):
         assert f"  {name} " in out
-    error = executable_error("bam_sim.arm_node", ["arm", "--ros-args", "-p", "arm:=scara"],
+    error = executable_error("bam_sim.nodes.arm_node", ["arm", "--ros-args", "-p", "arm:=scara"],
                              DOMAIN, 120)
     assert "scara" in error

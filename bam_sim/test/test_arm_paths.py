@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bam_sim.arm_paths import (
+from bam_sim.common.errors import BamError
+from bam_sim.mujoco_arm.paths import (
     PATH_NAMES,
     PathShape,
     arm_path,
@@ -13,7 +14,6 @@ from bam_sim.arm_paths import (
     forward_kinematics,
     inverse_kinematics,
 )
-from bam_sim.errors import BamError
 
 LINKS = [(0.25, 0.2), (0.3, 0.3), (0.5, 0.45)]
 

@@ -10,9 +10,9 @@ import mujoco
 import numpy as np
 import pytest
 
-from bam_sim.arm_models import arm_spec
-from bam_sim.arm_paths import arm_path
-from bam_sim.parameter_file import published
+from bam_sim.models.parameter_file import published
+from bam_sim.mujoco_arm.paths import arm_path
+from bam_sim.mujoco_arm.shipped_arms import arm_spec
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "arm_validation.py"
 

@@ -1,4 +1,4 @@
-"""BenchSimulator without ROS: the tick convention against rollout, commands, effects."""
+"""BenchStepper without ROS: the tick convention against rollout, commands, effects."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 from bam_sim_cases import SEED
 
-from bam_sim.bench_log import BenchLog
-from bam_sim.bench_sim import BenchSimulator, Command
-from bam_sim.errors import BamError
-from bam_sim.parameter_file import published
-from bam_sim.pendulum import Bench
-from bam_sim.simulator import rollout
-from bam_sim.trajectory import command_log
+from bam_sim.bench.bench_log import BenchLog
+from bam_sim.bench.pendulum import Bench
+from bam_sim.bench.rollouts import rollout
+from bam_sim.bench.stepper import BenchStepper, Command
+from bam_sim.bench.trajectory import command_log
+from bam_sim.common.errors import BamError
+from bam_sim.models.parameter_file import published
 
 DT = 0.005
 
@@ -24,7 +24,7 @@ def benches(actuator: str) -> Bench:
         else Bench(mass=8.2, length=0.5)
 
 
-def drive(sim: BenchSimulator, goals, enables) -> list:
+def drive(sim: BenchStepper, goals, enables) -> list:
     samples = []
     for goal, enable in zip(goals, enables):
         sim.set_command(goal=float(goal), torque_enable=bool(enable))
@@ -52,7 +52,7 @@ def test_ticks_equal_rollout_bit_for_bit(actuator, model):
     kp = params.actuator_def.gains[2]
     commands = command_log("lift_drop", bench, kp, DT, duration=3.0)
     volts = 14.2 if actuator == "mx64" else None
-    sim = BenchSimulator(params, bench, DT, position=0.1, velocity=-0.2, gain=kp,
+    sim = BenchStepper(params, bench, DT, position=0.1, velocity=-0.2, gain=kp,
                          supply_voltage=volts)
     samples = drive(sim, commands.goal, commands.enabled)
     run = rollout(params, as_log(samples, bench, volts))
@@ -68,7 +68,7 @@ def test_ticks_equal_rollout_bit_for_bit(actuator, model):
 
 def test_torque_off_means_no_motor_torque():
     params = published("mx64", "m4")
-    sim = BenchSimulator(params, Bench(1.0, 0.15), DT, position=1.0, torque_enable=False)
+    sim = BenchStepper(params, Bench(1.0, 0.15), DT, position=1.0, torque_enable=False)
     samples = [sim.tick() for _ in range(200)]
     assert all(s.motor_torque == 0.0 and s.control == 0.0 for s in samples)
     assert not any(s.torque_enable for s in samples)
@@ -78,7 +78,7 @@ def test_torque_off_means_no_motor_torque():
 
 
 def test_sample_reports_the_command_of_its_tick():
-    sim = BenchSimulator(published("mx64", "m1"), Bench(1.0, 0.15), DT)
+    sim = BenchStepper(published("mx64", "m1"), Bench(1.0, 0.15), DT)
     assert sim.command == Command(0.0, True, 8.0)  # goal = initial position, Table I gain
     sim.set_command(goal=0.3)
     first = sim.tick()
@@ -95,7 +95,7 @@ def test_sample_reports_the_command_of_its_tick():
     {"goal": "1.0"}, {"torque_enable": 1}, {"goal": 0.2, "gain": math.inf},
 ])
 def test_bad_commands_are_rejected_and_change_nothing(change):
-    sim = BenchSimulator(published("mx64", "m4"), Bench(1.0, 0.15), DT, goal=0.1)
+    sim = BenchStepper(published("mx64", "m4"), Bench(1.0, 0.15), DT, goal=0.1)
     before = sim.command
     with pytest.raises(BamError):
         sim.set_command(**change)
@@ -105,7 +105,7 @@ def test_bad_commands_are_rejected_and_change_nothing(change):
 
 def test_bench_change_is_validated_and_applied():
     params = published("mx64", "m4")
-    sim = BenchSimulator(params, Bench(1.0, 0.15), DT, position=0.5, torque_enable=False)
+    sim = BenchStepper(params, Bench(1.0, 0.15), DT, position=0.5, torque_enable=False)
     for bad in ({"length": 0.0}, {"mass": -1.0}, {"mass": math.nan}, {"arm_mass": math.inf}):
         with pytest.raises(BamError):
             sim.set_bench(**bad)
@@ -123,7 +123,7 @@ def test_bench_change_is_validated_and_applied():
 
 
 def test_parameter_swap_must_keep_the_actuator():
-    sim = BenchSimulator(published("mx64", "m4"), Bench(1.0, 0.15), DT)
+    sim = BenchStepper(published("mx64", "m4"), Bench(1.0, 0.15), DT)
     with pytest.raises(BamError, match="mx106"):
         sim.set_parameters(published("mx106", "m4"))
     assert sim.params.model == "m4"
@@ -134,22 +134,22 @@ def test_parameter_swap_must_keep_the_actuator():
 def test_constructor_validates():
     params = published("mx64", "m4")
     with pytest.raises(BamError):
-        BenchSimulator(params, Bench(1.0, 0.15), 0.0)
+        BenchStepper(params, Bench(1.0, 0.15), 0.0)
     with pytest.raises(BamError):
-        BenchSimulator(params, Bench(1.0, 0.15), DT, position=math.nan)
+        BenchStepper(params, Bench(1.0, 0.15), DT, position=math.nan)
     with pytest.raises(BamError):
-        BenchSimulator(params, Bench(1.0, 0.15), DT, latency=-1)
+        BenchStepper(params, Bench(1.0, 0.15), DT, latency=-1)
     with pytest.raises(BamError):
-        BenchSimulator(params, Bench(1.0, 0.15), DT, position_noise=-0.1)
+        BenchStepper(params, Bench(1.0, 0.15), DT, position_noise=-0.1)
     with pytest.raises(BamError):
-        BenchSimulator(params, Bench(1.0, 0.15), DT, supply_voltage=0.0)
+        BenchStepper(params, Bench(1.0, 0.15), DT, supply_voltage=0.0)
 
 
 def run_with_effects(**effects):
     params = published("mx64", "m4")
     bench = Bench(1.0, 0.15)
     commands = command_log("steps", bench, 16.0, DT, duration=2.0)
-    sim = BenchSimulator(params, bench, DT, gain=16.0, **effects)
+    sim = BenchStepper(params, bench, DT, gain=16.0, **effects)
     return drive(sim, commands.goal, commands.enabled), sim.state
 
 
@@ -183,7 +183,7 @@ def test_measurement_effects_do_not_touch_the_physics():
 
 
 def test_effects_can_change_at_run_time():
-    sim = BenchSimulator(published("mx64", "m4"), Bench(1.0, 0.15), DT, position=0.3)
+    sim = BenchStepper(published("mx64", "m4"), Bench(1.0, 0.15), DT, position=0.3)
     sim.set_measurement(quantization=0.1)
     assert sim.tick().position == pytest.approx(0.3)
     with pytest.raises(BamError):

@@ -1,4 +1,4 @@
-"""Export of identified servo models to MuJoCo's dcmotor actuator (bam_sim.dcmotor)."""
+"""Export of identified servo models to MuJoCo's dcmotor actuator (mujoco_arm.dcmotor_export)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ import mujoco
 import numpy as np
 import pytest
 
-from bam_sim import servo
-from bam_sim.arm_models import arm_spec, load_arm
-from bam_sim.arm_paths import arm_path
-from bam_sim.dcmotor import (
+from bam_sim.common.errors import BamError
+from bam_sim.models import servo
+from bam_sim.models.friction import get_model
+from bam_sim.models.parameter_file import published, save
+from bam_sim.mujoco_arm.dcmotor_export import (
     GENERAL_LOSSES,
     ExportJoint,
     consts,
@@ -19,9 +20,8 @@ from bam_sim.dcmotor import (
     main,
     write_dcmotor,
 )
-from bam_sim.errors import BamError
-from bam_sim.friction import get_model
-from bam_sim.parameter_file import published, save
+from bam_sim.mujoco_arm.paths import arm_path
+from bam_sim.mujoco_arm.shipped_arms import arm_spec, load_arm
 
 PENDULUM = """<mujoco model="pendulum">
   <!-- a documented pendulum -->
@@ -217,7 +217,7 @@ def test_exported_m1_arm_reaches_a_position_goal_and_holds_it_by_friction(name):
 @pytest.mark.parametrize("name", ["dynamixel", "erob"])
 def test_exported_m1_arm_moves_like_the_servo_arm_with_m1(name):
     # Independent implementations of the same physics: MuJoCo's dcmotor with
-    # joint friction versus bam_sim.arm's servo law in Python/numba with the M1
+    # joint friction versus bam_sim.mujoco_arm.servo_arm's servo law in Python/numba with the M1
     # budget written to the joint every step.
     spec, params, _, model = _exported_arm(name)
     data = mujoco.MjData(model)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bam_sim.diagram import drive_backdrive, plot_diagram
-from bam_sim.parameter_file import published
+from bam_sim.models.diagram import drive_backdrive, plot_diagram
+from bam_sim.models.parameter_file import published
 
 TAU_M = np.linspace(-5.0, 5.0, 41)
 

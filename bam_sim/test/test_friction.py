@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from bam_sim_cases import ACTUATORS, MODELS, SEED
 
-from bam_sim.errors import BamError
-from bam_sim.friction import MODELS as REGISTRY
-from bam_sim.friction import applied_friction, friction_budget, get_model
-from bam_sim.parameter_file import published
-from bam_sim.parameters import to_vector
+from bam_sim.common.errors import BamError
+from bam_sim.models.friction import MODELS as REGISTRY
+from bam_sim.models.friction import applied_friction, friction_budget, get_model
+from bam_sim.models.parameter_file import published
+from bam_sim.models.parameters import to_vector
 
 
 @pytest.fixture
@@ -21,7 +21,7 @@ def rng() -> np.random.Generator:
 
 
 def paper_budget(model: str, v: dict, tau_m: float, tau_e: float, dq: float) -> float:
-    """Equations (3), (6)-(10), transcribed independently of bam_sim.friction."""
+    """Equations (3), (6)-(10), transcribed independently of bam_sim.models.friction."""
     g = v.get
     base = g("friction_viscous") * abs(dq) + g("friction_base")
     s = math.exp(-abs(dq / g("dtheta_stribeck", 1.0)) ** g("alpha", 1.0))
@@ -134,7 +134,7 @@ def test_registry_names_parameters_and_bounds():
 @pytest.mark.parametrize("actuator", ACTUATORS)
 @pytest.mark.parametrize("model", MODELS)
 def test_published_sets_lie_within_identification_bounds(actuator, model):
-    from bam_sim.parameter_set import identification_bounds
+    from bam_sim.models.parameter_set import identification_bounds
 
     params = published(actuator, model)
     for name, (lo, hi) in identification_bounds(params.actuator_def, params.model_def).items():

@@ -8,9 +8,9 @@ import pytest
 import yaml
 from bam_sim_cases import ACTUATORS, MODELS
 
-from bam_sim.errors import BamError
-from bam_sim.parameter_file import dump_yaml, load, published, save
-from bam_sim.parameter_set import ParameterSet
+from bam_sim.common.errors import BamError
+from bam_sim.models.parameter_file import dump_yaml, load, published, save
+from bam_sim.models.parameter_set import ParameterSet
 
 
 @pytest.mark.parametrize("actuator", ACTUATORS)

@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 from bam_sim_cases import MODELS
 
-from bam_sim.bench_log import BenchLog
-from bam_sim.errors import BamError
-from bam_sim.friction import friction_budget
-from bam_sim.parameter_file import published
-from bam_sim.parameter_set import ParameterSet
-from bam_sim.pendulum import GRAVITY, Bench
-from bam_sim.servo import servo_torque
-from bam_sim.simulator import rollout
+from bam_sim.bench.bench_log import BenchLog
+from bam_sim.bench.pendulum import GRAVITY, Bench
+from bam_sim.bench.rollouts import rollout
+from bam_sim.common.errors import BamError
+from bam_sim.models.friction import friction_budget
+from bam_sim.models.parameter_file import published
+from bam_sim.models.parameter_set import ParameterSet
+from bam_sim.models.servo import servo_torque
 
 
 def constant_log(bench, kp, dt, n, goal, enabled, q0, dq0=0.0):
@@ -183,7 +183,7 @@ def test_bad_bench_is_a_clear_error(field, kwargs):
 
 def test_step_called_from_python_equals_the_rollout():
     """The node-facing single step is the very step of the compiled rollouts."""
-    from bam_sim.pendulum import step
+    from bam_sim.bench.pendulum import step
 
     params = published("mx106", "m5")
     act = params.actuator_def

@@ -18,15 +18,15 @@ from rclpy.parameter import Parameter
 from std_msgs.msg import Float64MultiArray
 
 from bam_msgs.msg import ActuatorCommand, BenchInfo
-from bam_sim import interfaces
-from bam_sim.bench_log import BenchLog
-from bam_sim.errors import BamError
-from bam_sim.parameter_file import published, save
-from bam_sim.pendulum import Bench
-from bam_sim.pendulum_node import PendulumNode, main
-from bam_sim.ros_context import private_context
-from bam_sim.ros_testing import SimProbe, closing, executable_error, stamp_ns
-from bam_sim.simulator import rollout
+from bam_sim.bench.bench_log import BenchLog
+from bam_sim.bench.pendulum import Bench
+from bam_sim.bench.rollouts import rollout
+from bam_sim.common import contract
+from bam_sim.common.errors import BamError
+from bam_sim.models.parameter_file import published, save
+from bam_sim.nodes.pendulum_node import PendulumNode, main
+from bam_sim.testing.ros_context import private_context
+from bam_sim.testing.ros_graph import SimProbe, closing, executable_error, stamp_ns
 
 TIMEOUT = 10.0  # s, discovery included
 DOMAIN = os.getpid() % 100 + 101
@@ -104,7 +104,7 @@ def test_commands_move_the_joint_as_rollout_does(bench):
 
 def late_bench_info(b):
     """A subscriber joining after the bench started: the latched BenchInfo still arrives."""
-    return b.late_subscriber(BenchInfo, interfaces.BENCH_INFO, "latched bench info")
+    return b.late_subscriber(BenchInfo, contract.BENCH_INFO, "latched bench info")
 
 
 def test_bench_info_is_latched_and_follows_the_geometry(bench):
@@ -229,7 +229,7 @@ def test_bad_parameters_at_start_are_one_line_errors(context, tmp_path):
                      parameter_overrides=[Parameter("params_file", value=str(other))])
     with pytest.raises(ParameterException):
         PendulumNode(context=context, parameter_overrides=[Parameter("rate", value=-5.0)])
-    error = executable_error("bam_sim.pendulum_node",
+    error = executable_error("bam_sim.nodes.pendulum_node",
                              ["pendulum", "--ros-args", "-p", "length:=-1.0"], DOMAIN, 60)
     assert "length" in error
 

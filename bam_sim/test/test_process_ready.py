@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from bam_sim.process_ready import NotReady, await_ready_line
+from bam_sim.common.ready_line import NotReady, await_ready_line
 
 
 def child(code: str) -> subprocess.Popen:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bam_sim import servo
-from bam_sim.actuators import get_actuator
-from bam_sim.errors import BamError
-from bam_sim.parameters import to_vector
+from bam_sim.common.errors import BamError
+from bam_sim.models import servo
+from bam_sim.models.actuators import get_actuator
+from bam_sim.models.parameters import to_vector
 
 MX = get_actuator("mx64")
 EROB = get_actuator("erob80_50")

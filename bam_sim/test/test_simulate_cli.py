@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bam_sim.simulate import main
+from bam_sim.bench.simulate_cli import main
 
 
 def test_simulate_writes_figures(tmp_path, capsys):
@@ -22,7 +22,7 @@ def test_simulate_refuses_to_overwrite(tmp_path, capsys):
 
 
 def test_simulate_params_for_another_actuator(tmp_path, capsys):
-    from bam_sim.parameter_file import published, save
+    from bam_sim.models.parameter_file import published, save
 
     path = save(published("mx106", "m2"), tmp_path / "p.yaml")
     assert main(["--actuator", "mx64", "--params", str(path),

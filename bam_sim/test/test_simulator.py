@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 from bam_sim_cases import MODELS, SEED
 
-from bam_sim.bench_log import BenchLog, LogBatch
-from bam_sim.errors import BamError
-from bam_sim.parameter_file import published
-from bam_sim.parameters import from_vector
-from bam_sim.pendulum import Bench
-from bam_sim.simulator import batch_mae, batch_rollout, rollout
-from bam_sim.trajectory import TRAJECTORIES, command_log
+from bam_sim.bench.bench_log import BenchLog, LogBatch
+from bam_sim.bench.pendulum import Bench
+from bam_sim.bench.rollouts import batch_mae, batch_rollout, rollout
+from bam_sim.bench.trajectory import TRAJECTORIES, command_log
+from bam_sim.common.errors import BamError
+from bam_sim.models.parameter_file import published
+from bam_sim.models.parameters import from_vector
 
 
 def bench_logs(actuator: str, rng: np.random.Generator, n_logs: int = 6) -> list[BenchLog]:

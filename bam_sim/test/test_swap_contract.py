@@ -1,4 +1,4 @@
-"""Sim/real swap: the simulated actuators offer exactly the interfaces of bam_sim.interfaces.
+"""Sim/real swap: the simulated actuators offer exactly the interfaces of bam_sim.common.contract.
 
 Every simulation node (the pendulum, the MuJoCo arm) is checked, and the Dynamixel driver
 of bam_drivers on an emulated bus.
@@ -16,13 +16,13 @@ from contextlib import contextmanager
 import pytest
 from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
 
-from bam_sim.interfaces import ACTUATOR_PUBLISHES, ACTUATOR_SUBSCRIBES, CLOCK, Topic
+from bam_sim.common.contract import ACTUATOR_PUBLISHES, ACTUATOR_SUBSCRIBES, CLOCK, Topic
 
 # Every simulation node: "module:Class".
-SIM_NODES = ("bam_sim.pendulum_node:PendulumNode", "bam_sim.arm_node:ArmNode")
+SIM_NODES = ("bam_sim.nodes.pendulum_node:PendulumNode", "bam_sim.nodes.arm_node:ArmNode")
 # The Dynamixel driver (bam_drivers), on the bus of its emulator: no /clock (hardware
 # time), plus /diagnostics.
-DRIVER = "bam_drivers.dynamixel_node:DynamixelNode"
+DRIVER = "bam_drivers.nodes.dynamixel_node:DynamixelNode"
 EXTRA = {DRIVER: ("/diagnostics",)}
 
 
@@ -36,7 +36,7 @@ def _actuator_node(target: str, ctx):
     if target != DRIVER:
         yield getattr(importlib.import_module(module), name)(context=ctx)
         return
-    emulator_client = pytest.importorskip("bam_drivers.emulator_client")
+    emulator_client = pytest.importorskip("bam_drivers.emulators.client")
     with emulator_client.EmulatorProcess() as emulator:
         yield getattr(importlib.import_module(module), name)(
             context=ctx, parameter_overrides=[Parameter("port", value=emulator.port)])
@@ -47,7 +47,7 @@ def _actuator_node(target: str, ctx):
 def graph(request):
     import rclpy
 
-    from bam_sim.ros_context import private_context
+    from bam_sim.testing.ros_context import private_context
 
     with private_context() as ctx, _actuator_node(request.param, ctx) as sim:
         probe = rclpy.create_node("swap_probe", context=ctx)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bam_sim.errors import BamError
-from bam_sim.trajectory import TRAJECTORIES, get_trajectory
+from bam_sim.bench.trajectory import TRAJECTORIES, get_trajectory
+from bam_sim.common.errors import BamError
 
 
 @pytest.mark.parametrize("name", sorted(TRAJECTORIES))

@@ -1,0 +1,289 @@
+"""The ``fit`` and ``eval`` executables (``ros2 run bam_identify fit|eval``).
+
+Example::
+
+    ros2 run bam_identify fit --bags recordings/ --actuator mx64 --models m1 m4 m6 \\
+        --output params.yaml --report report/
+
+Every problem a user can cause (a missing bag, a typo in ``--set``, an output
+that exists) ends the command with one line on stderr and exit code 2, before
+anything is written. Ctrl-C during a fit keeps the best parameters found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import platform
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+
+from bam_sim.common.errors import BamError
+from bam_sim.models.friction import MODELS, get_model
+from bam_sim.models.parameter_file import load, save, write_atomic
+
+DEFAULT_OUTPUT = "out/fit/{actuator}_{model}.yaml"
+
+
+def version() -> str:
+    try:
+        return metadata.version("bam_identify")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _data_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--bags", nargs="+", type=Path, default=[], metavar="BAG",
+                        help="rosbag2 bags (folders or .mcap/.db3 files) or folders of bags")
+    parser.add_argument("--logs", nargs="+", type=Path, default=[], metavar="PATH",
+                        help="legacy BAM JSON logs (files or folders)")
+    parser.add_argument("--actuator", help="keep the logs of this actuator (mx64, ...)")
+    parser.add_argument("--dt", type=float, default=0.005, help="resampling step, s")
+
+
+def _load(args: argparse.Namespace):
+    from bam_identify.data.dataset import load_dataset
+
+    if not args.bags and not args.logs:
+        raise BamError("no data: give --bags and/or --logs")
+    if not (0.0 < args.dt < 1.0):
+        raise BamError(f"--dt must be in (0, 1) s, got {args.dt}")
+    return load_dataset(bags=args.bags, logs=args.logs, dt=args.dt, actuator=args.actuator)
+
+
+def fit_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fit", description="Identify friction models M1..M6 from bench recordings "
+        "(CMA-ES on the simulated-control position error).")
+    _data_arguments(parser)
+    parser.add_argument("--models", nargs="+", default=["m1", "m4", "m6"],
+                        choices=sorted(MODELS), metavar="MODEL", help="m1 .. m6")
+    parser.add_argument("--trials", type=int, default=4000, help="candidates per model")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--jobs", type=int, help="threads for the simulation (default: cores)")
+    parser.add_argument("--popsize", type=int, help="CMA-ES population (default 4 + 3 ln n)")
+    parser.add_argument("--target-mae", type=float, help="stop a model once its training "
+                        "MAE is at most this (rad)")
+    parser.add_argument("--set", action="append", metavar="NAME=VALUE",
+                        help="hold a parameter fixed (repeatable)")
+    parser.add_argument("--no-offset", action="store_true", help="do not identify q_offset")
+    parser.add_argument("--no-warm-start", action="store_true",
+                        help="start every model from scratch, not from a nested simpler "
+                        "model fitted in the same run")
+    parser.add_argument("--validation-fraction", type=float, default=0.25)
+    parser.add_argument("--validation-kp", type=float,
+                        help="validate on every log of this gain instead")
+    parser.add_argument("--storage", help="optuna storage URL (e.g. sqlite:///fit.db) to "
+                        "resume a study or share it between machines")
+    parser.add_argument("--output", default=DEFAULT_OUTPUT,
+                        help="parameter file per model; {actuator} and {model} are replaced")
+    parser.add_argument("--report", type=Path, default=Path("out/fit/report"),
+                        help="report folder")
+    parser.add_argument("--force", action="store_true", help="overwrite existing outputs")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    return parser
+
+
+def output_paths(template: str, actuator: str, models: list[str]) -> dict[str, Path]:
+    """One output path per model; a template without {model} gets _<model> if several."""
+    paths = {}
+    for model in models:
+        name = template.replace("{actuator}", actuator)
+        if "{model}" in name:
+            name = name.replace("{model}", model)
+        elif len(models) > 1:
+            path = Path(name)
+            name = str(path.with_name(f"{path.stem}_{model}{path.suffix or '.yaml'}"))
+        paths[model] = Path(name)
+    return paths
+
+
+def _fixed_per_model(fixed: dict[str, float], actuator: str, models: list[str]):
+    """--set values each model has; a name no model has is an error."""
+    from bam_sim.models.actuators import get_actuator
+    from bam_sim.models.parameter_set import required_names
+
+    act = get_actuator(actuator)
+    per_model = {}
+    for model in models:
+        names = set(required_names(act, get_model(model))) | set(act.fixed) | {"q_offset"}
+        per_model[model] = {k: v for k, v in fixed.items() if k in names}
+    for name in fixed:
+        if not any(name in values for values in per_model.values()):
+            raise BamError(f"--set {name}: '{name}' is not a parameter of "
+                           f"{', '.join(models)} on {actuator}")
+    return per_model
+
+
+def run_fit(args: argparse.Namespace) -> str:
+    from bam_identify.data.dataset import split
+    from bam_identify.fitting.fit import (
+        NESTED_IN,
+        FitSettings,
+        Objective,
+        SearchSpace,
+        identify,
+        nested_start,
+        parse_assignments,
+    )
+    from bam_identify.fitting.report import (
+        ModelResult,
+        check_report_folder,
+        identifiability_warnings,
+        mae_table,
+        write_report,
+    )
+
+    if args.trials < 1:
+        raise BamError(f"--trials must be at least 1, got {args.trials}")
+    # Simpler models first: each richer one can start from a nested simpler fit.
+    models = sorted(dict.fromkeys(m.lower() for m in args.models), key=list(MODELS).index)
+    fixed = parse_assignments(args.set)
+    check_report_folder(args.report, args.force)
+    dataset = _load(args)
+    outputs = output_paths(args.output, dataset.actuator, models)
+    for path in outputs.values():
+        if path.exists() and not args.force:
+            raise BamError(f"{path} already exists; choose another --output or pass --force")
+    per_model = _fixed_per_model(fixed, dataset.actuator, models)
+    spaces = {m: SearchSpace.build(dataset.actuator, m, per_model[m], not args.no_offset)
+              for m in models}
+    train, validation = split(dataset, args.validation_fraction, args.seed, args.validation_kp)
+    warnings = identifiability_warnings(train.logs, models)
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    if args.jobs:
+        import numba
+
+        numba.set_num_threads(max(1, min(args.jobs, numba.config.NUMBA_NUM_THREADS)))
+    provenance = _provenance(args, dataset, train, validation)
+    results = []
+    for model in models:
+        simpler = [r for r in results if r.model in NESTED_IN.get(model, ())]
+        base = None if args.no_warm_start or not simpler else min(
+            simpler, key=lambda r: r.train_mae)
+        settings = FitSettings(trials=args.trials, seed=args.seed, popsize=args.popsize,
+                               target=args.target_mae, storage=args.storage,
+                               study_name=f"bam_{dataset.actuator}_{model}_seed{args.seed}",
+                               start=nested_start(spaces[model], base.params.values)
+                               if base else None)
+        fitted = _fit_one(spaces[model], train.logs, settings, args.quiet, identify)
+        val_mae = (float(np.average(Objective(spaces[model], validation.logs).per_log(
+            fitted.values), weights=[len(log) for log in validation.logs]))
+            if validation.logs else None)
+        record = {**provenance, "model": model, "trials": fitted.trials,
+                  "seconds": round(fitted.seconds, 3), "train_mae": fitted.train_mae,
+                  "interrupted": fitted.interrupted}
+        if val_mae is not None:
+            record["validation_mae"] = val_mae
+        if per_model[model]:
+            record["fixed"] = per_model[model]
+        if base is not None:
+            record["warm_start"] = base.model
+        params = spaces[model].parameter_set(fitted.values, record)
+        save(params, outputs[model], overwrite=args.force)
+        results.append(ModelResult(params, fitted.train_mae, val_mae, fitted.trials,
+                                   fitted.seconds, outputs[model], fitted.interrupted))
+        if fitted.interrupted:
+            print(f"interrupted: kept the best {model} parameters found", file=sys.stderr)
+            break
+    report = write_report(args.report, results, validation.logs, train.logs, warnings,
+                          provenance)
+    files = "\n".join(f"  {r.model}: {r.output}" for r in results)
+    return f"{mae_table(results)}\nparameters:\n{files}\nreport: {report}"
+
+
+def _fit_one(space, logs, settings, quiet: bool, identify):
+    from tqdm import tqdm
+
+    with tqdm(total=settings.trials, desc=f"fit {space.model}", unit="trial", disable=quiet,
+              mininterval=0.5, file=sys.stderr) as bar:
+        def progress(count: int, best: float) -> None:
+            bar.update(count)
+            bar.set_postfix_str(f"best MAE {best:.3e} rad", refresh=False)
+
+        return identify(space, logs, settings, progress)
+
+
+def _provenance(args, dataset, train, validation) -> dict:
+    return {
+        "source": "bam_identify fit",
+        "version": version(),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "actuator": dataset.actuator,
+        "seed": args.seed,
+        "dt": args.dt,
+        "data": [str(s) for s in dataset.sources],
+        "train_logs": [log.name for log in train.logs],
+        "validation_logs": [log.name for log in validation.logs] or ["none"],
+        "validation": (f"kp={args.validation_kp:g}" if args.validation_kp is not None
+                       else f"fraction {args.validation_fraction:g}, stratified by trajectory"),
+        "python": platform.python_version(),
+    }
+
+
+def eval_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="eval", description="Score parameter files (YAML or legacy JSON) on logs: "
+        "mean absolute position error of simulated-control rollouts.")
+    parser.add_argument("--params", nargs="+", type=Path, required=True, metavar="FILE")
+    _data_arguments(parser)
+    parser.add_argument("--replay", action="store_true", help="replay the recorded control")
+    parser.add_argument("--json", type=Path, help="write the scores to this file")
+    parser.add_argument("--force", action="store_true", help="overwrite --json")
+    return parser
+
+
+def run_eval(args: argparse.Namespace) -> str:
+    from bam_identify.fitting.fit import Objective, SearchSpace
+
+    if args.json and args.json.exists() and not args.force:
+        raise BamError(f"{args.json} already exists; choose another path or pass --force")
+    sets = [(path, load(path)) for path in args.params]
+    dataset = _load(args)
+    weights = [len(log) for log in dataset.logs]
+    scores = {}
+    lines = [f"{'file':<40} {'model':<6} {'MAE [rad]':>10}"]
+    for path, params in sets:
+        if params.actuator != dataset.actuator:
+            raise BamError(f"{path} is for {params.actuator} but the logs are of "
+                           f"{dataset.actuator}; pass matching --params or --actuator")
+        space = SearchSpace.build(params.actuator, params.model, params.values, False)
+        per_log = Objective(space, dataset.logs, args.replay).per_log({})
+        mae = float(np.average(per_log, weights=weights))
+        scores[str(path)] = {"model": params.model, "mae": mae,
+                             "per_log": dict(zip([log.name for log in dataset.logs],
+                                                 per_log.tolist(), strict=True))}
+        lines.append(f"{str(path):<40} {params.model:<6} {mae:>10.3e}")
+    if args.json:
+        summary = {"logs": len(dataset.logs), "actuator": dataset.actuator,
+                   "replay": args.replay, "scores": scores, "version": version()}
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(args.json, json.dumps(summary, indent=2) + "\n")
+        lines.append(f"wrote {args.json}")
+    return "\n".join(lines)
+
+
+def _main(parser: argparse.ArgumentParser, run, argv: list[str] | None) -> int:
+    args = parser.parse_args(argv)
+    try:
+        print(run(args))
+    except BamError as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # outside a fit, which handles Ctrl-C itself
+        print(f"{parser.prog}: interrupted; nothing was written", file=sys.stderr)
+        return 130
+    return 0
+
+
+def fit_main(argv: list[str] | None = None) -> int:
+    return _main(fit_parser(), run_fit, argv)
+
+
+def eval_main(argv: list[str] | None = None) -> int:
+    return _main(eval_parser(), run_eval, argv)

@@ -1,0 +1,231 @@
+"""Bench logs of the published BAM implementation (one JSON file per trajectory run).
+
+Two forms exist. A *raw* log, as its recorders write it: top-level ``mass``,
+``length``, ``kp``, ``motor``, ``trajectory`` and ``entries``; Dynamixel logs
+add the supply voltage ``vin`` and spell the arm mass ``"arm-mass"``, eRob
+logs spell it ``"arm_mass"`` and add the PD ``damping``. Each entry holds
+``timestamp`` (s), ``position`` (rad), ``speed`` (rad/s), ``goal_position``
+(rad) and ``torque_enable``, plus hardware readings (Dynamixel: ``load``,
+``input_volts``, ``temp``; eRob: ``torque_demand`` and ``control``, the
+measured current in A). A *processed* log is the same resampled onto
+t = 0, Δt, 2Δt, ... with a top-level ``dt`` and a thresholded torque enable.
+
+:func:`read_legacy_log` turns either into a :class:`BenchLog`;
+:func:`write_legacy_log` writes the processed form, which the published
+implementation loads directly (benchmarks, comparisons).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+from bam_identify.data import resample
+from bam_sim.bench.bench_log import BenchLog
+from bam_sim.bench.pendulum import Bench
+from bam_sim.common.errors import BamError
+from bam_sim.models import servo
+from bam_sim.models.actuators import Actuator, get_actuator
+from bam_sim.models.parameter_file import write_atomic
+
+REQUIRED = ("mass", "length", "kp", "motor", "entries")
+ENTRY_REQUIRED = ("timestamp", "position", "goal_position", "torque_enable")
+
+
+def _number(value: object, what: str, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise BamError(f"{where}: {what} must be a number, got {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise BamError(f"{where}: {what} is {value}; repair the log")
+    return value
+
+
+def _column(entries: list, key: str, where: str, required: bool = True) -> np.ndarray | None:
+    """Entry field ``key`` as floats; None when no entry has it and it is optional."""
+    present = [key in entry for entry in entries]
+    if not any(present) and not required:
+        return None
+    if not all(present):
+        k = present.index(False)
+        raise BamError(f"{where}: entry {k} lacks '{key}'; every entry needs "
+                       f"{', '.join(ENTRY_REQUIRED)} (and speed, control in all or none)")
+    values = np.empty(len(entries))
+    for k, entry in enumerate(entries):
+        value = entry[key]
+        if isinstance(value, bool) and key == "torque_enable":
+            value = float(value)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise BamError(f"{where}: entry {k}: '{key}' must be a number, got {value!r}")
+        values[k] = value
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:
+        k = int(bad[0])
+        raise BamError(f"{where}: '{key}' is {values[k]} at entry {k}; repair or drop that "
+                       "sample")
+    return values
+
+
+def _parse(path: Path) -> dict:
+    where = f"legacy log {path}"
+    if not path.is_file():
+        raise BamError(f"{where} does not exist; give a .json file or a folder of them")
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise BamError(f"{where} is not valid JSON ({err.msg} at line {err.lineno}); give a "
+                       "BAM log file") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise BamError(f"cannot read {where} ({err}); check the file") from None
+    if not isinstance(doc, dict):
+        raise BamError(f"{where} is not a BAM log (expected a JSON object with "
+                       f"{', '.join(REQUIRED)})")
+    missing = [key for key in REQUIRED if key not in doc]
+    if missing:
+        raise BamError(f"{where} lacks {', '.join(repr(k) for k in missing)}; a BAM log holds "
+                       f"{', '.join(REQUIRED)}")
+    return doc
+
+
+def read_legacy_log(path: str | os.PathLike, dt: float = 0.005) -> BenchLog:
+    """One JSON log (raw or processed) as a bench log on the time step ``dt`` (s).
+
+    Raw logs are resampled from their first timestamp; processed logs are
+    kept as they are when their ``dt`` is ``dt``, resampled otherwise.
+    """
+    if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0.0):
+        raise BamError(f"time step dt must be a finite number > 0 s, got {dt}")
+    path = Path(path)
+    where = f"legacy log {path}"
+    doc = _parse(path)
+    try:
+        act = get_actuator(doc["motor"])
+    except BamError as err:
+        raise BamError(f"{where}: {err}") from None
+    mass = _number(doc["mass"], "mass", where)
+    length = _number(doc["length"], "length", where)
+    kp = _number(doc["kp"], "kp", where)
+    arm_key = "arm_mass" if "arm_mass" in doc else "arm-mass"
+    arm_mass = _number(doc[arm_key], arm_key, where) if arm_key in doc else 0.0
+    try:
+        bench = Bench(mass=mass, length=length, arm_mass=arm_mass)
+    except BamError as err:
+        raise BamError(f"{where}: {err}") from None
+    supply = damping = None
+    if act.family == servo.VOLTAGE and "vin" in doc:
+        supply = _number(doc["vin"], "vin", where)
+    if act.family == servo.CURRENT and "damping" in doc:
+        damping = _number(doc["damping"], "damping", where)
+
+    entries = doc["entries"]
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise BamError(f"{where}: 'entries' must be a list of objects")
+    if len(entries) < 2:
+        raise BamError(f"{where}: needs at least 2 entries, got {len(entries)}")
+    time = _column(entries, "timestamp", where)
+    back = np.flatnonzero(np.diff(time) <= 0.0)
+    if back.size:
+        k = int(back[0]) + 1
+        raise BamError(f"{where}: timestamps are not increasing at entry {k} "
+                       f"({time[k - 1]} s then {time[k]} s); repair the log")
+    series = {key: _column(entries, key, where) for key in ("position", "goal_position",
+                                                              "torque_enable")}
+    series["speed"] = _column(entries, "speed", where, required=False)
+    series["control"] = _column(entries, "control", where, required=False)
+
+    processed = "dt" in doc
+    if processed:
+        file_dt = _number(doc["dt"], "dt", where)
+    if processed and abs(file_dt - dt) <= 1e-9 * dt:
+        values = dict(series)
+        enabled = series["torque_enable"] > 0.5
+    else:
+        t = time - time[0]
+        at = resample.grid(t[-1], dt)
+        if at.size < 2:
+            raise BamError(f"{where}: spans {t[-1]} s, fewer than 2 samples at dt = {dt} s")
+        values = {key: None if v is None else resample.interpolate(at, t, v)
+                  for key, v in series.items()}
+        enabled = resample.interpolate_enable(at, t, series["torque_enable"])
+    trajectory = str(doc.get("trajectory", "unknown"))
+    return BenchLog(
+        bench=bench, kp=kp, dt=float(dt), goal=values["goal_position"], enabled=enabled,
+        position=values["position"], velocity=values["speed"], control=values["control"],
+        name=f"{path.stem}:{trajectory}",
+        meta={"trajectory": trajectory, "gain": kp, "source": str(path), "actuator": act.name,
+              "bench_source": "legacy", "format": "processed" if processed else "raw"},
+        supply_voltage=supply if supply is not None and supply > 0.0 else None,
+        damping=damping if damping is not None and damping > 0.0 else None,
+    )
+
+
+def _json_files(path: Path) -> list[Path]:
+    if path.is_dir():
+        files = sorted(p for p in path.glob("*.json") if p.is_file())
+        if not files:
+            raise BamError(f"folder {path} holds no .json log; give log files or their folder")
+        return files
+    if not path.exists():
+        raise BamError(f"legacy log {path} does not exist; give a .json file or a folder of them")
+    return [path]
+
+
+def legacy_log_files(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list[Path]:
+    """The .json files named by ``paths`` (files, or folders of *.json, sorted)."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    return [f for p in paths for f in _json_files(Path(p))]
+
+
+def read_legacy_logs(paths: str | os.PathLike | Iterable[str | os.PathLike],
+                     dt: float = 0.005) -> list[BenchLog]:
+    """Every log of ``paths`` (files or folders of *.json files), in order."""
+    return [read_legacy_log(f, dt) for f in legacy_log_files(paths)]
+
+
+def write_legacy_log(path: str | os.PathLike, log: BenchLog, actuator: str | Actuator,
+                     trajectory: str, overwrite: bool = False) -> Path:
+    """Write ``log`` as a processed JSON log of the published implementation.
+
+    Holds both spellings of the arm mass (``arm_mass`` for its bench model and
+    loader, ``"arm-mass"`` as its Dynamixel recorder writes it), ``vin`` for
+    voltage-controlled and ``damping`` for current-controlled actuators.
+    """
+    path = Path(path)
+    act = actuator if isinstance(actuator, Actuator) else get_actuator(actuator)
+    if path.exists() and not overwrite:
+        raise BamError(f"{path} already exists; choose another path or allow overwriting "
+                       "(--force)")
+    if log.position is None:
+        name = f" '{log.name}'" if log.name else ""
+        raise BamError(f"log{name} has no recorded positions; simulate or record it first")
+    doc: dict[str, object] = {
+        "mass": float(log.bench.mass), "arm_mass": float(log.bench.arm_mass),
+        "arm-mass": float(log.bench.arm_mass), "length": float(log.bench.length),
+        "kp": float(log.kp), "motor": act.name, "trajectory": str(trajectory),
+        "dt": float(log.dt),
+    }
+    if act.family == servo.VOLTAGE:
+        doc["vin"] = float(log.supply_voltage if log.supply_voltage is not None
+                           else act.supply_voltage)
+    else:
+        doc["damping"] = float(log.damping if log.damping is not None else act.damping)
+    entries = []
+    for k in range(len(log)):
+        entry = {"timestamp": k * log.dt, "position": float(log.position[k])}
+        if log.velocity is not None:
+            entry["speed"] = float(log.velocity[k])
+        entry["goal_position"] = float(log.goal[k])
+        entry["torque_enable"] = bool(log.enabled[k])
+        if log.control is not None:
+            entry["control"] = float(log.control[k])
+        entries.append(entry)
+    doc["entries"] = entries
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, json.dumps(doc, allow_nan=False))
+    return path

@@ -1,0 +1,328 @@
+"""Identification of a model's parameters by CMA-ES (paper section V-B).
+
+The objective is the mean absolute error between the simulated and recorded
+positions over the training logs, the simulation recomputing the servo's
+control law from the simulated state (Algorithm 1 with the servo model). The
+search runs optuna's CMA-ES sampler through its ask/tell interface: a whole
+generation of candidates is asked, simulated in ONE batched, parallel numba
+call (:func:`bam_sim.bench.rollouts.batch_mae`) and told back, so the cost of a
+candidate is a few hundred microseconds of simulation instead of a Python
+rollout per log.
+
+Identified: the actuator's motor parameters (k_t, R, J_m where they are not
+fixed constants), the bench offset q_offset and the friction parameters of
+the model, each within the registry's bounds; any of them can be held fixed.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from bam_sim.bench.bench_log import BenchLog, LogBatch
+from bam_sim.bench.rollouts import batch_mae
+from bam_sim.common.errors import BamError
+from bam_sim.models import parameters as P
+from bam_sim.models.actuators import get_actuator
+from bam_sim.models.friction import get_model
+from bam_sim.models.parameter_set import ParameterSet, identification_bounds, required_names
+
+Q_OFFSET_BOUNDS = (-0.2, 0.2)  # rad: a bench mounting error, not a free rotation
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """The free parameters of one (actuator, model) pair and their bounds."""
+
+    actuator: str
+    model: str
+    bounds: dict[str, tuple[float, float]]
+    fixed: dict[str, float]
+
+    @classmethod
+    def build(cls, actuator: str, model: str, fixed: dict[str, float] | None = None,
+              identify_offset: bool = True) -> SearchSpace:
+        act, mdl = get_actuator(actuator), get_model(model)
+        bounds = dict(identification_bounds(act, mdl))
+        if identify_offset:
+            bounds["q_offset"] = Q_OFFSET_BOUNDS
+        allowed = set(required_names(act, mdl)) | set(act.fixed) | {"q_offset"}
+        fixed = dict(fixed or {})
+        for name, value in fixed.items():
+            if name not in allowed:
+                raise BamError(f"--set {name}: '{name}' is not a parameter of model {mdl.name} on "
+                               f"{act.name}; its parameters are {', '.join(sorted(allowed))}")
+            P.check_value(name, value, "--set")
+            bounds.pop(name, None)
+        return cls(act.name, mdl.name, bounds, fixed)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.bounds)
+
+    def base_vector(self) -> np.ndarray:
+        """The vector of fixed values (actuator constants, --set values, q_offset 0)."""
+        act = get_actuator(self.actuator)
+        return P.to_vector({"q_offset": 0.0, **act.fixed, **self.fixed})
+
+    def population(self, candidates: list[dict[str, float]]) -> np.ndarray:
+        base = self.base_vector()
+        pop = np.tile(base, (len(candidates), 1))
+        for i, candidate in enumerate(candidates):
+            for name, value in candidate.items():
+                pop[i, P.INDEX[name]] = value
+        return pop
+
+    def parameter_set(self, values: dict[str, float], provenance: dict) -> ParameterSet:
+        act = get_actuator(self.actuator)
+        merged = {**act.fixed, "q_offset": 0.0, **self.fixed, **values}
+        return ParameterSet.build(self.actuator, self.model, merged, provenance)
+
+
+def parse_assignments(items: list[str] | None) -> dict[str, float]:
+    """["kt=1.6", "R=3.9"] -> {"kt": 1.6, "R": 3.9}: floats parsed, never evaluated."""
+    fixed: dict[str, float] = {}
+    for item in items or []:
+        name, sep, text = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise BamError(f"--set '{item}': write it as name=value, e.g. --set kt=1.6")
+        try:
+            value = float(text)
+        except ValueError:
+            raise BamError(f"--set {name}: '{text.strip()}' is not a number") from None
+        if not math.isfinite(value):
+            raise BamError(f"--set {name}: give a finite number, not '{text.strip()}'")
+        fixed[name] = value
+    return fixed
+
+
+class Objective:
+    """Training MAE of a population: one batched simulation of every log."""
+
+    def __init__(self, space: SearchSpace, logs: list[BenchLog], replay: bool = False):
+        if not logs:
+            raise BamError("no training logs to identify from")
+        self.space = space
+        self.batch = LogBatch.pack(logs, get_actuator(space.actuator))
+        self.weights = self.batch.lengths / self.batch.lengths.sum()
+        self.replay = replay
+        self.evaluations = 0
+
+    def __call__(self, candidates: list[dict[str, float]]) -> np.ndarray:
+        """Step-weighted MAE over all logs, for each candidate (rad)."""
+        errors = batch_mae(self.space.model, self.space.population(candidates), self.batch,
+                           self.replay)
+        self.evaluations += len(candidates)
+        scores = errors @ self.weights
+        return np.where(np.isfinite(scores), scores, np.inf)
+
+    def per_log(self, values: dict[str, float]) -> np.ndarray:
+        return batch_mae(self.space.model, self.space.population([values]), self.batch,
+                         self.replay)[0]
+
+
+@dataclass
+class FitSettings:
+    trials: int = 4000
+    seed: int = 0
+    popsize: int | None = None
+    restarts: bool = True
+    target: float | None = None  # stop as soon as the training MAE is at most this
+    storage: str | None = None
+    study_name: str | None = None
+    replay: bool = False
+    # Warm start: the search's initial mean (parameter values) and spread (as a
+    # fraction of each parameter's range); the mean is also evaluated first.
+    start: dict[str, float] | None = None
+    spread: float = 0.05
+
+
+@dataclass
+class FitResult:
+    space: SearchSpace
+    values: dict[str, float]
+    train_mae: float
+    trials: int
+    seconds: float
+    interrupted: bool = False
+    reached_target: bool = False
+    history: list[tuple[int, float, float]] = field(default_factory=list)  # trial, s, best
+    restarts: int = 0
+
+
+def _default_popsize(dims: int) -> int:
+    # CMA-ES's 4 + 3 ln n, rounded up to an even batch: a generation is one
+    # parallel call, so a slightly larger population costs nothing extra.
+    size = 4 + int(3 * math.log(max(dims, 1)))
+    return size + size % 2
+
+
+class _Run:
+    """One CMA-ES run (restart k), an optuna study of its own.
+
+    IPOP restarts (Auger & Hansen, 2005): run k has the population
+    popsize·2^k and, from k = 1 on, a seeded random starting point. optuna's
+    own ``restart_strategy`` is ignored since optuna 4.4, hence this class.
+    """
+
+    def __init__(self, settings: FitSettings, k: int, popsize0: int,
+                 start: dict[str, float] | None):
+        import optuna
+
+        self.k = k
+        self.popsize = popsize0 * 2**k
+        seed = int(np.random.SeedSequence([settings.seed, k]).generate_state(1)[0])
+        warm = {"x0": start, "sigma0": settings.spread} if start else {}
+        with warnings.catch_warnings():
+            # x0/sigma0 are deprecated since optuna 4.9 (removed in 6.0; the
+            # requirements pin 5.x): they are how a warm start is given.
+            warnings.simplefilter("ignore", category=FutureWarning)
+            sampler = optuna.samplers.CmaEsSampler(
+                **warm, seed=seed, popsize=self.popsize, n_startup_trials=0,
+                # The first generation is drawn at random, before CMA-ES has a trial.
+                warn_independent_sampling=False)
+        name = f"{settings.study_name}.r{k}" if settings.study_name else None
+        try:
+            self.study = optuna.create_study(
+                sampler=sampler, storage=settings.storage, direction="minimize",
+                study_name=name, load_if_exists=settings.storage is not None)
+        except Exception as exc:  # noqa: BLE001 - optuna, SQLAlchemy or a driver: "cannot open"
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise BamError(f"cannot open the optuna storage '{settings.storage}': "
+                           f"{first}") from None
+        if start and k == 0 and not self.study.trials:
+            self.study.enqueue_trial(start)
+        self.bests: list[float] = []  # this run's best after each generation
+
+    def stagnated(self, dims: int) -> bool:
+        """No 0.1 % improvement over the last 10 + 30·n/λ generations."""
+        horizon = 10 + math.ceil(30 * dims / self.popsize)
+        if len(self.bests) <= horizon:
+            return False
+        return not self.bests[-1] < self.bests[-horizon - 1] * (1.0 - 1e-3)
+
+
+def _existing_runs(settings: FitSettings) -> int:
+    """How many restarts are already stored under this study name (a resumed fit)."""
+    if settings.storage is None or settings.study_name is None:
+        return 0
+    import optuna
+
+    try:
+        names = set(optuna.get_all_study_names(settings.storage))
+    except Exception:  # noqa: BLE001 - reported with its cause when the study is created
+        return 0
+    k = 0
+    while f"{settings.study_name}.r{k}" in names:
+        k += 1
+    return k
+
+
+def identify(space: SearchSpace, logs: list[BenchLog], settings: FitSettings,
+             progress: Callable[[int, float], None] | None = None) -> FitResult:
+    """Run CMA-ES with restarts on the training logs; Ctrl-C keeps the best found."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    objective = Objective(space, logs, settings.replay)
+    distributions = {name: optuna.distributions.FloatDistribution(lo, hi)
+                     for name, (lo, hi) in space.bounds.items()}
+    popsize0 = settings.popsize or _default_popsize(len(space.names))
+    runs = [_Run(settings, k, popsize0, settings.start if k == 0 else None)
+            for k in range(max(1, _existing_runs(settings)))]
+    done = sum(len(run.study.trials) for run in runs)
+    best, best_params = _best_of(runs)
+    history: list[tuple[int, float, float]] = []
+    start = time.perf_counter()
+    interrupted = False
+    try:
+        while done < settings.trials and not _reached(best, settings.target):
+            run = runs[-1]
+            trials = [run.study.ask(distributions)
+                      for _ in range(min(run.popsize, settings.trials - done))]
+            scores = objective([trial.params for trial in trials])
+            for trial, score in zip(trials, scores, strict=True):
+                run.study.tell(trial, float(score))
+            done += len(trials)
+            i = int(np.argmin(scores))
+            if scores[i] < best:
+                best, best_params = float(scores[i]), dict(trials[i].params)
+            run.bests.append(min(run.bests[-1:] + [float(scores[i])]))
+            history.append((done, time.perf_counter() - start, best))
+            if progress is not None:
+                progress(len(trials), best)
+            if settings.restarts and run.stagnated(len(space.names)):
+                runs.append(_Run(settings, run.k + 1, popsize0,
+                                 _random_point(space, settings.seed, run.k + 1)))
+    except KeyboardInterrupt:
+        interrupted = True
+    if best_params is None:
+        raise BamError("the fit was stopped before any candidate was evaluated; nothing to write")
+    return FitResult(space=space, values=best_params, train_mae=best, trials=done,
+                     seconds=time.perf_counter() - start, interrupted=interrupted,
+                     reached_target=_reached(best, settings.target), history=history,
+                     restarts=len(runs) - 1)
+
+
+def _random_point(space: SearchSpace, seed: int, k: int) -> dict[str, float]:
+    rng = np.random.default_rng([seed, k])
+    return {name: float(rng.uniform(lo, hi)) for name, (lo, hi) in space.bounds.items()}
+
+
+def _best_of(runs: list[_Run]) -> tuple[float, dict | None]:
+    """Best completed trial of the runs already stored (a resumed fit), if any."""
+    import optuna
+
+    complete = [t for run in runs for t in run.study.trials
+                if t.state == optuna.trial.TrialState.COMPLETE]
+    if not complete:
+        return math.inf, None
+    trial = min(complete, key=lambda t: t.value)
+    return float(trial.value), dict(trial.params)
+
+
+# Each model's nearest simpler models: M1 ⊂ M2, M3 ⊂ M4 ⊂ M5 ⊂ M6 (section III).
+NESTED_IN = {"m2": ("m1",), "m3": ("m1",), "m4": ("m2", "m3", "m1"),
+             "m5": ("m4", "m3", "m2", "m1"), "m6": ("m5", "m4", "m3", "m2", "m1")}
+
+
+def nested_start(space: SearchSpace, fitted: dict[str, float]) -> dict[str, float]:
+    """A starting point for ``space`` that reproduces a fitted simpler model.
+
+    Terms the simpler model lacks are (nearly) zero, so the richer model starts
+    from the simpler model's friction budget: K_m = K_e = K_l and
+    K_m^s = K_e^s = K_l^s turn M4 into M5 (equation 9 with equal coefficients
+    is equation 8); the Stribeck shape keeps the simpler model's v_s and α or
+    the registry's defaults. Values are only clipped into the bounds, so the
+    start reproduces the simpler model exactly: evaluated first, it guarantees
+    the richer fit ends no worse than the simpler one.
+    """
+    mdl = get_model(space.model)
+    defaults = mdl.defaults(get_actuator(space.actuator).scales)
+    load, load_static = (fitted.get("load_friction_base", 0.0),
+                         fitted.get("load_friction_stribeck", 0.0))
+    derived = {"load_friction_motor": load, "load_friction_external": load,
+               "load_friction_motor_stribeck": load_static,
+               "load_friction_external_stribeck": load_static}
+    start = {}
+    for name, (lo, hi) in space.bounds.items():
+        if name in fitted:
+            value = fitted[name]
+        elif name in derived:
+            value = derived[name]
+        elif name in ("dtheta_stribeck", "alpha"):
+            value = defaults[name]
+        else:
+            value = 0.0
+        start[name] = min(max(value, lo), hi)
+    return start
+
+
+def _reached(best: float, target: float | None) -> bool:
+    return target is not None and best <= target

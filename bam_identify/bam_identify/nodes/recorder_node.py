@@ -1,0 +1,285 @@
+"""``recorder``: records the bench topics into a rosbag2 bag, where ``ros2 bag`` is absent.
+
+Subscribes to each topic of ``topics`` with its QoS of :mod:`bam_sim.common.contract`
+(``/bam/bench_info`` and ``/bam/trial`` transient local, so what was
+published before the recorder joined is recorded too) and serialized
+delivery (``raw=True``): the CDR bytes are written as they arrive, never
+re-serialized, with rosbags' ``Writer`` (rosbag2 format as written by ROS 2
+Jazzy, message definitions stored, so ``ros2 bag`` and
+:func:`bam_identify.data.rosbag.read_bag` read it). The bag time of a message is
+the node clock at reception (sim time under ``use_sim_time``); readers use
+the header stamps.
+
+Parameters: ``output`` (bag folder, default ``bags/bench_<date>``),
+``storage`` (``mcap`` or ``sqlite3``), ``topics`` (default the recorded
+topics of the interfaces), ``overwrite`` (false: an existing output is
+refused, nothing written), ``queue_depth`` (history depth of each
+subscription, default 10000: bursts wait there instead of being dropped).
+
+The bag is closed (metadata written) by :meth:`RecorderNode.close`, by
+``destroy_node`` and on Ctrl-C / SIGTERM; :attr:`RecorderNode.counts` holds
+the messages written per topic.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib
+import queue
+import shutil
+import sys
+import threading
+from pathlib import Path
+
+from rcl_interfaces.msg import ParameterDescriptor, ParameterType
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.node import Node
+from rclpy.qos import QoSProfile
+from rosbags.rosbag2 import Writer
+
+from bam_identify.data.rosbag import ROSBAG2_VERSION, STORAGES, bag_qos
+from bam_identify.data.typestore import typestore
+from bam_sim.common import contract
+from bam_sim.common.errors import BamError
+from bam_sim.common.qos import profile
+from bam_sim.common.runner import run_node
+
+NODE_NAME = "recorder"
+# Every topic of the bench interfaces the recorder knows the type and QoS of.
+KNOWN_TOPICS = {topic.name: topic for topic in (
+    contract.JOINT_STATES, contract.ACTUATOR_STATES, contract.BENCH_INFO,
+    contract.COMMANDS, contract.POSITION_COMMANDS, contract.TRIAL, contract.CLOCK)}
+DEFAULT_TOPICS = [topic.name for topic in contract.RECORDED]
+# Default history depth of the recorder's subscriptions (at least the interface's): room
+# for bursts (a simulator faster than real time) while the callbacks catch up. The
+# queue is the reader's, so the recorder acknowledges at once and the publisher's
+# shorter history never drops what the recorder has not taken. QoS compatibility
+# ignores depth.
+QUEUE_DEPTH = 10000
+DRAIN = 1000  # messages a callback takes from its queue at most, besides its own
+WRITE_PERIOD = 0.02  # s between two batches of the writer thread
+
+
+def default_output() -> str:
+    return datetime.datetime.now().strftime("bags/bench_%Y-%m-%d_%H-%M-%S")
+
+
+def message_class(type_name: str):
+    """The rosidl Python class of ``pkg/msg/Name``."""
+    package, _, name = type_name.partition("/msg/")
+    try:
+        return getattr(importlib.import_module(f"{package}.msg"), name)
+    except (ImportError, AttributeError):
+        raise BamError(f"message type {type_name} is not available; build the workspace and "
+                       "source install/setup.bash") from None
+
+
+def _check_output(path: Path, overwrite: bool) -> None:
+    """Refuse an existing output unless ``overwrite`` (then only a bag or empty folder)."""
+    if not path.exists() and not path.is_symlink():
+        return
+    if not overwrite:
+        raise BamError(f"output {path} already exists; choose another path or set the "
+                       "parameter overwrite to true")
+    if path.is_dir() and not path.is_symlink() and (
+            (path / "metadata.yaml").is_file() or not any(path.iterdir())):
+        shutil.rmtree(path)
+        return
+    raise BamError(f"output {path} exists and is not a rosbag2 bag folder; refusing to replace "
+                   "it, choose another path")
+
+
+class RecorderNode(Node):
+    """Records ``topics`` to the bag ``output`` (see the module docstring).
+
+    Attributes: ``path`` (the bag folder), ``storage``, ``topics`` (recorded
+    topic names), ``counts`` (topic -> messages written to the bag),
+    ``dropped`` (topic -> messages received after :meth:`close` or lost to a
+    write error), ``closed``, ``error`` (the first write error, or None).
+
+    The bag belongs to a writer thread of its own (sqlite3 connections may
+    only be used by the thread that opened them): subscription callbacks,
+    from any executor thread, only queue the serialized bytes with their
+    reception time (and take what else waits in their subscription's queue:
+    executors take one message per wait), and the thread writes them in
+    batches every 20 ms, so a slow disk never holds up the executor.
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(NODE_NAME, **kwargs)
+        self._lock = threading.Lock()
+        self._pending: list = []  # (topic, stamp, bytes) received, not yet written
+        self._stop = threading.Event()
+        self._accepting = False
+        self._thread: threading.Thread | None = None
+        self._subscriptions_by_topic: dict = {}
+        self.closed = False
+        self.error: str | None = None
+        try:
+            self._configure()
+        except BamError:
+            self.closed = True
+            super().destroy_node()
+            raise
+
+    def _configure(self) -> None:
+        string, boolean = ParameterType.PARAMETER_STRING, ParameterType.PARAMETER_BOOL
+        strings, integer = ParameterType.PARAMETER_STRING_ARRAY, ParameterType.PARAMETER_INTEGER
+        declared = {
+            "output": ("", string, "bag folder to write ('' = bags/bench_<date>)"),
+            "storage": ("mcap", string, f"storage plugin: {', '.join(STORAGES)}"),
+            "topics": (DEFAULT_TOPICS, strings,
+                       f"topics to record, among {', '.join(KNOWN_TOPICS)}"),
+            "overwrite": (False, boolean, "replace an existing bag at output"),
+            "queue_depth": (QUEUE_DEPTH, integer,
+                            "history depth of each subscription (messages waiting to be "
+                            "taken)"),
+        }
+        for name, (default, kind, description) in declared.items():
+            self.declare_parameter(name, default, ParameterDescriptor(
+                description=description, type=kind, read_only=True))
+        output = str(self.get_parameter("output").value).strip() or default_output()
+        self.storage = str(self.get_parameter("storage").value).strip().lower()
+        if self.storage not in STORAGES:
+            raise BamError(f"unknown storage '{self.storage}'; choose one of "
+                           f"{', '.join(STORAGES)}")
+        topics = [str(name).strip() for name in self.get_parameter("topics").value]
+        if not topics:
+            raise BamError("parameter topics is empty; give the topics to record")
+        for name in topics:
+            if name not in KNOWN_TOPICS:
+                raise BamError(f"cannot record '{name}': not a bench topic; choose among "
+                               f"{', '.join(KNOWN_TOPICS)}")
+        self.topics = list(dict.fromkeys(topics))
+        depth = self.get_parameter("queue_depth").value
+        if not 1 <= depth <= 10**6:
+            raise BamError(f"parameter queue_depth must be in [1, 1000000], got {depth}")
+        classes = {name: message_class(KNOWN_TOPICS[name].type) for name in self.topics}
+        self.path = Path(output).expanduser()
+        _check_output(self.path, bool(self.get_parameter("overwrite").value))
+        self.counts = dict.fromkeys(self.topics, 0)
+        self.dropped = dict.fromkeys(self.topics, 0)
+
+        opened: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._write_loop, args=(opened,),
+                                        name=f"{NODE_NAME}-writer", daemon=True)
+        self._thread.start()
+        failure = opened.get()
+        if failure is not None:
+            self._thread.join()
+            raise BamError(f"cannot create bag {self.path}: {failure}")
+        self._accepting = True
+        group = MutuallyExclusiveCallbackGroup()  # one callback at a time: see _callback
+        for name in self.topics:
+            qos = profile(KNOWN_TOPICS[name].qos)
+            qos = QoSProfile(history=qos.history, depth=max(qos.depth, depth),
+                             reliability=qos.reliability, durability=qos.durability)
+            self._subscriptions_by_topic[name] = self.create_subscription(
+                classes[name], name, self._callback(name), qos, callback_group=group, raw=True)
+        self.get_logger().info(f"recording {', '.join(self.topics)} to {self.path} "
+                               f"({self.storage})")
+
+    def _write_loop(self, opened: queue.SimpleQueue) -> None:
+        """The writer thread: opens the bag, writes the received batches until close()."""
+        try:
+            writer = Writer(self.path, version=ROSBAG2_VERSION,
+                            storage_plugin=STORAGES[self.storage])
+            writer.open()
+            store = typestore()
+            connections = {
+                name: writer.add_connection(name, KNOWN_TOPICS[name].type, typestore=store,
+                                            offered_qos_profiles=[bag_qos(KNOWN_TOPICS[name].qos)])
+                for name in self.topics}
+        except Exception as err:  # rosbags raises several types (permissions, ...)
+            opened.put(" ".join(str(err).split()) or type(err).__name__)
+            return
+        opened.put(None)
+        try:
+            stopping = False
+            while not stopping:
+                # Batches: a wake-up per message would cost a GIL hand-over per message.
+                stopping = self._stop.wait(WRITE_PERIOD)
+                with self._lock:
+                    batch, self._pending = self._pending, []
+                for topic, stamp, data in batch:
+                    if self.error is None:
+                        try:
+                            writer.write(connections[topic], stamp, data)
+                            self.counts[topic] += 1
+                            continue
+                        except Exception as err:
+                            self.error = " ".join(str(err).split()) or type(err).__name__
+                            self.get_logger().error(f"cannot write to bag {self.path}: "
+                                                    f"{self.error}; recording stopped")
+                    self.dropped[topic] += 1
+        finally:
+            writer.close()
+
+    def _take(self, topic: str) -> bytes | None:
+        """The next message waiting in the subscription's queue (serialized), or None.
+
+        Executors take one message per subscription per wait; a simulator
+        faster than real time publishes far more, so each callback also takes
+        what else is already queued (lock held: no other take runs meanwhile).
+        """
+        sub = self._subscriptions_by_topic.get(topic)
+        if sub is None:
+            return None
+        try:
+            with sub.handle:
+                taken = sub.handle.take_message(sub.msg_type, sub.raw)
+        except Exception:  # destroyed, or an rclpy without this call: the executor takes
+            self._subscriptions_by_topic.pop(topic, None)
+            return None
+        return None if taken is None else taken[0]
+
+    def _callback(self, topic: str):
+        clock = self.get_clock()
+
+        def receive(data: bytes) -> None:
+            with self._lock:
+                if not self._accepting:
+                    self.dropped[topic] += 1
+                    return
+                put = self._pending.append
+                put((topic, clock.now().nanoseconds, data))
+                for _ in range(DRAIN):
+                    data = self._take(topic)
+                    if data is None:
+                        break
+                    put((topic, clock.now().nanoseconds, data))
+
+        return receive
+
+    def close(self) -> None:
+        """Write what was received, close the bag (metadata); later messages are dropped.
+
+        Messages already delivered to the recorder's subscription queues but
+        not yet taken are taken and written first.
+        """
+        with self._lock:
+            if self.closed:
+                return
+            if self._accepting:
+                for topic in self.topics:
+                    while (data := self._take(topic)) is not None:
+                        self._pending.append((topic, self.get_clock().now().nanoseconds,
+                                              data))
+            self.closed, self._accepting = True, False
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        counts = ", ".join(f"{topic} {n}" for topic, n in self.counts.items())
+        self.get_logger().info(f"closed bag {self.path}: {counts}")
+
+    def destroy_node(self) -> None:
+        self.close()
+        super().destroy_node()
+
+
+def main(args: list[str] | None = None) -> int:
+    return run_node(NODE_NAME, RecorderNode, __doc__, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

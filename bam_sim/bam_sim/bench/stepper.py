@@ -1,0 +1,322 @@
+"""The pendulum bench stepped one control tick at a time: the core of the sim node.
+
+:class:`BenchStepper` holds everything a simulated bench needs between two
+ticks — the parameter set (hence the actuator), the bench geometry, the time
+step, the state (q, q̇), the current command (goal, torque enable, gain kp) and
+the measurement effects of the sensor — and advances it with :meth:`tick`.
+It imports no ROS module; :mod:`bam_sim.nodes.pendulum_node` is a thin node over it.
+
+Tick convention (the alignment of :mod:`bam_sim.bench.bench_log`, which the
+identification relies on). At tick k, with the bench in state k at
+t_k = k·Δt:
+
+1. the latest command is taken;
+2. the control (V or A) and the motor torque τ_m are computed for state k and
+   that command (:func:`bam_sim.models.servo.servo_torque`, evaluated inside
+   :func:`bam_sim.bench.pendulum.step`, which returns both);
+3. the sample of t_k is produced: measured position and velocity of state k,
+   goal, torque enable, gain, control and τ_m;
+4. the physics steps to state k+1 (:func:`bam_sim.bench.pendulum.step`).
+
+So the command of sample k drives the step k → k+1, and a sequence of samples
+replayed by :func:`bam_sim.bench.rollouts.rollout` (goals, enables and gain of the
+samples, first sample's state) gives back the very same positions, bit for
+bit, when the measurement effects are off.
+
+Measurement effects change what is reported, never the physics (the control
+law sees the true state): a read latency of L ticks reports state k − L (the
+initial state until L ticks have passed); Gaussian noise of a given standard
+deviation is added to the position (a seeded numpy Generator); the position
+is then rounded to the encoder's step. Velocity is only delayed.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from bam_sim.bench.pendulum import Bench, step
+from bam_sim.common.errors import BamError
+from bam_sim.models import parameters as P
+from bam_sim.models import servo
+from bam_sim.models.actuators import Actuator
+from bam_sim.models.parameter_set import ParameterSet
+
+_NOISE_BLOCK = 1024  # normal draws generated at once (deterministic for a seed)
+
+
+class Command(NamedTuple):
+    """What the servo is told: goal position (rad), torque enable, gain kp."""
+
+    goal: float
+    torque_enable: bool
+    gain: float
+
+
+class Sample(NamedTuple):
+    """What the bench reports at t_k (measured state; command and servo output)."""
+
+    tick: int  # k
+    time: float  # t_k = k·Δt (s since the start)
+    position: float  # rad, measured (effects applied)
+    velocity: float  # rad/s, measured (latency applied)
+    goal: float  # rad
+    torque_enable: bool
+    gain: float
+    control: float  # V or A (the actuator's control unit); 0 with torque off
+    motor_torque: float  # N·m; 0 with torque off
+
+
+def _finite(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+        raise BamError(f"{name} must be a number, got {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise BamError(f"{name} must be a finite number, got {value}")
+    return value
+
+
+def _non_negative(name: str, value: object) -> float:
+    value = _finite(name, value)
+    if value < 0.0:
+        raise BamError(f"{name} must be >= 0, got {value}")
+    return value
+
+
+class BenchStepper:
+    """A pendulum bench driven by one servo, advanced one tick of Δt at a time.
+
+    ``params`` fixes the actuator (it cannot change later: another parameter
+    set must be for the same actuator). ``gain`` defaults to the actuator's
+    second Table I gain, ``goal`` to the initial position, ``supply_voltage``
+    to the actuator's. ``latency`` is in ticks.
+    """
+
+    def __init__(
+        self,
+        params: ParameterSet,
+        bench: Bench,
+        dt: float,
+        *,
+        position: float = 0.0,
+        velocity: float = 0.0,
+        goal: float | None = None,
+        torque_enable: bool = True,
+        gain: float | None = None,
+        supply_voltage: float | None = None,
+        quantization: float = 0.0,
+        position_noise: float = 0.0,
+        latency: int = 0,
+        seed: int = 0,
+    ) -> None:
+        if not isinstance(params, ParameterSet):
+            raise BamError(f"params must be a ParameterSet, got {type(params).__name__}")
+        if not isinstance(bench, Bench):
+            raise BamError(f"bench must be a Bench, got {type(bench).__name__}")
+        self._dt = _finite("time step dt", dt)
+        if self._dt <= 0.0:
+            raise BamError(f"time step dt must be > 0 s, got {self._dt}")
+        self._actuator = params.actuator_def
+        volts = self._actuator.supply_voltage if supply_voltage is None else supply_voltage
+        volts = _finite("supply voltage", volts)
+        if volts <= 0.0:
+            raise BamError(f"supply voltage must be > 0 V, got {volts}")
+        self._supply_voltage = volts
+        # The actuator's constants with this bench's supply voltage, as
+        # BenchLog.consts builds them for a recording.
+        self._consts = self._actuator.consts()
+        self._consts[servo.C_SUPPLY] = volts
+        self._family = int(self._actuator.family)
+        self._q = _finite("initial position", position)
+        self._dq = _finite("initial velocity", velocity)
+        self._k = 0
+        self._params = params
+        self._bench = bench
+        self._install(params, bench)
+        self._command = Command(self._q, True, 0.0)
+        self.set_command(
+            goal=self._q if goal is None else goal,
+            torque_enable=torque_enable,
+            gain=self._actuator.gains[1] if gain is None else gain,
+        )
+        self._latency = 0
+        self._quantization = 0.0
+        self._noise_std = 0.0
+        self._rng = np.random.default_rng(seed)
+        self._noise = np.empty(0)
+        self._noise_index = 0
+        if isinstance(latency, bool) or not isinstance(latency, (int, np.integer)) or latency < 0:
+            raise BamError(f"latency must be a whole number of ticks >= 0, got {latency!r}")
+        self._latency = int(latency)
+        # Ring buffer of the last latency + 1 states, filled with the initial one.
+        self._history_q = [self._q] * (self._latency + 1)
+        self._history_dq = [self._dq] * (self._latency + 1)
+        self.set_measurement(quantization=quantization, position_noise=position_noise)
+        self._warm_up()
+
+    def _warm_up(self) -> None:
+        """Compile the kernel, or load it from numba's cache, now rather than at tick 0."""
+        goal, enabled, kp = self._command
+        model, p, inertia, gravity = self._kernel
+        step(model, self._family, p, self._consts, kp, inertia, gravity, self._q, self._dq,
+             goal, enabled, False, 0.0, self._dt)
+
+    # -- read-only views ---------------------------------------------------------------
+
+    @property
+    def actuator(self) -> Actuator:
+        return self._actuator
+
+    @property
+    def params(self) -> ParameterSet:
+        return self._params
+
+    @property
+    def bench(self) -> Bench:
+        return self._bench
+
+    @property
+    def dt(self) -> float:
+        return self._dt
+
+    @property
+    def supply_voltage(self) -> float:
+        return self._supply_voltage
+
+    @property
+    def tick_count(self) -> int:
+        """k of the next tick (the number of ticks done)."""
+        return self._k
+
+    @property
+    def time(self) -> float:
+        """t_k of the next tick, s."""
+        return self._k * self._dt
+
+    @property
+    def state(self) -> tuple[float, float]:
+        """True (q, q̇) of the next tick, rad and rad/s."""
+        return self._q, self._dq
+
+    @property
+    def command(self) -> Command:
+        return self._command
+
+    @property
+    def quantization(self) -> float:
+        return self._quantization
+
+    @property
+    def position_noise(self) -> float:
+        return self._noise_std
+
+    @property
+    def latency(self) -> int:
+        return self._latency
+
+    # -- changes ---------------------------------------------------------------------
+
+    def set_command(
+        self,
+        goal: float | None = None,
+        torque_enable: bool | None = None,
+        gain: float | None = None,
+    ) -> Command:
+        """Change what is given (``None`` keeps it); all validated before any is applied."""
+        current = self._command
+        new_goal = current.goal if goal is None else _finite("goal position", goal)
+        new_gain = current.gain if gain is None else _non_negative("gain kp", gain)
+        if torque_enable is None:
+            new_enable = current.torque_enable
+        elif isinstance(torque_enable, (bool, np.bool_)):
+            new_enable = bool(torque_enable)
+        else:
+            raise BamError(f"torque enable must be a bool, got {torque_enable!r}")
+        # One assignment: a tick running in another thread sees the old or the new
+        # command, never a mix.
+        self._command = Command(new_goal, new_enable, new_gain)
+        return self._command
+
+    def set_bench(
+        self,
+        mass: float | None = None,
+        length: float | None = None,
+        arm_mass: float | None = None,
+    ) -> Bench:
+        """Change the bench geometry (validated by :class:`Bench`); the state is kept."""
+        old = self._bench
+        bench = Bench(
+            mass=old.mass if mass is None else mass,
+            length=old.length if length is None else length,
+            arm_mass=old.arm_mass if arm_mass is None else arm_mass,
+        )
+        self._install(self._params, bench)
+        return bench
+
+    def set_parameters(self, params: ParameterSet) -> None:
+        """Swap the parameter set (model or values); it must be for the same actuator."""
+        if not isinstance(params, ParameterSet):
+            raise BamError(f"params must be a ParameterSet, got {type(params).__name__}")
+        if params.actuator != self._actuator.name:
+            raise BamError(
+                f"parameter set is for actuator {params.actuator}, but this bench has a "
+                f"{self._actuator.name}; use a parameter set of the {self._actuator.name}")
+        self._install(params, self._bench)
+
+    def set_measurement(
+        self,
+        quantization: float | None = None,
+        position_noise: float | None = None,
+    ) -> None:
+        """Encoder step (rad, 0 = off) and position noise std (rad, 0 = off)."""
+        step_ = (self._quantization if quantization is None
+                 else _non_negative("quantization step", quantization))
+        noise = (self._noise_std if position_noise is None
+                 else _non_negative("position noise", position_noise))
+        self._quantization = step_
+        self._noise_std = noise
+
+    def _install(self, params: ParameterSet, bench: Bench) -> None:
+        """Precompute the kernel's arguments for a parameter set and a bench."""
+        p = params.vector()
+        # The same expressions as simulator.rollout, so both step bit-identically.
+        inertia = bench.inertia(p[P.ARMATURE])
+        kernel = (int(params.model_id), p, float(inertia), float(bench.gravity_torque))
+        self._params = params
+        self._bench = bench
+        self._kernel = kernel  # one assignment, read once per tick
+
+    # -- stepping --------------------------------------------------------------------
+
+    def tick(self) -> Sample:
+        """Report t_k for the latest command, then step the bench to k+1."""
+        goal, enabled, kp = self._command
+        model, p, inertia, gravity = self._kernel
+        q, dq, k = self._q, self._dq, self._k
+        # step returns servo_torque's (τ_m, control) for state k with this command.
+        q_next, dq_next, tau_m, control = step(
+            model, self._family, p, self._consts, kp, inertia, gravity, q, dq,
+            goal, enabled, False, 0.0, self._dt)
+        mq, mdq = q, dq
+        if self._latency:
+            size = self._latency + 1
+            self._history_q[k % size] = q
+            self._history_dq[k % size] = dq
+            mq = self._history_q[(k + 1) % size]
+            mdq = self._history_dq[(k + 1) % size]
+        if self._noise_std > 0.0:
+            mq += self._noise_std * self._next_normal()
+        if self._quantization > 0.0:
+            mq = round(mq / self._quantization) * self._quantization
+        self._q, self._dq, self._k = q_next, dq_next, k + 1
+        return Sample(k, k * self._dt, mq, mdq, goal, enabled, kp, control, tau_m)
+
+    def _next_normal(self) -> float:
+        if self._noise_index >= self._noise.size:
+            self._noise = self._rng.standard_normal(_NOISE_BLOCK)
+            self._noise_index = 0
+        value = self._noise[self._noise_index]
+        self._noise_index += 1
+        return float(value)

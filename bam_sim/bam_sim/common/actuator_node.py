@@ -1,0 +1,226 @@
+"""The base of every actuator node, simulated or hardware: loop, commands, parameters.
+
+The pendulum and arm nodes (:mod:`bam_sim.nodes`) are thin nodes over a
+numerical simulator, the drivers (:mod:`bam_drivers.nodes`) thin nodes over a
+bus supervisor. All are :class:`ActuatorNode`: they declare parameters from a
+table (:mod:`.node_parameters`), tick in a thread of their own
+(:mod:`.tick_loop`), publish and subscribe to the swap contract
+(:mod:`.actuator_topics`), parse commands alike (:mod:`.commands`) and accept
+a parameter change only when the node's ``_plan`` of it passes. Simulation
+nodes (:class:`SimNode`) also stamp messages with exact simulated time
+(:mod:`.sim_time`) and turn torque off on stale commands (:mod:`.watchdog`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from std_msgs.msg import Float64MultiArray
+
+from bam_msgs.msg import ActuatorCommand
+from bam_sim.common.actuator_topics import ActuatorTopics
+from bam_sim.common.commands import (
+    CommandError,
+    JointCommand,
+    Rejections,
+    parse_command,
+    parse_position_command,
+)
+from bam_sim.common.errors import BamError
+from bam_sim.common.sim_time import SimTime
+from bam_sim.common.tick_loop import TickLoop
+from bam_sim.common.watchdog import Watchdog
+
+
+class ActuatorNode(Node):
+    """Base of the actuator nodes: loop thread, command callbacks, rejections, parameters.
+
+    A subclass implements :meth:`_setup` (declare parameters, build its
+    simulator or bus, set :attr:`joint_names`, call :meth:`_create_topics` and
+    :meth:`_start_loop`), :meth:`_tick` / :attr:`tick_count` for the loop,
+    :meth:`_apply` (take a parsed :class:`JointCommand`), and for the
+    parameters it lets change :meth:`_plan` (validate a batch of changes) and
+    :meth:`_post_set` (apply them), registered by :meth:`_follow_parameters`.
+    :attr:`lock` guards what the loop and the callbacks share. Keyword
+    arguments go to :class:`rclpy.node.Node`; a failed set-up destroys the
+    node before the error propagates.
+    """
+
+    joint_names: tuple[str, ...] = ()
+    topics: ActuatorTopics
+
+    def __init__(self, default_name: str, **kwargs) -> None:
+        super().__init__(kwargs.pop("node_name", default_name), **kwargs)
+        self._lock = threading.Lock()
+        self._loop: TickLoop | None = None
+        self._rejections = Rejections(self)
+        try:
+            self._setup()
+        except BaseException:
+            super().destroy_node()
+            raise
+
+    # -- subclass hooks ----------------------------------------------------------------
+
+    def _setup(self) -> None:
+        raise NotImplementedError
+
+    def _tick(self) -> None:
+        raise NotImplementedError
+
+    @property
+    def tick_count(self) -> int:
+        """Index of the next tick of the loop."""
+        raise NotImplementedError
+
+    def _apply(self, kind: str, command: JointCommand) -> None:
+        """Take a parsed command; reject it as ``kind`` when a value is bad."""
+        raise NotImplementedError
+
+    def _plan(self, params: list[Parameter]) -> dict:
+        """Validate a batch of parameter changes; what to apply (raises BamError)."""
+        return {}
+
+    def _post_set(self, params: list[Parameter]) -> None:
+        """Apply a batch of parameter changes accepted by :meth:`_plan`."""
+
+    # -- public helpers ----------------------------------------------------------------
+
+    @property
+    def lock(self) -> threading.Lock:
+        return self._lock
+
+    @property
+    def rejected_commands(self) -> Counter[str]:
+        """Rejected commands per kind."""
+        return self._rejections.counts
+
+    @property
+    def logged_command_errors(self) -> list[str]:
+        """Kinds of rejected commands logged (once each)."""
+        return self._rejections.logged
+
+    @property
+    def slips(self) -> int:
+        """Times the loop fell behind real time and restarted its deadlines."""
+        return self._loop.slips if self._loop is not None else 0
+
+    def record_timing(self, ticks: int) -> None:
+        """Record when each of the next ``ticks`` ticks starts (see TickLoop.record_timing)."""
+        self._loop.record_timing(ticks)
+
+    def timing(self) -> dict:
+        """The recorded ticks: first tick index, wall start ns and lateness ns."""
+        return self._loop.timing()
+
+    def stop(self) -> None:
+        """Stop the loop thread: no more ticks nor messages (the node itself stays)."""
+        if self._loop is not None:
+            self._loop.stop()
+
+    def destroy_node(self) -> None:
+        self.stop()
+        super().destroy_node()
+
+    # -- for subclasses ----------------------------------------------------------------
+
+    def _create_topics(self, control_units: Sequence[str], input_voltages: Sequence[float],
+                       *, publish_clock: bool) -> None:
+        """:attr:`topics` of :attr:`joint_names`, commands to this node's callbacks."""
+        self.topics = ActuatorTopics(
+            self, self.joint_names, control_units, input_voltages, publish_clock=publish_clock,
+            on_command=self._on_command, on_position_command=self._on_position_command)
+
+    def _start_loop(self, name: str, rate: float, real_time_factor: float,
+                    priority: int = 0) -> None:
+        self._loop = TickLoop(self, name, rate, self._tick, lambda: self.tick_count,
+                              real_time_factor, priority)
+        self.context.on_shutdown(self._loop.request_stop)
+        self._loop.start()
+
+    def _follow_parameters(self) -> None:
+        """Parameter changes from now on: accepted when :meth:`_plan` passes, then applied."""
+        self.add_on_set_parameters_callback(self._on_set)
+        self.add_post_set_parameters_callback(self._post_set)
+
+    def _on_set(self, params: list[Parameter]) -> SetParametersResult:
+        """An on-set-parameters callback: accept the batch when :meth:`_plan` passes."""
+        try:
+            self._plan(params)
+        except BamError as exc:
+            return SetParametersResult(successful=False, reason=str(exc))
+        return SetParametersResult(successful=True)
+
+    # -- commands ----------------------------------------------------------------------
+
+    def _parse(self, parse: Callable[..., JointCommand], msg) -> JointCommand | None:
+        """``parse(msg, joints)``, or None with the command rejected."""
+        try:
+            return parse(msg, self.joint_names)
+        except CommandError as exc:
+            self._rejections.reject(exc.kind, str(exc))
+            return None
+
+    def _on_command(self, msg: ActuatorCommand) -> None:
+        command = self._parse(parse_command, msg)
+        if command is not None:
+            self._apply("commands/value", command)
+
+    def _on_position_command(self, msg: Float64MultiArray) -> None:
+        command = self._parse(parse_position_command, msg)
+        if command is None:
+            return
+        n = len(self.joint_names)
+        if len(msg.data) > n:
+            self._rejections.warn_once(
+                "position_commands/extra",
+                f"/position_commands holds {len(msg.data)} values; this node has {n} "
+                f"joint(s) ({', '.join(self.joint_names)}), using the first {n}")
+        self._apply("position_commands/value", command)
+
+
+class SimNode(ActuatorNode):
+    """Base of the simulation nodes: an :class:`ActuatorNode` with a command watchdog.
+
+    A subclass also implements :meth:`_command` (apply a :class:`JointCommand`
+    to its simulator, raising BamError for bad values), and calls
+    :meth:`_start_clock` in :meth:`_setup`.
+    """
+
+    def __init__(self, default_name: str, **kwargs) -> None:
+        self._watchdog = Watchdog(0)
+        super().__init__(default_name, **kwargs)
+
+    def _command(self, command: JointCommand) -> None:
+        """Apply ``command`` to the simulator (lock held); BamError for bad values."""
+        raise NotImplementedError
+
+    def _now(self) -> int:
+        """The watchdog's clock: simulated time in its units (default: loop ticks)."""
+        return self.tick_count
+
+    def _start_clock(self, rate: float, start_time: float, command_timeout: float) -> None:
+        """Simulated time (:attr:`_time`) in units of 1/``rate`` s from ``start_time`` s,
+        the units of :meth:`_now`; the watchdog armed for ``command_timeout`` s."""
+        self._time = SimTime(rate, start_time)
+        self._watchdog.reset(self._time.ticks(command_timeout), 0)
+
+    def _set_command_timeout(self, seconds: float) -> None:
+        """A new command timeout, counted from now (caller holds the lock)."""
+        self._watchdog.reset(self._time.ticks(seconds), self._now())
+
+    def _set_real_time_factor(self, value: float) -> None:
+        self._loop.real_time_factor = value
+
+    def _apply(self, kind: str, command: JointCommand) -> None:
+        try:
+            with self._lock:
+                self._command(command)
+                self._watchdog.feed(self._now())
+        except BamError as exc:
+            self._rejections.reject(kind, f"{exc}")

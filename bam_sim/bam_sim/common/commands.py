@@ -1,0 +1,109 @@
+"""Parsing ``/bam/commands`` and ``/position_commands`` for a node's joints.
+
+``/bam/commands`` arrays are empty (keep) or indexed like ``names``, which
+select this node's joints (names of other nodes' joints are ignored; a command
+naming none of ours is rejected); without names they hold one entry per joint
+in joint order. ``/position_commands`` holds one goal per joint in joint order.
+Rejected commands are logged once per kind and counted, never raised, so one
+bad publisher cannot stop a bench.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rclpy.node import Node
+from std_msgs.msg import Float64MultiArray
+
+from bam_msgs.msg import ActuatorCommand
+
+
+@dataclass(frozen=True)
+class JointCommand:
+    """A command for some joints of a node (joint indices); None: keep that quantity."""
+
+    indices: tuple[int, ...]
+    goals: tuple[float, ...] | None = None
+    torque_enables: tuple[bool, ...] | None = None
+    gains: tuple[float, ...] | None = None
+
+
+class CommandError(Exception):
+    """A rejected command: its kind (counted) and a one-line reason."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def parse_command(msg: ActuatorCommand, joints: Sequence[str]) -> JointCommand:
+    """The part of a ``/bam/commands`` message for ``joints`` (raises CommandError)."""
+    names = list(msg.names)
+    size = len(names) if names else len(joints)
+    fields = {"goal_positions": msg.goal_positions, "torque_enables": msg.torque_enables,
+              "gains": msg.gains}
+    wrong = [f"{key} has {len(v)}" for key, v in fields.items() if len(v) not in (0, size)]
+    if wrong:
+        if names:
+            expected = f"{size} (as names)"
+        elif len(joints) == 1:
+            expected = "1 (no names: a single entry)"
+        else:
+            expected = f"{size} (no names: one per joint, in order {', '.join(joints)})"
+        raise CommandError("commands/length", f"/bam/commands arrays must be empty or hold "
+                           f"{expected} entries, but {', '.join(wrong)}")
+    if names:
+        pairs = [(joints.index(n), i) for i, n in enumerate(names) if n in joints]
+        if not pairs:
+            what = f"this bench's joint '{joints[0]}'" if len(joints) == 1 else \
+                f"any of this node's joints ({', '.join(joints)})"
+            raise CommandError("commands/joint", f"/bam/commands names {names} do not "
+                               f"include {what}")
+        indices, rows = zip(*pairs, strict=True)
+    else:
+        indices = rows = tuple(range(len(joints)))
+
+    def pick(values, convert):
+        return tuple(convert(values[i]) for i in rows) if len(values) else None
+
+    return JointCommand(tuple(indices), pick(msg.goal_positions, float),
+                        pick(msg.torque_enables, bool), pick(msg.gains, float))
+
+
+def parse_position_command(msg: Float64MultiArray, joints: Sequence[str]) -> JointCommand:
+    """Goals of a ``/position_commands`` message, one per joint in order (CommandError)."""
+    n = len(joints)
+    if len(msg.data) < n:
+        if n == 1:
+            reason = "holds no value; data[0] is the goal position"
+        else:
+            reason = (f"holds {len(msg.data)} values; give one goal per joint, in order "
+                      f"{', '.join(joints)}")
+        raise CommandError("position_commands/length", f"/position_commands {reason}")
+    return JointCommand(tuple(range(n)), tuple(float(v) for v in msg.data[:n]))
+
+
+class Rejections:
+    """Rejected commands: the first of each kind logged as an error, every one counted."""
+
+    def __init__(self, node: Node) -> None:
+        self._node = node
+        self.counts: Counter[str] = Counter()  # rejected commands per kind
+        self.logged: list[str] = []  # kinds logged (once each)
+        self._warned: set[str] = set()
+
+    def reject(self, kind: str, message: str) -> None:
+        self.counts[kind] += 1
+        if kind in self.logged:
+            self._node.get_logger().debug(f"command ignored: {message}")
+            return
+        self.logged.append(kind)
+        self._node.get_logger().error(f"command ignored: {message} (further '{kind}' errors "
+                                      "are counted, not logged)")
+
+    def warn_once(self, kind: str, message: str) -> None:
+        if kind not in self._warned:
+            self._warned.add(kind)
+            self._node.get_logger().warning(f"{message} (logged once)")

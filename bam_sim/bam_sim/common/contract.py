@@ -1,0 +1,63 @@
+"""The bench's ROS interfaces, in one place: names, types and QoS of every topic.
+
+Simulation nodes and hardware drivers publish exactly these, so a ROS stack
+swaps one for the other without noticing; the recorder records them and the
+identification reads them. Plain data (no ROS import): nodes turn a
+:class:`Qos` into an rclpy ``QoSProfile`` with ``bam_sim.common.qos``.
+
+QoS choices:
+
+* states (``/joint_states``, ``/bam/actuator_states``): reliable, keep last
+  100 — a recorder must not lose samples at 1 kHz, and best-effort
+  subscribers (plotting tools) still connect to a reliable publisher;
+* bench description (``/bam/bench_info``): reliable, transient local, depth
+  1 — published once, received by whoever joins later (a recorder started
+  after the bench);
+* commands (``/bam/commands``, ``/position_commands``): reliable, keep last
+  10 — a dropped goal or torque-off must not go unnoticed;
+* trial markers (``/bam/trial``): reliable, transient local, depth 100 —
+  markers published before a recorder joined are still delivered;
+* ``/clock``: best effort, keep last 1, as rclpy's time source subscribes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Qos:
+    reliable: bool
+    transient_local: bool
+    depth: int
+
+
+STATE_QOS = Qos(reliable=True, transient_local=False, depth=100)
+LATCHED_QOS = Qos(reliable=True, transient_local=True, depth=1)
+COMMAND_QOS = Qos(reliable=True, transient_local=False, depth=10)
+MARKER_QOS = Qos(reliable=True, transient_local=True, depth=100)
+CLOCK_QOS = Qos(reliable=False, transient_local=False, depth=1)
+
+
+@dataclass(frozen=True)
+class Topic:
+    name: str
+    type: str  # ROS 2 interface name, e.g. "sensor_msgs/msg/JointState"
+    qos: Qos
+
+
+JOINT_STATES = Topic("/joint_states", "sensor_msgs/msg/JointState", STATE_QOS)
+ACTUATOR_STATES = Topic("/bam/actuator_states", "bam_msgs/msg/ActuatorStateArray", STATE_QOS)
+BENCH_INFO = Topic("/bam/bench_info", "bam_msgs/msg/BenchInfo", LATCHED_QOS)
+COMMANDS = Topic("/bam/commands", "bam_msgs/msg/ActuatorCommand", COMMAND_QOS)
+POSITION_COMMANDS = Topic("/position_commands", "std_msgs/msg/Float64MultiArray", COMMAND_QOS)
+TRIAL = Topic("/bam/trial", "bam_msgs/msg/Trial", MARKER_QOS)
+CLOCK = Topic("/clock", "rosgraph_msgs/msg/Clock", CLOCK_QOS)
+RUN_TRAJECTORY_ACTION = "/bam/run_trajectory"
+
+# What an actuator node (simulated or hardware) publishes and subscribes to:
+# the sim/real swap contract.
+ACTUATOR_PUBLISHES = (JOINT_STATES, ACTUATOR_STATES, BENCH_INFO)
+ACTUATOR_SUBSCRIBES = (COMMANDS, POSITION_COMMANDS)
+# What a bench recording holds (identification reads these).
+RECORDED = (JOINT_STATES, ACTUATOR_STATES, BENCH_INFO, TRIAL)

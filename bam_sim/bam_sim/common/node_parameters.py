@@ -1,0 +1,71 @@
+"""Node parameters declared from one table: ROS descriptors and ``--help`` from the same rows.
+
+Every node of the project (simulation, drivers, trajectory, recorder) lists its
+parameters as :class:`Param` rows and declares them with :func:`declare`, so
+the descriptor (description, read-only flag, range) a ROS user sees with
+``ros2 param describe`` and the executable's ``--help`` cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rclpy.node import Node
+
+
+@dataclass(frozen=True)
+class Param:
+    """A node parameter: default (None: computed by the node), descriptor fields."""
+
+    name: str
+    default: object
+    description: str
+    read_only: bool = False
+    low: float | None = None
+    high: float | None = None
+
+
+def descriptor(param: Param) -> ParameterDescriptor:
+    """The ROS descriptor of ``param``: description, read-only flag and range."""
+    result = ParameterDescriptor(description=param.description, read_only=param.read_only)
+    if param.low is not None:
+        if isinstance(param.default, int) and not isinstance(param.default, bool):
+            result.integer_range = [IntegerRange(from_value=int(param.low),
+                                                 to_value=int(param.high), step=1)]
+        else:
+            result.floating_point_range = [FloatingPointRange(
+                from_value=float(param.low), to_value=float(param.high), step=0.0)]
+    return result
+
+
+def declare(node: Node, params: Sequence[Param], defaults: dict | None = None) -> dict:
+    """Declare ``params`` on ``node`` in order; their values (``defaults`` override defaults)."""
+    defaults = defaults or {}
+    return {p.name: node.declare_parameter(p.name, defaults.get(p.name, p.default),
+                                           descriptor(p)).value
+            for p in params}
+
+
+def usage(program: str, title: str, params: Sequence[Param], computed: str = "computed") -> str:
+    """The ``--help`` text of an executable: its parameters with defaults.
+
+    ``computed`` names the default of parameters whose default is None.
+    """
+    lines = [f"usage: {program} [--ros-args -p NAME:=VALUE ...]", "", f"{title}. Parameters:"]
+    for p in params:
+        default = computed if p.default is None else repr(p.default)
+        flag = ", read-only" if p.read_only else ""
+        lines.append(f"  {p.name:<17} {p.description} (default {default}{flag})")
+    return "\n".join(lines)
+
+
+# Parameters every simulation node declares alike: its loop's pace, /clock, its watchdog.
+REAL_TIME_FACTOR = Param("real_time_factor", 1.0, "simulated seconds per wall second; 0 = as "
+                         "fast as possible", low=0.0, high=100000.0)
+PUBLISH_CLOCK = Param("publish_clock", True, "publish the simulated time on /clock",
+                      read_only=True)
+COMMAND_TIMEOUT = Param("command_timeout", 0.0, "torque off when no command arrived for this "
+                        "long in simulated time, s (0 = off)", low=0.0, high=1.0e6)
+

@@ -1,0 +1,101 @@
+"""Actuator definitions: the constants of each servo that are not identified.
+
+Constants come from ``reference/identified-parameters.md`` ("Actuator
+constants"), which reports those the published parameter sets were
+identified with; the identification setups are the paper's Table I.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from bam_sim.common.errors import BamError
+from bam_sim.models import servo
+
+
+@dataclass(frozen=True)
+class Actuator:
+    """A servo actuator: its control law, constants and identification ranges."""
+
+    name: str
+    title: str
+    family: int
+    supply_voltage: float
+    # Voltage family: duty = kp·duty_gain·error, |duty| <= max_duty.
+    duty_gain: float = 0.0
+    max_duty: float = 0.0
+    # Current family: U_max of the back-EMF limit and the PD damping factor d.
+    max_voltage: float = 0.0
+    damping: float = 0.0
+    # Motor parameters identified with the friction model, with their bounds.
+    motor_bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # Parameters held fixed (not identified), e.g. I_heat.
+    fixed: dict[str, float] = field(default_factory=dict)
+    # Scales of the friction-parameter bounds (see friction.ParamSpec).
+    scales: dict[str, float] = field(default_factory=dict)
+    gains: tuple[float, ...] = ()
+    masses: tuple[float, ...] = ()
+    lengths: tuple[float, ...] = ()
+
+    @property
+    def control_unit(self) -> str:
+        return servo.CONTROL_UNITS[self.family]
+
+    def consts(self) -> np.ndarray:
+        """The constant vector the numba kernels read (layout in servo.py)."""
+        c = np.zeros(servo.N_CONSTS)
+        c[servo.C_SUPPLY] = self.supply_voltage
+        c[servo.C_DUTY_GAIN] = self.duty_gain
+        c[servo.C_MAX_DUTY] = self.max_duty
+        c[servo.C_MAX_VOLTAGE] = self.max_voltage
+        c[servo.C_DAMPING] = self.damping
+        return c
+
+
+def _dynamixel(name: str, title: str, kt: tuple, r: tuple, armature: tuple, **kw) -> Actuator:
+    return Actuator(
+        name=name, title=title, family=servo.VOLTAGE, supply_voltage=15.0,
+        duty_gain=0.158, max_duty=0.9625,
+        motor_bounds={"kt": kt, "R": r, "armature": armature},
+        scales={"friction": 0.5, "viscous": 0.2},
+        gains=(4.0, 8.0, 16.0, 32.0), masses=(0.5, 1.0, 1.5), lengths=(0.1, 0.15, 0.2), **kw,
+    )
+
+
+def _erob(name: str, title: str, damping: float, bounds: dict, fixed: dict,
+          scales: dict) -> Actuator:
+    return Actuator(
+        name=name, title=title, family=servo.CURRENT, supply_voltage=48.0,
+        max_voltage=48.0, damping=damping, motor_bounds=bounds,
+        fixed={"current_limit": 12.0, **fixed}, scales=scales,
+        gains=(10.0, 25.0, 50.0, 100.0), masses=(3.1, 8.2, 12.7, 14.6, 19.6), lengths=(0.5,),
+    )
+
+
+ACTUATORS: dict[str, Actuator] = {
+    a.name: a
+    for a in (
+        _dynamixel("mx64", "Dynamixel MX-64", (0.5, 3.0), (1.0, 6.0), (0.001, 0.05)),
+        _dynamixel("mx106", "Dynamixel MX-106", (0.5, 4.0), (1.0, 6.0), (0.002, 0.08)),
+        _erob(
+            "erob80_50", "eRob80:50", 1.0,
+            {"kt": (2.0, 10.0), "R": (0.3, 5.0), "armature": (0.05, 1.0)},
+            {}, {"friction": 10.0, "viscous": 5.0},
+        ),
+        _erob(
+            "erob80_100", "eRob80:100", 2.0,
+            {"kt": (4.0, 15.0), "armature": (0.2, 2.0)},
+            {"R": 2.0}, {"friction": 15.0, "viscous": 20.0},
+        ),
+    )
+}
+
+
+def get_actuator(name: str) -> Actuator:
+    """Lookup by name (mx64, mx106, erob80_50, erob80_100)."""
+    key = str(name).strip().lower()
+    if key not in ACTUATORS:
+        raise BamError(f"unknown actuator '{name}'; choose one of {', '.join(ACTUATORS)}")
+    return ACTUATORS[key]

@@ -1,0 +1,161 @@
+"""Parameter files: the one loader and writer used everywhere.
+
+The native format is a ROS 2 parameter file, so the same file configures a
+simulation node with ``--params-file`` and is read here without ROS::
+
+    /**:
+      ros__parameters:
+        actuator: mx64
+        model: m4
+        kt: 1.66316
+        ...
+        provenance:            # nested: ROS parameters provenance.source, ...
+          source: ...
+
+Legacy BAM JSON parameter files (the reference implementation's format) are
+imported by :func:`load` too. Files are parsed with ``yaml.safe_load`` /
+``json.load`` only; nothing read is ever evaluated.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+from bam_sim.common.errors import BamError
+from bam_sim.models.parameter_set import ParameterSet
+
+PUBLISHED_CITATION = (
+    "M. Duclusaud, G. Passault, V. Padois, O. Ly, 'Extended Friction Models for the "
+    "Physics Simulation of Servo Actuators', parameter sets of the authors' open-source "
+    "release (Apache-2.0)"
+)
+_META = ("actuator", "model", "provenance")
+
+
+def load(path: str | os.PathLike) -> ParameterSet:
+    """Read a parameter file (ROS 2 YAML, or legacy BAM JSON) into a ParameterSet."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BamError(f"parameter file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BamError(f"cannot read parameter file {path}: {exc}") from None
+    if path.suffix.lower() == ".json":
+        from bam_sim.models.legacy import parameters_from_json
+
+        return parameters_from_json(text, str(path))
+    return parse_yaml(text, str(path))
+
+
+def parse_yaml(text: str, where: str = "<string>") -> ParameterSet:
+    """Parse the text of a ROS 2 parameter file holding one parameter set."""
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" at line {mark.line + 1}" if mark is not None else ""
+        raise BamError(f"{where} is not valid YAML{line}; fix the syntax") from None
+    flat = _ros_parameters(doc, where)
+    for key in ("actuator", "model"):
+        if not isinstance(flat.get(key), str):
+            raise BamError(f"{where} has no '{key}' entry (e.g. {key}: "
+                           f"{'mx64' if key == 'actuator' else 'm4'}); add it")
+    provenance = flat.get("provenance", {})
+    if not isinstance(provenance, dict):
+        raise BamError(f"'provenance' in {where} must be a mapping")
+    values = {k: v for k, v in flat.items() if k not in _META}
+    return ParameterSet.build(flat["actuator"], flat["model"], values, provenance, where)
+
+
+def _ros_parameters(doc: object, where: str) -> dict:
+    """The ``ros__parameters`` mapping of the single node block of a file."""
+    if not isinstance(doc, dict):
+        raise BamError(f"{where} must hold a mapping '/**: ros__parameters: {{...}}'")
+    blocks = [v["ros__parameters"] for v in doc.values()
+              if isinstance(v, dict) and isinstance(v.get("ros__parameters"), dict)]
+    if not blocks:
+        if "ros__parameters" in doc and isinstance(doc["ros__parameters"], dict):
+            return doc["ros__parameters"]
+        raise BamError(f"{where} has no 'ros__parameters' block; "
+                       "write it as '/**: ros__parameters: {actuator: ..., model: ..., ...}'")
+    if len(blocks) == 1:
+        return blocks[0]
+    with_model = [b for b in blocks if "model" in b]
+    if len(with_model) != 1:
+        raise BamError(f"{where} must hold exactly one node block with a 'model' entry, "
+                       f"found {len(with_model)}")
+    return with_model[0]
+
+
+def dump_yaml(params: ParameterSet) -> str:
+    """Text of the ROS 2 parameter file for ``params``."""
+    body: dict[str, object] = {"actuator": params.actuator, "model": params.model}
+    body.update({k: float(v) for k, v in params.values.items()})
+    if params.provenance:
+        body["provenance"] = _ros_safe(params.provenance)
+    header = (f"# BAM actuator parameters: {params.actuator_def.title}, friction model "
+              f"{params.model} ({params.model_def.title}, equation "
+              f"{params.model_def.equation}).\n# SI units (REP-103). Load with "
+              "bam_sim.models.parameter_file.load or as a ROS 2 --params-file.\n")
+    return header + yaml.safe_dump({"/**": {"ros__parameters": body}}, sort_keys=False)
+
+
+def save(params: ParameterSet, path: str | os.PathLike, overwrite: bool = False) -> Path:
+    """Write ``params`` as a ROS 2 parameter file, atomically.
+
+    An existing file is never replaced unless ``overwrite`` is true.
+    """
+    path = Path(path)
+    if path.exists() and not overwrite:
+        raise BamError(f"{path} already exists; choose another path or allow overwriting "
+                       "(--force)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, dump_yaml(params))
+    return path
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write through a temporary file in the same folder, then rename over ``path``."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _ros_safe(value: object) -> object:
+    """Provenance as values a ROS parameter can hold (str, int, float, bool, lists)."""
+    if isinstance(value, Mapping):
+        return {str(k): _ros_safe(v) for k, v in value.items()}
+    if isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
+        return list(value)
+    if isinstance(value, (list, tuple)) and value and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) for v in value
+    ):
+        return [float(v) for v in value]
+    return str(value)
+
+
+def published(actuator: str, model: str) -> ParameterSet:
+    """The published parameter set of ``model`` for ``actuator`` (shipped defaults)."""
+    from bam_sim.models.actuators import get_actuator
+    from bam_sim.models.friction import get_model
+
+    name = f"{get_actuator(actuator).name}_{get_model(model).name}.yaml"
+    source = resources.files("bam_sim.models").joinpath("published", name)
+    return parse_yaml(source.read_text(encoding="utf-8"), f"published/{name}")

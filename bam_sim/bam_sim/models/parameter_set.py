@@ -1,0 +1,103 @@
+"""A complete, validated parameter set: actuator + friction model + values.
+
+This is the one object every consumer (simulator, nodes, identification,
+reports) receives; files are turned into it by :mod:`bam_sim.models.parameter_file`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from bam_sim.common.errors import BamError
+from bam_sim.models import parameters as P
+from bam_sim.models.actuators import Actuator, get_actuator
+from bam_sim.models.friction import FrictionModel, get_model
+
+
+def required_names(actuator: Actuator, model: FrictionModel) -> tuple[str, ...]:
+    """Parameters a set must give: the actuator's identified motor ones and the model's."""
+    return tuple(actuator.motor_bounds) + model.params
+
+
+def identification_bounds(actuator: Actuator,
+                          model: FrictionModel) -> dict[str, tuple[float, float]]:
+    """Bounds of every identifiable parameter (motor + friction) for this pair."""
+    return {**actuator.motor_bounds, **model.bounds(actuator.scales)}
+
+
+@dataclass(frozen=True)
+class ParameterSet:
+    """Values of one model for one actuator, with the provenance of the numbers."""
+
+    actuator: str
+    model: str
+    values: dict[str, float]
+    provenance: dict[str, object] = field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls,
+        actuator: str,
+        model: str,
+        values: Mapping[str, object],
+        provenance: Mapping[str, object] | None = None,
+        where: str = "",
+    ) -> ParameterSet:
+        """Validate ``values`` for (actuator, model) and complete the fixed ones.
+
+        Raises :class:`BamError` naming the offending field: an unknown or
+        misspelt name, a parameter the model does not have, a missing one, a
+        non-finite or negative value.
+        """
+        act = get_actuator(actuator)
+        mdl = get_model(model)
+        origin = f" in {where}" if where else ""
+        allowed = set(required_names(act, mdl)) | set(act.fixed) | {"q_offset"}
+        clean: dict[str, float] = {}
+        for name, value in values.items():
+            if name not in allowed:
+                raise BamError(_not_allowed(name, act, mdl, allowed) + origin)
+            clean[name] = P.check_value(name, value, where)
+        missing = [n for n in required_names(act, mdl) if n not in clean]
+        if missing:
+            raise BamError(
+                f"missing parameter{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
+                f"for {act.name} {mdl.name}{origin}"
+            )
+        for name, value in act.fixed.items():
+            clean.setdefault(name, value)
+        clean.setdefault("q_offset", 0.0)
+        return cls(act.name, mdl.name, clean, dict(provenance or {}))
+
+    @property
+    def actuator_def(self) -> Actuator:
+        return get_actuator(self.actuator)
+
+    @property
+    def model_def(self) -> FrictionModel:
+        return get_model(self.model)
+
+    @property
+    def model_id(self) -> int:
+        return self.model_def.model_id
+
+    def vector(self) -> np.ndarray:
+        """The flat parameter vector of the numba kernels."""
+        return P.to_vector(self.values)
+
+    def replace(self, **values: float) -> ParameterSet:
+        """A copy with some values changed (validated again)."""
+        merged = {**self.values, **values}
+        return ParameterSet.build(self.actuator, self.model, merged, self.provenance)
+
+
+def _not_allowed(name: str, act: Actuator, mdl: FrictionModel, allowed: set[str]) -> str:
+    if name in P.INDEX:
+        return f"parameter '{name}' is not a parameter of model {mdl.name} on {act.name}"
+    close = difflib.get_close_matches(name, sorted(allowed), n=1)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    return f"unknown parameter '{name}'{hint}"

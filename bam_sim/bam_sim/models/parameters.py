@@ -1,0 +1,124 @@
+"""The actuator parameter vector shared by every model.
+
+All models M1..M6 and both actuator families read their parameters from one
+flat float64 vector with a fixed layout, so that a population of candidate
+parameter sets is a 2-D array ``(population, N_PARAMS)`` that the numba kernels
+index without any Python objects. A model simply ignores the entries it does
+not use. Names follow ``reference/identified-parameters.md``:
+
+=================================  ===========  ===========
+name                               paper        unit
+=================================  ===========  ===========
+kt                                 k_t          N·m/A
+R                                  R            Ω
+armature                           J_m          kg·m²
+q_offset                           (bench)      rad
+friction_base                      K_c          N·m
+friction_stribeck                  K_c^s        N·m
+load_friction_base                 K_l          –
+load_friction_stribeck             K_l^s        –
+load_friction_motor                K_m          –
+load_friction_external             K_e          –
+load_friction_motor_stribeck       K_m^s        –
+load_friction_external_stribeck    K_e^s        –
+load_friction_motor_quad           K_m^q        1/(N·m)
+load_friction_external_quad        K_e^q        1/(N·m)
+dtheta_stribeck                    v_s          rad/s
+alpha                              α            –
+friction_viscous                   K_v          N·m·s/rad
+current_limit                      I_heat       A
+=================================  ===========  ===========
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+from bam_sim.common.errors import BamError
+
+PARAM_NAMES: tuple[str, ...] = (
+    "kt",
+    "R",
+    "armature",
+    "q_offset",
+    "friction_base",
+    "friction_stribeck",
+    "load_friction_base",
+    "load_friction_stribeck",
+    "load_friction_motor",
+    "load_friction_external",
+    "load_friction_motor_stribeck",
+    "load_friction_external_stribeck",
+    "load_friction_motor_quad",
+    "load_friction_external_quad",
+    "dtheta_stribeck",
+    "alpha",
+    "friction_viscous",
+    "current_limit",
+)
+N_PARAMS = len(PARAM_NAMES)
+INDEX: dict[str, int] = {name: i for i, name in enumerate(PARAM_NAMES)}
+
+# Integer indices for the numba kernels (module-level constants are frozen
+# into the compiled code, so they cost nothing at run time).
+KT = INDEX["kt"]
+R = INDEX["R"]
+ARMATURE = INDEX["armature"]
+Q_OFFSET = INDEX["q_offset"]
+KC = INDEX["friction_base"]
+KCS = INDEX["friction_stribeck"]
+KL = INDEX["load_friction_base"]
+KLS = INDEX["load_friction_stribeck"]
+KM = INDEX["load_friction_motor"]
+KE = INDEX["load_friction_external"]
+KMS = INDEX["load_friction_motor_stribeck"]
+KES = INDEX["load_friction_external_stribeck"]
+KMQ = INDEX["load_friction_motor_quad"]
+KEQ = INDEX["load_friction_external_quad"]
+VS = INDEX["dtheta_stribeck"]
+ALPHA = INDEX["alpha"]
+KV = INDEX["friction_viscous"]
+I_HEAT = INDEX["current_limit"]
+
+# Parameters that may be negative; every other one is a physical magnitude.
+SIGNED = frozenset({"q_offset"})
+# Parameters that must be strictly positive (they divide something).
+STRICTLY_POSITIVE = frozenset({"R", "dtheta_stribeck", "alpha"})
+
+
+def check_value(name: str, value: object, where: str = "") -> float:
+    """Return ``value`` as a float after checking it is a finite, admissible number.
+
+    Raises :class:`BamError` naming the field (and ``where`` it came from).
+    """
+    origin = f" in {where}" if where else ""
+    if name not in INDEX:
+        raise BamError(
+            f"unknown parameter '{name}'{origin}; known parameters: {', '.join(PARAM_NAMES)}"
+        )
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+        raise BamError(f"parameter '{name}'{origin} must be a number, got {value!r}")
+    x = float(value)
+    if not math.isfinite(x):
+        raise BamError(f"parameter '{name}'{origin} is {x}; give a finite number")
+    if name in STRICTLY_POSITIVE and x <= 0.0:
+        raise BamError(f"parameter '{name}'{origin} must be > 0, got {x}")
+    if name not in SIGNED and x < 0.0:
+        raise BamError(f"parameter '{name}'{origin} must be >= 0, got {x}")
+    return x
+
+
+def to_vector(values: Mapping[str, float], base: np.ndarray | None = None) -> np.ndarray:
+    """Pack a name->value mapping into a parameter vector (unused entries stay 0)."""
+    vec = np.zeros(N_PARAMS) if base is None else np.array(base, dtype=np.float64)
+    for name, value in values.items():
+        vec[INDEX[name]] = check_value(name, value)
+    return vec
+
+
+def from_vector(vec: np.ndarray, names: tuple[str, ...] | list[str]) -> dict[str, float]:
+    """Unpack the named entries of a parameter vector."""
+    return {name: float(vec[INDEX[name]]) for name in names}

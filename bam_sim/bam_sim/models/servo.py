@@ -1,0 +1,99 @@
+"""Servo actuator models S(q, q̇, q_d) -> τ_m (paper section IV).
+
+Two control-law families, selected by an integer so the numba kernels can
+branch on it:
+
+* ``VOLTAGE`` — Dynamixel MX firmware: a P controller on position sets the
+  PWM duty cycle of a drive/brake H-bridge, clipped to the maximum duty
+  (equation 12), and the DC motor equation (13) gives the torque::
+
+      duty = clip(kp·k_duty·(q_d − q), ±duty_max),   U = duty·V_in
+      τ_m  = k_t/R·U − k_t²/R·q̇                                          (13)
+
+* ``CURRENT`` — eRob80 driven in current mode by a PD law on the host,
+  clipped to the heat limit I_heat, the torque being limited by what the
+  supply voltage U_max can push against the back-EMF (equations 14, 15)::
+
+      I   = clip(kp·(q_d − q) − d·√kp·q̇, ±I_heat)
+      τ_m = clip(k_t·I, (−U_max − k_t·q̇)·k_t/R, (U_max − k_t·q̇)·k_t/R)   (14, 15)
+
+  The voltage limit is the one of the published eRob identification: the
+  current the supply can drive is (±U_max − k_t q̇)/R, which is the
+  physically consistent form of I_emf in (14).
+
+With torque disabled there is no motor torque at all: the H-bridge is
+released (no back-EMF braking) or the current set to zero.
+
+The *control* is the low-level value the servo applies: volts for
+``VOLTAGE``, amperes for ``CURRENT``. Replaying a recorded control through
+:func:`torque_from_control` is the second simulation mode.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from bam_sim.models import parameters as P
+
+VOLTAGE, CURRENT = 0, 1
+FAMILY_NAMES = {VOLTAGE: "voltage", CURRENT: "current"}
+CONTROL_UNITS = {VOLTAGE: "V", CURRENT: "A"}
+
+# Layout of the actuator constant vector handed to the kernels.
+C_SUPPLY, C_DUTY_GAIN, C_MAX_DUTY, C_MAX_VOLTAGE, C_DAMPING = range(5)
+N_CONSTS = 5
+
+
+@nb.njit(cache=True, inline="always")
+def _clip(x: float, lo: float, hi: float) -> float:
+    # np.clip is not available on scalars in nopython mode.
+    return lo if x < lo else (hi if x > hi else x)
+
+
+@nb.njit(cache=True, inline="always")
+def control_law(
+    family: int, p: np.ndarray, c: np.ndarray, kp: float, q: float, dq: float, goal: float
+) -> float:
+    """Low-level control (V or A) the servo's controller computes, torque enabled."""
+    error = goal - q
+    if family == VOLTAGE:
+        duty = _clip(kp * c[C_DUTY_GAIN] * error, -c[C_MAX_DUTY], c[C_MAX_DUTY])
+        return duty * c[C_SUPPLY]
+    current = kp * error - c[C_DAMPING] * np.sqrt(kp) * dq
+    return _clip(current, -p[P.I_HEAT], p[P.I_HEAT])
+
+
+@nb.njit(cache=True, inline="always")
+def torque_from_control(
+    family: int, p: np.ndarray, c: np.ndarray, control: float, dq: float, enabled: bool
+) -> float:
+    """Motor torque τ_m for a low-level control at joint velocity q̇ (13 or 14-15)."""
+    if not enabled:
+        return 0.0
+    kt = p[P.KT]
+    resistance = p[P.R]
+    back_emf = kt * kt / resistance * dq
+    if family == VOLTAGE:
+        return kt / resistance * control - back_emf
+    limit = kt / resistance * c[C_MAX_VOLTAGE]
+    current = _clip(control, -p[P.I_HEAT], p[P.I_HEAT])
+    return _clip(kt * current, -limit - back_emf, limit - back_emf)
+
+
+@nb.njit(cache=True, inline="always")
+def servo_torque(
+    family: int,
+    p: np.ndarray,
+    c: np.ndarray,
+    kp: float,
+    q: float,
+    dq: float,
+    goal: float,
+    enabled: bool,
+) -> tuple[float, float]:
+    """S(q, q̇, q_d) of equation (11): returns (τ_m, control)."""
+    if not enabled:
+        return 0.0, 0.0
+    control = control_law(family, p, c, kp, q, dq, goal)
+    return torque_from_control(family, p, c, control, dq, True), control

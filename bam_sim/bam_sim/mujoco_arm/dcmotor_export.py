@@ -1,0 +1,370 @@
+"""Export an identified servo model to MuJoCo's own ``dcmotor`` actuator (MuJoCo 4.x).
+
+What MuJoCo 4.0's ``dcmotor`` computes with ``input="pos"`` (checked on the
+compiled model, see the tests): the ``controller`` gains are in *torque
+space*; the controller asks for the torque τ* = k_p (u − θ) − k_d θ̇, the
+driver applies the voltage that yields it, v = R/K·τ* + K θ̇, clipped to
+±V_max, and the motor gives τ = K/R (v − K θ̇), finally clipped to
+±τ_max (``saturation``)::
+
+    τ = clip( clip(τ*, K/R(−V_max − Kθ̇), K/R(V_max − Kθ̇)), ±τ_max )
+
+This expresses both servo laws of :mod:`bam_sim.models.servo` (paper IV-B, IV-C):
+
+* voltage law (Dynamixel), equations (12)-(13), exactly, duty clip included:
+  k_p = k_t/R · kp·k_duty·V_in, k_d = k_t²/R (the brake-mode back-EMF the
+  firmware does not compensate), V_max = duty_max·V_in;
+* current law (eRob), equations (14)-(15): k_p = k_t·kp, k_d = k_t·d·√kp,
+  V_max = U_max, τ_max = k_t·I_heat. The two clips are applied in the other
+  order than in (14)-(15); both give the same torque except when the
+  intervals are disjoint, i.e. |θ̇| > (U_max + R·I_heat)/k_t.
+
+Friction: the joint's ``frictionloss`` = K_c and ``damping`` = K_v are MuJoCo's
+Coulomb-viscous friction, the model M1 (equation 3); ``armature`` = J_m. Every
+term of M2..M6 (Stribeck, load-dependent, directional, quadratic) has no
+counterpart and is dropped; :func:`losses` lists what a given set loses.
+(dcmotor's LuGre friction has a Stribeck curve, but with bristle dynamics and
+a fixed exponent 2: not the paper's static budget, so it is not used.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from bam_sim.common.errors import BamError
+from bam_sim.models import servo
+from bam_sim.models.friction import friction_budget, get_model
+from bam_sim.models.parameter_set import ParameterSet
+from bam_sim.mujoco_arm.servo_arm import STIFF_IMPEDANCE
+
+M1_PARAMS = get_model("m1").params
+# What each group of richer-model parameters models (paper section III).
+_EFFECTS = {
+    "friction_stribeck": "Stribeck static friction K_c^s (eq. 6)",
+    "dtheta_stribeck": "Stribeck velocity v_s (eq. 6)",
+    "alpha": "Stribeck exponent α (eq. 6)",
+    "load_friction_base": "load-dependent friction K_l (eq. 7)",
+    "load_friction_stribeck": "load-dependent Stribeck friction K_l^s (eq. 8)",
+    "load_friction_motor": "directional motor-load friction K_m (eq. 9)",
+    "load_friction_external": "directional external-load friction K_e (eq. 9)",
+    "load_friction_motor_stribeck": "directional Stribeck motor friction K_m^s (eq. 9)",
+    "load_friction_external_stribeck": "directional Stribeck external friction K_e^s (eq. 9)",
+    "load_friction_motor_quad": "quadratic motor friction K_m^q (eq. 10)",
+    "load_friction_external_quad": "quadratic external friction K_e^q (eq. 10)",
+}
+
+
+@dataclass(frozen=True)
+class ExportJoint:
+    """One joint to export: its parameters and servo gain (default: Table I's second)."""
+
+    joint: str
+    params: ParameterSet
+    gain: float | None = None
+    supply_voltage: float | None = None  # None: the actuator's default
+
+
+@dataclass(frozen=True)
+class DcMotorSettings:
+    """What the dcmotor and its joint get, in MuJoCo 4's units (torque-space gains)."""
+
+    joint: str
+    resistance: float      # Ω
+    motorconst: float      # N·m/A
+    kp: float              # N·m/rad
+    kd: float              # N·m·s/rad
+    vmax: float            # V, the voltage clip
+    torque_limit: float    # N·m, 0: none
+    armature: float        # kg·m²
+    damping: float         # N·m·s/rad
+    frictionloss: float    # N·m
+
+    def controller(self) -> str:
+        """The ``controller`` attribute: kp ki kd slewmax Imax Vmax."""
+        return " ".join(_num(v) for v in (self.kp, 0.0, self.kd, 0.0, 0.0, self.vmax))
+
+
+@dataclass(frozen=True)
+class DcMotorExport:
+    """The exported MJCF text, what each joint got, and what the export loses."""
+
+    xml: str
+    settings: tuple[DcMotorSettings, ...]
+    losses: tuple[str, ...]
+
+    def note(self) -> str:
+        """A readable summary: the attributes of each joint, then the losses."""
+        return _note(self.settings, self.losses)
+
+
+def consts(params: ParameterSet, supply_voltage: float | None = None) -> np.ndarray:
+    """The servo constant vector of :mod:`bam_sim.models.servo`, with a supply voltage override."""
+    c = params.actuator_def.consts()
+    if supply_voltage is not None:
+        if not (math.isfinite(supply_voltage) and supply_voltage > 0.0):
+            raise BamError(f"supply voltage must be > 0 V, got {supply_voltage}")
+        c[servo.C_SUPPLY] = supply_voltage
+    return c
+
+
+def dcmotor_settings(joint: str, params: ParameterSet, gain: float | None = None,
+                     supply_voltage: float | None = None) -> DcMotorSettings:
+    """Closed-form mapping of a servo model onto dcmotor attributes (module docstring)."""
+    act = params.actuator_def
+    kp = float(act.gains[1] if gain is None else gain)
+    if not (math.isfinite(kp) and kp >= 0.0):
+        raise BamError(f"servo gain of joint '{joint}' must be >= 0, got {gain}")
+    c = consts(params, supply_voltage)
+    v = params.values
+    kt, resistance = v["kt"], v["R"]
+    if act.family == servo.VOLTAGE:
+        kp_t = kt / resistance * kp * c[servo.C_DUTY_GAIN] * c[servo.C_SUPPLY]
+        kd_t, vmax, limit = kt * kt / resistance, c[servo.C_MAX_DUTY] * c[servo.C_SUPPLY], 0.0
+    else:
+        kp_t, kd_t = kt * kp, kt * c[servo.C_DAMPING] * math.sqrt(kp)
+        vmax, limit = c[servo.C_MAX_VOLTAGE], kt * v["current_limit"]
+    return DcMotorSettings(joint, resistance, kt, kp_t, kd_t, vmax, limit, v["armature"],
+                           v["friction_viscous"], v["friction_base"])
+
+
+# Losses of every export, whatever the parameters.
+GENERAL_LOSSES = (
+    "torque off (released H-bridge / zero current) is not in the MJCF: at run time set "
+    "actuator_gainprm[i, 4] and [i, 6] (kp, kd) to 0, which gives zero torque while "
+    "|K·q̇| < V_max",
+    "the servo gain is baked into kp and kd: to change it, rewrite actuator_gainprm[i, 4] "
+    "and [i, 6] at run time",
+)
+
+
+def losses(params: ParameterSet) -> list[str]:
+    """What a dcmotor export of ``params`` cannot express, one line each.
+
+    Every parameter beyond M1 (with its value and effect), the richer model's
+    friction budget at rest that the export drops, the clip-order corner of
+    the current law, a non-zero bench offset. See also GENERAL_LOSSES.
+    """
+    v, act = params.values, params.actuator_def
+    out = [f"{name} = {_fmt(v[name])}: {_EFFECTS[name]}"
+           for name in params.model_def.params if name not in M1_PARAMS]
+    if out:
+        p = params.vector()
+        rest = friction_budget(params.model_id, p, 0.0, 0.0, 0.0)
+        out.append(f"{params.model} static budget at rest, no load: {_fmt(rest)} N·m; the "
+                   f"export keeps K_c = {_fmt(v['friction_base'])} N·m (for a dcmotor, prefer a "
+                   "set identified as M1)")
+    if act.family == servo.CURRENT:
+        speed = (act.max_voltage + v["R"] * v["current_limit"]) / v["kt"]
+        out.append(f"current law: the I_heat and back-EMF clips differ for |q̇| > "
+                   f"{_fmt(speed)} rad/s (clips applied in the other order)")
+    if v.get("q_offset", 0.0) != 0.0:
+        out.append(f"q_offset = {_fmt(v['q_offset'])} rad (bench mounting offset)")
+    return out
+
+
+def export_dcmotor(mjcf: str | Path, joints: Sequence[ExportJoint], *,
+                   stiff_friction: bool = True) -> DcMotorExport:
+    """Replace the ``<motor>`` of each joint by a dcmotor (or add one) in an MJCF.
+
+    ``mjcf`` is a file path or the MJCF text. Each listed hinge joint gets
+    ``armature``, ``damping`` and ``frictionloss``; its ``<motor>`` actuator (if
+    any) becomes a ``<dcmotor>`` of the same name at the same place, so the
+    actuator order is kept. With ``stiff_friction`` the joints also get the
+    stiff friction constraint :class:`bam_sim.mujoco_arm.servo_arm.ServoArm` uses
+    (``solreffriction`` = 2Δt 1, ``solimpfriction`` = 0.9999 0.9999: no visible
+    creep inside the static friction). The result is compiled by MuJoCo before
+    returning. Asset file paths are left as they are: write the export next to
+    the source when it references files.
+    """
+    text, where = _read(mjcf)
+    timestep = _compile(text, where, "cannot load").opt.timestep
+    root = _parse(text, where)
+    if root.find(".//include") is not None:
+        raise BamError(f"{where} uses <include>; inline the included files before exporting")
+    if not joints:
+        raise BamError("no joints to export; give at least one joint and its parameters")
+    settings, notes = [], []
+    for spec in joints:
+        s = dcmotor_settings(spec.joint, spec.params, spec.gain, spec.supply_voltage)
+        _set_joint(root, s, where, timestep if stiff_friction else None)
+        _set_actuator(root, s, where)
+        settings.append(s)
+        notes += [f"{spec.joint}: {line}" for line in losses(spec.params)]
+    notes += GENERAL_LOSSES
+    summary = _note(settings, notes).replace("--", "- -")  # no "--" inside a comment
+    root.insert(0, ET.Comment(f" Exported by bam_sim.mujoco_arm.dcmotor_export.\n{summary}\n"))
+    ET.indent(root)
+    xml = _prologue(text) + ET.tostring(root, encoding="unicode") + "\n"
+    _compile(xml, where, "rejects the export of")
+    return DcMotorExport(xml, tuple(settings), tuple(notes))
+
+
+def write_dcmotor(mjcf: str | Path, joints: Sequence[ExportJoint], output: str | Path,
+                  overwrite: bool = False) -> DcMotorExport:
+    """:func:`export_dcmotor` and write the MJCF to ``output`` (never replaced unless asked)."""
+    from bam_sim.models.parameter_file import write_atomic
+
+    output = Path(output)
+    if output.exists() and not overwrite:
+        raise BamError(f"{output} already exists; choose another path or allow overwriting "
+                       "(--force)")
+    result = export_dcmotor(mjcf, joints)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(output, result.xml)
+    return result
+
+
+def _read(mjcf: str | Path) -> tuple[str, str]:
+    if isinstance(mjcf, Path) or not str(mjcf).lstrip().startswith("<"):
+        path = Path(mjcf)
+        try:
+            return path.read_text(encoding="utf-8"), str(path)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BamError(f"cannot read MJCF {path}: {exc}") from None
+    return str(mjcf), "<MJCF text>"
+
+
+def _parse(text: str, where: str) -> ET.Element:
+    try:
+        # Keep the source's comments: shipped MJCFs document their numbers there.
+        parser = ET.XMLParser(target=ET.TreeBuilder(insert_comments=True))
+        root = ET.fromstring(text, parser=parser)
+    except ET.ParseError as exc:
+        raise BamError(f"{where} is not valid XML ({exc}); fix the MJCF") from None
+    if root.tag != "mujoco":
+        raise BamError(f"{where} is not an MJCF file (root <{root.tag}>, expected <mujoco>)")
+    return root
+
+
+def _prologue(text: str) -> str:
+    """The comments before the root element (ElementTree drops them), kept verbatim."""
+    head = text[:text.find("<mujoco")]
+    head = re.sub(r"^\s*<\?xml[^>]*\?>\s*", "", head)
+    return head.strip() + "\n" if head.strip() else ""
+
+
+def _set_joint(root: ET.Element, s: DcMotorSettings, where: str,
+               timestep: float | None) -> None:
+    found = [j for j in root.iter("joint") if j.get("name") == s.joint]
+    if len(found) != 1:
+        names = sorted(j.get("name", "?") for j in root.iter("joint"))
+        raise BamError(f"{where} has no joint '{s.joint}'; its joints are {', '.join(names)}")
+    if found[0].get("type", "hinge") != "hinge":
+        raise BamError(f"joint '{s.joint}' in {where} is a {found[0].get('type')} joint; "
+                       "a servo drives a hinge joint")
+    found[0].set("armature", _num(s.armature))
+    found[0].set("damping", _num(s.damping))
+    found[0].set("frictionloss", _num(s.frictionloss))
+    if timestep is not None:
+        found[0].set("solreffriction", f"{_num(2.0 * timestep)} 1")
+        # MuJoCo's defaults for width, midpoint and power.
+        found[0].set("solimpfriction", f"{STIFF_IMPEDANCE} {STIFF_IMPEDANCE} 0.001 0.5 2")
+
+
+def _set_actuator(root: ET.Element, s: DcMotorSettings, where: str) -> None:
+    section = root.find("actuator")
+    if section is None:
+        section = ET.SubElement(root, "actuator")
+    driving = [a for a in section if a.get("joint") == s.joint]
+    others = [a for a in driving if a.tag != "motor"]
+    if others:
+        raise BamError(f"joint '{s.joint}' in {where} is driven by a <{others[0].tag}>; only "
+                       "<motor> actuators are replaced, remove the other one")
+    if len(driving) > 1:
+        raise BamError(f"joint '{s.joint}' in {where} has {len(driving)} <motor> actuators; "
+                       "keep one")
+    motor = driving[0] if driving else None
+    if motor is not None and float(motor.get("gear", "1").split()[0]) != 1.0:
+        raise BamError(f"the motor of joint '{s.joint}' in {where} has gear {motor.get('gear')}; "
+                       "parameters are at the joint output, set gear to 1")
+    attrs = {"name": motor.get("name", s.joint) if motor is not None else s.joint,
+             "joint": s.joint, "resistance": _num(s.resistance),
+             "motorconst": _num(s.motorconst), "input": "pos", "controller": s.controller()}
+    if s.torque_limit > 0.0:
+        attrs["saturation"] = _num(s.torque_limit)
+    element = ET.Element("dcmotor", attrs)
+    if motor is None:
+        section.append(element)
+    else:
+        index = list(section).index(motor)
+        section.remove(motor)
+        section.insert(index, element)
+
+
+def _compile(xml: str, where: str, verb: str) -> mujoco.MjModel:
+    try:
+        return mujoco.MjModel.from_xml_string(xml)
+    except ValueError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else "parse error"
+        raise BamError(f"MuJoCo {verb} {where}: {first}") from None
+
+
+def _note(settings: Sequence[DcMotorSettings], notes: Sequence[str]) -> str:
+    lines = ["dcmotor export (MuJoCo 4, input=\"pos\", torque-space gains):"]
+    for s in settings:
+        lines.append(f"  {s.joint}: R={_fmt(s.resistance)} Ω, K={_fmt(s.motorconst)} N·m/A, "
+                     f"kp={_fmt(s.kp)} N·m/rad, kd={_fmt(s.kd)} N·m·s/rad, "
+                     f"Vmax={_fmt(s.vmax)} V, saturation={_fmt(s.torque_limit)} N·m, "
+                     f"armature={_fmt(s.armature)} kg·m², damping={_fmt(s.damping)} N·m·s/rad, "
+                     f"frictionloss={_fmt(s.frictionloss)} N·m")
+    lines.append("lost in the export:")
+    lines += [f"  - {line}" for line in notes]
+    return "\n".join(lines)
+
+
+def _fmt(x: float) -> str:
+    return f"{float(x):.6g}"
+
+
+def _num(x: float) -> str:
+    # Shortest text that reads back as the same double: the export is exact.
+    return repr(float(x))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bam_sim.mujoco_arm.dcmotor_export``: export an MJCF, print what it loses."""
+    parser = argparse.ArgumentParser(prog="python -m bam_sim.mujoco_arm.dcmotor_export",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("mjcf", type=Path, help="MJCF whose <motor> actuators are replaced")
+    parser.add_argument("--joint", action="append", required=True, metavar="NAME=PARAMS[@GAIN]",
+                        help="a joint, its parameter file and optionally its servo gain")
+    parser.add_argument("--output", type=Path, required=True, help="MJCF to write")
+    parser.add_argument("--force", action="store_true", help="overwrite --output")
+    args = parser.parse_args(argv)
+    try:
+        result = write_dcmotor(args.mjcf, [_parse_joint(item) for item in args.joint],
+                               args.output, args.force)
+    except BamError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(result.note())
+    print(f"wrote {args.output}")
+    return 0
+
+
+def _parse_joint(item: str) -> ExportJoint:
+    from bam_sim.models.parameter_file import load
+
+    name, sep, rest = item.partition("=")
+    if not sep or not name or not rest:
+        raise BamError(f"--joint '{item}': write it as NAME=PARAMS.yaml or NAME=PARAMS.yaml@GAIN")
+    path, _, gain = rest.partition("@")
+    try:
+        value = float(gain) if gain else None
+    except ValueError:
+        raise BamError(f"--joint {name}: gain '{gain}' is not a number") from None
+    return ExportJoint(name.strip(), load(path), value)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

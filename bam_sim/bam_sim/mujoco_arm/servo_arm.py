@@ -1,0 +1,484 @@
+"""Servo actuator models applied to the joints of a MuJoCo robot (paper section IV-E).
+
+MuJoCo implements the Coulomb-viscous model only: a joint has a static
+friction ``dof_frictionloss`` (a box-bounded constraint force, solved together
+with every other constraint) and a viscous ``dof_damping``. Section IV-E runs
+the extended models M1..M6 in such an engine by updating both on the fly from
+the friction budget τ_f^m of equations (3), (6)-(10)::
+
+    τ_f^m = K_v·|q̇| + static(τ_m, τ_e, q̇)
+    dof_damping      ← K_v                                 (viscous part)
+    dof_frictionloss ← τ_f^m − K_v·|q̇|                      (static part, ≥ 0)
+    dof_armature     ← J_m                                  (apparent rotor inertia)
+
+and MuJoCo's friction constraint then applies clip(τ_stop, ±frictionloss),
+which is equations (4)-(5) with the damping taken out of the budget. The
+bench calibration ``q_offset`` of a parameter set is not used: the MJCF
+defines each joint's zero.
+
+Each step of :class:`ServoArm`, for every servo joint at once (one numba
+kernel over the joints, no Python loop over them):
+
+1. τ_m = S(q, q̇, q_d) of the joint's servo model (control law + motor model,
+   :func:`bam_sim.models.servo.servo_torque`; τ_m = 0 with torque disabled), written
+   to the joint's ``<motor>`` actuator: ``ctrl = τ_m / (gear·gain)``;
+2. τ_e, the external torque of the *previous* step (paper IV-E: τ_e and τ_f
+   come out of the same constraint solve, so the current one is not available
+   before the step; soft constraints keep τ_e smooth, which makes the one-step
+   delay harmless);
+3. τ_f^m from τ_m, τ_e and q̇, split into frictionloss and damping as above;
+4. ``mj_step``.
+
+External torque (step 2). After ``mj_step`` the force fields of ``MjData``
+describe the state the step started from. We take::
+
+    τ_e = qfrc_smooth − τ_m,prev + K_v,prev·q̇_prev          (smooth, not ours)
+        + qfrc_constraint − f_friction,own                   (constraints, not ours)
+
+``qfrc_smooth`` = qfrc_passive − qfrc_bias + qfrc_applied + qfrc_actuator
+(+ xfrc_applied): gravity, Coriolis/centrifugal forces, springs, user-applied
+forces and any other actuator on the joint. The servo's own forces are taken
+out of it: its motor torque (what we wrote to ``ctrl``) and its viscous
+friction −K_v·q̇ (the ``dof_damping`` part of ``qfrc_passive``). The constraint
+part keeps contacts, limits and equality constraints and drops the joint's own
+friction force, the ``efc_force`` of the constraint row whose ``efc_type`` is
+``mjCNSTR_FRICTION_DOF`` and whose ``efc_id`` is the joint's dof (the row's
+Jacobian is the unit vector of that dof, so its force is directly the torque).
+Using ``qfrc_smooth`` rather than −qfrc_bias + qfrc_passive + qfrc_applied
+needs fewer arrays per step and includes ``xfrc_applied``.
+
+Friction constraint softness. MuJoCo solves a *soft* friction constraint: the
+friction row targets the reference acceleration −b·q̇, b = 2/(d_max·t_c) with
+``solreffriction`` = (t_c, 1), and the impedance d = ``solimpfriction`` leaves a
+regularisation R = (1 − d)/d·w0, w0 = ``dof_invweight0`` (the dof's inverse
+inertia at qpos0, MuJoCo's approximation of A = J⁻¹). Inside the friction box
+the row's force is f = −(a_0 + b·q̇)/(A + R), a_0 = A·τ the acceleration of the
+net load τ (motor + external); the fixed point of q̇ ← q̇ + Δt·(a_0 + A·f) is a
+constant creep at rest::
+
+    q̇_creep = R·a_0/(A·b) = (1 − d)/d · d_max·t_c/2 · w0·τ
+
+With MuJoCo's defaults (t_c = 0.02 s, d = 0.9, d_max = 0.95) that is
+1.1e-3·w0·τ rad/s, a visible drift; :class:`ServoArm` therefore sets, for its
+joints, t_c = 2·Δt (the smallest MuJoCo accepts: b·Δt = 1/d_max, the row stops
+the joint in one step, τ_stop of equation 4) and d = d_max = 0.9999 (the
+largest), so that q̇_creep = (1 − d)·Δt·w0·τ = 1e-7 s·w0·τ at 1 ms (0.13 µrad/s
+for the MX-64 bench at half its static budget; ``test_arm_friction.py`` checks
+the formula).
+It also calls ``mj_setConst`` after setting the armature, so that w0 includes
+it. Pass ``stiff_friction=False`` to keep the MJCF's own settings.
+
+Residual against Algorithm 1 (the numba pendulum, :mod:`bam_sim.bench.pendulum`),
+measured by ``test_arm_equivalence.py`` (1 ms, 6 s, M1..M6, the protocol's
+trajectories, MX-64 and eRob80:100 benches):
+
+* with MuJoCo's integrator (the default) up to ~4 mrad MAE on fast free
+  swings (lift_drop on the MX-64), ~1.5 mrad elsewhere. It is the position
+  update: Algorithm 1 as published does q_k+1 = q_k + q̇_k+1·Δt + ½q̈Δt²,
+  MuJoCo's semi-implicit Euler q_k+1 = q_k + q̇_k+1·Δt. Against Algorithm 1
+  rewritten with MuJoCo's update and implicit damping (τ_e of the current
+  state) the arm agrees to ≤ 0.2 µrad for M1 and M2 (budgets without τ_e: the
+  soft constraint is all that is left) and ≤ 0.2 mrad for M3..M6, largest on
+  free swings where τ_e changes fastest: the one-step delay of τ_e;
+* with ``identification_integrator=True``, which adds the ½q̈Δt² term to the
+  servo joints after each ``mj_step`` (q̈ = Δq̇/Δt, the acceleration MuJoCo
+  integrated), ≤ 0.62 mrad: what remains is the damping, implicit and outside
+  the friction clip in MuJoCo, explicit and inside the budget's clip in
+  Algorithm 1, plus the delayed τ_e.
+
+Cost: ``benchmarks/arm_step.py`` (about 1.3 µs per step over a bare
+``mj_step`` loop on the shipped 2R arms, ~60 % of the bare rate).
+
+Use the identification integrator to reproduce what the parameter sets were
+identified with; the default keeps MuJoCo's integrator for every joint.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import mujoco
+import numba as nb
+import numpy as np
+
+from bam_sim.common.errors import BamError
+from bam_sim.models import parameters as P
+from bam_sim.models import servo
+from bam_sim.models.friction import friction_budget
+from bam_sim.models.parameter_set import ParameterSet
+
+FRICTION_DOF = int(mujoco.mjtConstraint.mjCNSTR_FRICTION_DOF)
+# Stiffest friction constraint MuJoCo accepts (see the module docstring).
+STIFF_IMPEDANCE = 0.9999
+
+# Columns of the per-joint integer table handed to the kernel.
+I_QADR, I_DADR, I_ACT, I_MODEL, I_FAMILY = range(5)
+N_INTS = 5
+# Columns of the per-joint float work table: command, memory of the last
+# step, and the outputs of the last step.
+W_GOAL, W_ENABLE, W_KP, W_CTRL_SCALE = 0, 1, 2, 3
+W_PREV_TAU_M, W_PREV_KV, W_PREV_DQ = 4, 5, 6
+W_CONTROL, W_TAU_M, W_TAU_E, W_BUDGET = 7, 8, 9, 10
+N_WORK = 11
+
+
+@dataclass(frozen=True)
+class ArmJoint:
+    """One servo joint: MJCF hinge, its ``<motor>`` actuator and its servo model."""
+
+    joint: str
+    actuator: str
+    params: ParameterSet
+    supply_voltage: float | None = None  # None: the actuator's default
+
+
+class ArmState(NamedTuple):
+    """Arrays of length n_joints, in joint order.
+
+    ``control`` (V or A) and ``motor_torque`` (N·m) are the servo's output at
+    the current state and command, i.e. what drives the next step (the
+    convention of :class:`bam_sim.bench.stepper.BenchStepper`'s samples).
+    """
+
+    q: np.ndarray
+    dq: np.ndarray
+    goal: np.ndarray
+    torque_enable: np.ndarray
+    gain: np.ndarray
+    control: np.ndarray
+    motor_torque: np.ndarray
+
+
+@nb.njit(cache=True)
+def _update(ints, params, consts, work, qpos, qvel, qfrc_smooth, qfrc_constraint,
+            efc_type, efc_id, efc_force, ctrl, frictionloss, damping):
+    """Steps 1-3 of the module docstring for every servo joint (before mj_step)."""
+    for i in range(ints.shape[0]):
+        dof = ints[i, I_DADR]
+        p = params[i]
+        q = qpos[ints[i, I_QADR]]
+        dq = qvel[dof]
+        own_friction = 0.0
+        for r in range(efc_type.size):
+            if efc_type[r] == FRICTION_DOF and efc_id[r] == dof:
+                own_friction += efc_force[r]
+        tau_e = (qfrc_smooth[dof] - work[i, W_PREV_TAU_M]
+                 + work[i, W_PREV_KV] * work[i, W_PREV_DQ]
+                 + qfrc_constraint[dof] - own_friction)
+        tau_m, control = servo.servo_torque(
+            ints[i, I_FAMILY], p, consts[i], work[i, W_KP], q, dq, work[i, W_GOAL],
+            work[i, W_ENABLE] != 0.0,
+        )
+        budget = friction_budget(ints[i, I_MODEL], p, tau_m, tau_e, dq)
+        viscous = p[P.KV]
+        ctrl[ints[i, I_ACT]] = tau_m * work[i, W_CTRL_SCALE]
+        # Rounding can make budget − K_v|q̇| a hair negative; MuJoCo wants ≥ 0.
+        frictionloss[dof] = max(budget - viscous * abs(dq), 0.0)
+        damping[dof] = viscous
+        work[i, W_PREV_TAU_M] = tau_m
+        work[i, W_PREV_KV] = viscous
+        work[i, W_PREV_DQ] = dq
+        work[i, W_CONTROL] = control
+        work[i, W_TAU_M] = tau_m
+        work[i, W_TAU_E] = tau_e
+        work[i, W_BUDGET] = budget
+
+
+@nb.njit(cache=True)
+def _half_step(ints, work, qpos, qvel, dt):
+    """The ½·q̈·Δt² position term of the identification integrator (after mj_step).
+
+    q̈ is taken as (q̇_k+1 − q̇_k)/Δt, the acceleration MuJoCo actually
+    integrated (implicit damping included).
+    """
+    for i in range(ints.shape[0]):
+        qpos[ints[i, I_QADR]] += 0.5 * dt * (qvel[ints[i, I_DADR]] - work[i, W_PREV_DQ])
+
+
+@nb.njit(cache=True)
+def _servo_outputs(ints, params, consts, work, qpos, qvel, out_tau, out_control):
+    """τ_m and control of every joint at the current state and command (no side effect)."""
+    for i in range(ints.shape[0]):
+        out_tau[i], out_control[i] = servo.servo_torque(
+            ints[i, I_FAMILY], params[i], consts[i], work[i, W_KP], qpos[ints[i, I_QADR]],
+            qvel[ints[i, I_DADR]], work[i, W_GOAL], work[i, W_ENABLE] != 0.0,
+        )
+
+
+def _name(model: mujoco.MjModel, kind: mujoco.mjtObj, index: int) -> str:
+    return mujoco.mj_id2name(model, kind, index) or f"#{index}"
+
+
+def _joint_index(model: mujoco.MjModel, name: str) -> int:
+    index = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)
+    if index < 0:
+        hinges = [_name(model, mujoco.mjtObj.mjOBJ_JOINT, j) for j in range(model.njnt)
+                  if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_HINGE]
+        raise BamError(f"joint '{name}' is not in the MJCF; its hinge joints are: "
+                       f"{', '.join(hinges) or 'none'}")
+    if model.jnt_type[index] != mujoco.mjtJoint.mjJNT_HINGE:
+        kind = mujoco.mjtJoint(model.jnt_type[index]).name
+        raise BamError(f"joint '{name}' is a {kind} joint; servo joints must be hinges")
+    if model.jnt_actfrclimited[index]:
+        raise BamError(f"joint '{name}' has actuatorfrcrange, which would clip the servo "
+                       "torque; remove it (the servo model limits the torque)")
+    return index
+
+
+def _motor_scale(model: mujoco.MjModel, name: str, joint: int,
+                 joint_name: str) -> tuple[int, float]:
+    """Actuator index and 1/(gear·gain): ctrl = τ_m·scale gives the torque τ_m."""
+    index = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_ACTUATOR, name)
+    if index < 0:
+        names = [_name(model, mujoco.mjtObj.mjOBJ_ACTUATOR, a) for a in range(model.nu)]
+        raise BamError(f"actuator '{name}' is not in the MJCF; its actuators are: "
+                       f"{', '.join(names) or 'none'}")
+    is_motor = (model.actuator_trntype[index] == mujoco.mjtTrn.mjTRN_JOINT
+                and model.actuator_dyntype[index] == mujoco.mjtDyn.mjDYN_NONE
+                and model.actuator_gaintype[index] == mujoco.mjtGain.mjGAIN_FIXED
+                and model.actuator_biastype[index] == mujoco.mjtBias.mjBIAS_NONE)
+    if not is_motor or model.actuator_trnid[index, 0] != joint:
+        raise BamError(f"actuator '{name}' must be a <motor joint=\"{joint_name}\"/>; "
+                       "declare one for each servo joint")
+    if model.actuator_ctrllimited[index] or model.actuator_forcelimited[index]:
+        raise BamError(f"motor '{name}' has a ctrlrange or forcerange, which would clip the "
+                       "servo torque; remove it (the servo model limits the torque)")
+    gain = float(model.actuator_gear[index, 0] * model.actuator_gainprm[index, 0])
+    if gain == 0.0 or not math.isfinite(gain):
+        raise BamError(f"motor '{name}' has gear·gain {gain}; give it gear=\"1\"")
+    return index, 1.0 / gain
+
+
+def _per_joint(name: str, values: object, n: int, names: tuple[str, ...],
+               current: np.ndarray) -> np.ndarray:
+    """A validated float array of length n from a scalar, a sequence or a name->value map."""
+    if isinstance(values, Mapping):
+        out = current.copy()
+        for joint, value in values.items():
+            if joint not in names:
+                raise BamError(f"{name}: unknown joint '{joint}'; joints are {', '.join(names)}")
+            out[names.index(joint)] = _number(name, value)
+        return out
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise BamError(f"{name} must be numbers, got {values!r}") from None
+    if arr.ndim == 0:
+        arr = np.full(n, float(arr))
+    if arr.shape != (n,):
+        raise BamError(f"{name} needs {n} values (joints {', '.join(names)}), got shape "
+                       f"{arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise BamError(f"{name} holds non-finite values {arr.tolist()}; give finite numbers")
+    return arr
+
+
+def _number(name: str, value: object) -> float:
+    if isinstance(value, (bool, np.bool_)):
+        return float(value)
+    if not isinstance(value, (int, float, np.number)):
+        raise BamError(f"{name} must be a number, got {value!r}")
+    if not math.isfinite(value):
+        raise BamError(f"{name} must be finite, got {value}")
+    return float(value)
+
+
+class ServoArm:
+    """A MuJoCo model whose hinge joints are servo actuators with M1..M6 friction.
+
+    ``model`` is modified in place (armature, friction, damping, and with
+    ``stiff_friction`` the friction constraint's solref/solimp of the servo
+    joints): give each ServoArm its own MjModel. ``gains`` defaults to each
+    actuator's second Table I gain; every joint starts torque-enabled with its
+    goal at its position.
+    """
+
+    def __init__(self, model: mujoco.MjModel, joints: Sequence[ArmJoint], *,
+                 gains: Sequence[float] | None = None, stiff_friction: bool = True,
+                 identification_integrator: bool = False) -> None:
+        if not isinstance(model, mujoco.MjModel):
+            raise BamError(f"model must be a mujoco.MjModel, got {type(model).__name__}")
+        joints = tuple(joints)
+        if not joints or not all(isinstance(j, ArmJoint) for j in joints):
+            raise BamError("joints must be a non-empty sequence of ArmJoint")
+        for j in joints:
+            if not isinstance(j.joint, str) or not isinstance(j.actuator, str):
+                raise BamError(f"joint and actuator names must be strings, got {j.joint!r}, "
+                               f"{j.actuator!r}")
+        self.model = model
+        self.data = mujoco.MjData(model)
+        self.joints = joints
+        self.names: tuple[str, ...] = tuple(j.joint for j in joints)
+        self._check_unique([j.joint for j in joints], "joint")
+        self._half_step = bool(identification_integrator)
+        self._check_unique([j.actuator for j in joints], "actuator")
+        n = len(joints)
+        self._ints = np.zeros((n, N_INTS), dtype=np.int64)
+        self._params = np.zeros((n, P.N_PARAMS))
+        self._consts = np.zeros((n, servo.N_CONSTS))
+        self._work = np.zeros((n, N_WORK))
+        for i, spec in enumerate(joints):
+            self._bind(i, spec, stiff_friction)
+        # The armature changed the mass matrix: recompute the constants MuJoCo derives
+        # from it at qpos0, among them dof_invweight0, which scales the friction
+        # constraint's regularisation (hence the creep at rest, see the docstring).
+        mujoco.mj_setConst(model, self.data)
+        # Table I's second gain of each actuator, then the given ones (a map may
+        # name only some joints).
+        self._work[:, W_KP] = [j.params.actuator_def.gains[1] for j in joints]
+        if gains is not None:
+            self._work[:, W_KP] = self._gains(gains)
+        self._work[:, W_ENABLE] = 1.0
+        # Views of MjData/MjModel arrays: fixed buffers, fetched once.
+        d, m = self.data, self.model
+        self._views = (d.qpos, d.qvel, d.qfrc_smooth, d.qfrc_constraint)
+        self._outputs = (d.ctrl, m.dof_frictionloss, m.dof_damping)
+        self.reset()
+
+    @classmethod
+    def from_mjcf(cls, path: str | Path, joints: Sequence[ArmJoint], **kw) -> ServoArm:
+        """Load an MJCF file and bind its servo joints."""
+        path = Path(path)
+        if not path.is_file():
+            raise BamError(f"MJCF file {path} does not exist")
+        try:
+            model = mujoco.MjModel.from_xml_path(str(path))
+        except ValueError as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else "parse error"
+            raise BamError(f"MuJoCo cannot load {path}: {first}") from None
+        return cls(model, joints, **kw)
+
+    @staticmethod
+    def _check_unique(names: list[str], what: str) -> None:
+        seen = {name for name in names if names.count(name) > 1}
+        if seen:
+            raise BamError(f"{what} '{sorted(seen)[0]}' is given twice; list each servo once")
+
+    def _bind(self, i: int, spec: ArmJoint, stiff_friction: bool) -> None:
+        m = self.model
+        if not isinstance(spec.params, ParameterSet):
+            raise BamError(f"joint '{spec.joint}': params must be a ParameterSet, got "
+                           f"{type(spec.params).__name__}")
+        joint = _joint_index(m, spec.joint)
+        act, scale = _motor_scale(m, spec.actuator, joint, spec.joint)
+        dof = int(m.jnt_dofadr[joint])
+        actuator = spec.params.actuator_def
+        self._ints[i] = (m.jnt_qposadr[joint], dof, act, spec.params.model_id, actuator.family)
+        self._params[i] = spec.params.vector()
+        self._consts[i] = actuator.consts()
+        if spec.supply_voltage is not None:
+            volts = _number(f"joint '{spec.joint}' supply_voltage", spec.supply_voltage)
+            if volts <= 0.0:
+                raise BamError(f"joint '{spec.joint}' supply_voltage must be > 0 V, got {volts}")
+            self._consts[i, servo.C_SUPPLY] = volts
+        self._work[i, W_CTRL_SCALE] = scale
+        m.dof_armature[dof] = self._params[i, P.ARMATURE]
+        if stiff_friction:
+            m.dof_solref[dof] = (2.0 * m.opt.timestep, 1.0)
+            m.dof_solimp[dof, :2] = STIFF_IMPEDANCE
+
+    def _gains(self, gains: object) -> np.ndarray:
+        kp = _per_joint("gains", gains, len(self.names), self.names, self._work[:, W_KP])
+        if np.any(kp < 0.0):
+            raise BamError(f"gains must be >= 0, got {kp.tolist()}")
+        return kp
+
+    # -- state and commands --------------------------------------------------------------
+
+    @property
+    def dt(self) -> float:
+        return float(self.model.opt.timestep)
+
+    @property
+    def time(self) -> float:
+        return float(self.data.time)
+
+    @property
+    def n_joints(self) -> int:
+        return len(self.names)
+
+    def set_command(self, goals: object = None, torque_enables: object = None,
+                    gains: object = None) -> None:
+        """New goals (rad), torque enables and gains: arrays in joint order, scalars for
+        every joint, or {joint: value} maps; None keeps the current ones."""
+        n, names, w = self.n_joints, self.names, self._work
+        new_goal = None if goals is None else _per_joint("goals", goals, n, names, w[:, W_GOAL])
+        new_enable = None if torque_enables is None else _per_joint(
+            "torque_enables", torque_enables, n, names, w[:, W_ENABLE])
+        new_kp = None if gains is None else self._gains(gains)
+        # Validate everything before changing anything.
+        if new_goal is not None:
+            w[:, W_GOAL] = new_goal
+        if new_enable is not None:
+            w[:, W_ENABLE] = new_enable != 0.0
+        if new_kp is not None:
+            w[:, W_KP] = new_kp
+
+    def step(self, n: int = 1) -> None:
+        """Advance n steps of Δt: servo model → ctrl, friction → model, mj_step."""
+        m, d = self.model, self.data
+        ints, params, consts, work = self._ints, self._params, self._consts, self._work
+        qpos, qvel, smooth, constraint = self._views
+        ctrl, frictionloss, damping = self._outputs
+        if self._half_step:
+            dt = m.opt.timestep
+            for _ in range(n):
+                _update(ints, params, consts, work, qpos, qvel, smooth, constraint,
+                        d.efc_type, d.efc_id, d.efc_force, ctrl, frictionloss, damping)
+                mujoco.mj_step(m, d)
+                _half_step(ints, work, qpos, qvel, dt)
+            return
+        for _ in range(n):
+            _update(ints, params, consts, work, qpos, qvel, smooth, constraint,
+                    d.efc_type, d.efc_id, d.efc_force, ctrl, frictionloss, damping)
+            mujoco.mj_step(m, d)
+
+    def state(self) -> ArmState:
+        qadr, dadr = self._ints[:, I_QADR], self._ints[:, I_DADR]
+        tau, control = np.empty(self.n_joints), np.empty(self.n_joints)
+        _servo_outputs(self._ints, self._params, self._consts, self._work, self.data.qpos,
+                       self.data.qvel, tau, control)
+        w = self._work
+        return ArmState(self.data.qpos[qadr].copy(), self.data.qvel[dadr].copy(),
+                        w[:, W_GOAL].copy(), w[:, W_ENABLE] != 0.0, w[:, W_KP].copy(),
+                        control, tau)
+
+    @property
+    def external_torque(self) -> np.ndarray:
+        """τ_e (N·m) each joint's friction budget used in the last step."""
+        return self._work[:, W_TAU_E].copy()
+
+    @property
+    def friction_budget(self) -> np.ndarray:
+        """τ_f^m (N·m) of each joint in the last step (viscous part included)."""
+        return self._work[:, W_BUDGET].copy()
+
+    def reset(self, q: object = None, dq: object = None) -> None:
+        """Reset the simulation (time 0) to joint positions q and velocities dq.
+
+        Defaults: the MJCF's reference positions (qpos0), at rest. Goals are set
+        to q; torque enables and gains are kept. The servo joints' friction and
+        damping are cleared and the forces recomputed (mj_forward) so that the
+        first step's τ_e is the external torque at the new state.
+        """
+        m, d = self.model, self.data
+        qadr, dadr = self._ints[:, I_QADR], self._ints[:, I_DADR]
+        n, names = self.n_joints, self.names
+        q0 = m.qpos0[qadr]
+        q = q0.copy() if q is None else _per_joint("q", q, n, names, q0)
+        dq = np.zeros(n) if dq is None else _per_joint("dq", dq, n, names, np.zeros(n))
+        mujoco.mj_resetData(m, d)
+        d.qpos[qadr] = q
+        d.qvel[dadr] = dq
+        self._work[:, W_GOAL] = q
+        d.ctrl[self._ints[:, I_ACT]] = 0.0
+        m.dof_frictionloss[dadr] = 0.0
+        m.dof_damping[dadr] = 0.0
+        self._work[:, W_PREV_TAU_M] = 0.0
+        self._work[:, W_PREV_KV] = 0.0
+        self._work[:, W_PREV_DQ] = dq
+        mujoco.mj_forward(m, d)

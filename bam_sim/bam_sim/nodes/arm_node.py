@@ -1,0 +1,397 @@
+"""``arm``: a MuJoCo robot whose joints are servo actuators, behind the drivers' topics.
+
+Example::
+
+    ros2 run bam_sim arm --ros-args -p arm:=dynamixel \\
+        -p params_files:="['params/mx106_m6.yaml', '']" -p gains:="[32.0, 32.0]"
+
+A thin node over :class:`bam_sim.mujoco_arm.servo_arm.ServoArm` (servo model and M1..M6
+friction on every joint, paper section IV-E). The physics steps at
+rate = 1/timestep of the MJCF; every ``publish_every`` steps (or at
+``publish_rate``) the loop thread publishes, stamped with the simulated time
+t = start_time + steps·timestep, ``/clock``, ``/joint_states`` (all joints:
+position, velocity, effort = motor torque) and ``/bam/actuator_states`` (one
+entry per joint, joint order). A message of time t reports the state at t and
+the command that drives the next steps (the pendulum node's convention).
+Real time or faster (``real_time_factor``, 0 = as fast as possible); the
+loop, stamps, topics and command parsing are those of the pendulum node
+(:mod:`bam_sim.common.actuator_node`).
+
+Commands: ``/bam/commands`` (names select joints; without names, one entry per
+joint in joint order) and ``/position_commands`` (one goal per joint, joint
+order). A command applies from the next publication period on.
+``command_timeout`` > 0 turns every joint's torque off when no command arrived
+for that long in simulated time (to the step).
+
+``/bam/bench_info`` (transient local, one message for the whole arm, source
+"sim"): a BenchInfo describes one pendulum bench, so for an arm
+
+* ``joint_name``, ``actuator``, ``control_unit``, ``model``, ``parameters``
+  hold one entry per joint, comma separated, in joint order (e.g.
+  ``"shoulder,elbow"``, ``"mx106,mx64"``, ``"V,V"``, ``"m4,m4"``,
+  ``"published,/abs/path/mx64_m6.yaml"``);
+* ``supply_voltage`` and ``damping`` hold the value shared by all joints, NaN
+  when they differ or do not apply (damping: voltage-controlled joints);
+* ``mass``, ``arm_mass`` and ``length`` are NaN: the geometry is the MJCF's
+  (``mjcf`` parameter); ``gravity`` is |g| of the MJCF; ``control_rate`` the
+  physics and servo control rate 1/timestep (states are published every
+  ``publish_every`` steps).
+
+The identification refuses such a description (no pendulum bench), as it
+should: arm recordings are for validation, not identification.
+
+``viewer:=true`` opens MuJoCo's passive viewer when a display exists
+(``DISPLAY`` or ``WAYLAND_DISPLAY`` set); otherwise one warning, and the node
+runs without it. Parameters: see :data:`PARAMETERS`, or ``arm --help``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+
+import numpy as np
+from rclpy.parameter import Parameter
+
+from bam_msgs.msg import BenchInfo
+from bam_sim.common.actuator_node import SimNode
+from bam_sim.common.commands import JointCommand
+from bam_sim.common.errors import BamError
+from bam_sim.common.node_parameters import (
+    COMMAND_TIMEOUT,
+    PUBLISH_CLOCK,
+    REAL_TIME_FACTOR,
+    Param,
+    declare,
+    usage,
+)
+from bam_sim.common.numbers import finite_non_negative
+from bam_sim.common.runner import run_node
+from bam_sim.models.actuators import get_actuator
+from bam_sim.models.friction import get_model
+from bam_sim.models.parameter_file import load, published
+from bam_sim.models.parameter_set import ParameterSet
+from bam_sim.models.servo import CURRENT
+from bam_sim.mujoco_arm.servo_arm import ServoArm
+from bam_sim.mujoco_arm.shipped_arms import ARMS, ArmSpec, arm_spec, load_arm
+
+NODE_NAME = "arm"
+VIEWER_PERIOD = 1.0 / 60.0  # s of wall time between two viewer refreshes
+DEFAULT_MODEL = "m4"  # friction model of a joint the arm does not know, without a file
+
+PARAMETERS: tuple[Param, ...] = (
+    Param("arm", "dynamixel", f"shipped arm: {', '.join(ARMS)} (its MJCF, joints, "
+          "actuators and default models)", read_only=True),
+    Param("mjcf", "", "MJCF file of the robot ('' = the arm's shipped model); each servo "
+          "joint must be driven by a <motor> of the same name", read_only=True),
+    Param("joints", None, "servo joints, in order (default: the arm's; others need mjcf)",
+          read_only=True),
+    Param("actuators", None, "bam_sim actuator of each joint (mx64, mx106, erob80_50, "
+          "erob80_100; default: the arm's)", read_only=True),
+    Param("models", None, "friction model m1..m6 per joint (one entry: all joints); '' = the "
+          "file's model, else the arm's default (m4 for joints it does not know)",
+          read_only=True),
+    Param("params_files", None, "parameter file per joint (one entry: all joints); '' = the "
+          "published set of the joint's actuator and model", read_only=True),
+    Param("gains", None, "initial gain kp per joint (one entry: all joints; default: each "
+          "actuator's second Table I gain); change them with /bam/commands", read_only=True),
+    Param("initial_positions", None, "initial positions and goals per joint, rad (one entry: "
+          "all joints; 0 = the shipped arms' links hanging down)", read_only=True),
+    Param("publish_every", 1, "publish the states every N physics steps", read_only=True,
+          low=1, high=1_000_000),
+    Param("publish_rate", 0.0, "publication rate, Hz (rounded to whole steps; 0 = use "
+          "publish_every)", read_only=True, low=0.0, high=1.0e6),
+    REAL_TIME_FACTOR,
+    PUBLISH_CLOCK,
+    Param("start_time", 0.0, "simulated time of the first step, s", read_only=True,
+          low=0.0, high=4.0e9),
+    COMMAND_TIMEOUT,
+    Param("thread_priority", 0, "SCHED_FIFO priority of the loop thread, 1..99 (needs "
+          "CAP_SYS_NICE or an rtprio limit); 0 = normal scheduling", read_only=True,
+          low=0, high=99),
+    Param("viewer", False, "open MuJoCo's passive viewer (needs a display: DISPLAY set)",
+          read_only=True),
+)
+_FIRST = 4  # parameters declared before the per-joint defaults are known
+
+
+def _per_joint(name: str, values: list, joints: tuple[str, ...]) -> list:
+    """One entry per joint: the list itself, or its single entry repeated."""
+    values = list(values)
+    if len(values) == 1 and len(joints) > 1:
+        return values * len(joints)
+    if len(values) != len(joints):
+        raise BamError(f"{name} has {len(values)} entries but there are {len(joints)} joints "
+                       f"({', '.join(joints)}); give one per joint, or one for all")
+    return values
+
+
+class ArmNode(SimNode):
+    """The simulated arm; keyword arguments go to :class:`rclpy.node.Node`."""
+
+    def __init__(self, **kwargs) -> None:
+        self._viewer = None
+        super().__init__(NODE_NAME, **kwargs)
+
+    # -- set-up ----------------------------------------------------------------------
+
+    def _setup(self) -> None:
+        values, spec = self._declare()
+        sets = self._parameter_sets(values, spec)
+        self._arm = self._build(values, spec.name, dict(zip(self.joint_names, sets)))
+        self._mjcf = values["mjcf"] or str(spec.mjcf)
+        self._dt = self._arm.dt
+        self._every = self._publish_every(values["publish_every"], values["publish_rate"])
+        self._steps = 0
+        self._start_clock(1.0 / self._dt, values["start_time"], values["command_timeout"])
+        self._create_topics([a.control_unit for a in self._actuators], self._voltages(),
+                            publish_clock=bool(values["publish_clock"]))
+        self._publish_bench_info()
+        self._follow_parameters()
+        if values["viewer"]:
+            self._open_viewer()
+        self.get_logger().info(
+            f"{spec.title if not values['mjcf'] else self._mjcf}: "
+            + ", ".join(f"{j} {a.name} {p.model} ({s})" for j, a, p, s in
+                        zip(self.joint_names, self._actuators, sets, self._sources))
+            + f"; {1.0 / self._dt:g} Hz physics, states every {self._every} step(s), "
+            f"real-time factor {values['real_time_factor']:g}")
+        self._start_loop("arm-loop", 1.0 / (self._dt * self._every), values["real_time_factor"],
+                         values["thread_priority"])
+
+    def _declare(self) -> tuple[dict, ArmSpec]:
+        """Declare the parameters (per-joint defaults from the arm); joints and actuators."""
+        values = declare(self, PARAMETERS[:2])
+        spec = arm_spec(values["arm"])
+        values.update(declare(self, PARAMETERS[2:_FIRST], {
+            "joints": [j.joint for j in spec.joints],
+            "actuators": [j.actuator for j in spec.joints]}))
+        joints = tuple(values["joints"])
+        if not joints or any(not name for name in joints):
+            raise BamError(f"joints must name the servo joints, got {list(joints)}")
+        if not values["mjcf"] and (joints != tuple(j.joint for j in spec.joints) or list(
+                values["actuators"]) != [j.actuator for j in spec.joints]):
+            raise BamError(f"the {spec.name} arm has joints "
+                           f"{', '.join(j.joint for j in spec.joints)} driven by "
+                           f"{', '.join(j.actuator for j in spec.joints)}; set mjcf to use "
+                           "other joints or actuators")
+        self.joint_names = joints
+        self._actuators = [get_actuator(a) for a in _per_joint("actuators",
+                                                               values["actuators"], joints)]
+        n = len(joints)
+        values.update(declare(self, PARAMETERS[_FIRST:], {
+            "models": [""] * n, "params_files": [""] * n,
+            "gains": [float(a.gains[1]) for a in self._actuators],
+            "initial_positions": [0.0] * n}))
+        return values, spec
+
+    def _parameter_sets(self, values: dict, spec: ArmSpec) -> list[ParameterSet]:
+        """Each joint's parameter set, from its file and model entries."""
+        joints = self.joint_names
+        defaults = {j.joint: j.model for j in spec.joints}
+        files = _per_joint("params_files", values["params_files"], joints)
+        models = _per_joint("models", values["models"], joints)
+        self._sources = [os.path.abspath(f) if f else "published" for f in files]
+        return [self._resolve(joint, actuator.name, file, model,
+                              defaults.get(joint, DEFAULT_MODEL))
+                for joint, actuator, file, model in zip(joints, self._actuators, files, models)]
+
+    def _resolve(self, joint: str, actuator: str, path: str, model: str,
+                 default: str) -> ParameterSet:
+        """A joint's parameter set: its file (checked) or the published one."""
+        if model:
+            model = get_model(model).name  # a clear error for an unknown model
+        if not path:
+            return published(actuator, model or default)
+        params = load(path)
+        if params.actuator != actuator:
+            raise BamError(f"{path} is for actuator {params.actuator}, but joint '{joint}' is "
+                           f"a {actuator}; give a parameter file of the {actuator}")
+        if model and model != params.model:
+            raise BamError(f"{path} holds model {params.model}, not {model} (models entry of "
+                           f"joint '{joint}'); leave that entry '' to follow the file")
+        return params
+
+    def _build(self, values: dict, arm: str, sets: dict[str, ParameterSet]) -> ServoArm:
+        joints = self.joint_names
+        gains = _per_joint("gains", values["gains"], joints)
+        arm_ = load_arm(values["mjcf"] or arm, sets, gains=gains)
+        # One step and a state before the loop starts: the numba kernels load (or
+        # compile) now, not as a late first tick; reset() then starts from scratch.
+        arm_.step(1)
+        arm_.state()
+        arm_.reset(q=_per_joint("initial_positions", values["initial_positions"], joints))
+        return arm_
+
+    def _publish_every(self, every: int, rate: float) -> int:
+        if rate <= 0.0:
+            return int(every)
+        steps = max(1, int(round(1.0 / (self._dt * rate))))
+        if abs(steps * self._dt * rate - 1.0) > 1e-9:
+            self.get_logger().warning(
+                f"publish_rate {rate:g} Hz rounded to every {steps} step(s) "
+                f"({1.0 / (steps * self._dt):g} Hz) at the {1.0 / self._dt:g} Hz physics")
+        return steps
+
+    def _voltages(self) -> list[float]:
+        return [float(j.supply_voltage) if j.supply_voltage is not None
+                else float(a.supply_voltage) for j, a in zip(self._arm.joints, self._actuators)]
+
+    # -- public helpers ----------------------------------------------------------------
+
+    @property
+    def arm(self) -> ServoArm:
+        """The simulated arm (hold :attr:`lock` to use it while the loop runs)."""
+        return self._arm
+
+    @property
+    def viewer(self):
+        """MuJoCo's passive viewer, None when not open (or closed by the user)."""
+        return self._viewer
+
+    @property
+    def tick_count(self) -> int:
+        """Publication periods done (the loop's tick index)."""
+        return self._steps // self._every
+
+    @property
+    def step_count(self) -> int:
+        """Physics steps done."""
+        return self._steps
+
+    @property
+    def publish_every(self) -> int:
+        return self._every
+
+    def _now(self) -> int:
+        return self._steps  # the watchdog counts physics steps
+
+    def stamp_ns(self, step: int) -> int:
+        """Simulated time after ``step`` physics steps, ns (the stamp of its messages)."""
+        return self._time.ns(step)
+
+    def destroy_node(self) -> None:
+        self.stop()
+        if self._viewer is not None:
+            self._viewer.close()
+            self._viewer = None
+        super().destroy_node()
+
+    # -- loop ------------------------------------------------------------------------
+
+    def _tick(self) -> None:
+        with self._lock:
+            k, n, arm = self._steps, self._every, self._arm
+            due = self._watchdog.due()
+            if due is not None and due <= k:
+                self._trip_watchdog()
+                due = None
+            s = arm.state()
+            if due is not None and due < k + n:  # trips within this period: to the step
+                arm.step(due - k)
+                self._trip_watchdog()
+                arm.step(k + n - due)
+            else:
+                arm.step(n)
+            self._steps = k + n
+            if self._viewer is not None:
+                self._sync_viewer()
+        self.topics.publish(self._time.ns(k), s.q, s.dq, s.motor_torque, s.goal,
+                            s.torque_enable, s.gain, s.control, s.motor_torque)
+
+    def _trip_watchdog(self) -> None:
+        """Torque off on every joint from now on (caller holds the lock)."""
+        self._watchdog.tripped = True
+        if not self._arm.state().torque_enable.any():
+            return
+        self._arm.set_command(torque_enables=False)
+        self.get_logger().warning(
+            f"no command for {self._watchdog.timeout * self._dt:g} s (command_timeout): "
+            "torque off on every joint; send torque_enables on /bam/commands to enable them "
+            "again")
+
+    def _publish_bench_info(self) -> None:
+        def shared(values: list[float]) -> float:
+            return values[0] if len(set(values)) == 1 else math.nan
+
+        actuators = self._actuators
+        with self._lock:
+            models = [j.params.model for j in self._arm.joints]
+            gravity = float(np.linalg.norm(self._arm.model.opt.gravity))
+            k = self._steps
+        msg = BenchInfo(
+            actuator=",".join(a.name for a in actuators),
+            joint_name=",".join(self.joint_names),
+            mass=math.nan, arm_mass=math.nan, length=math.nan, gravity=gravity,
+            supply_voltage=shared(self._voltages()),
+            damping=shared([a.damping if a.family == CURRENT else math.nan
+                            for a in actuators]),
+            control_unit=",".join(a.control_unit for a in actuators),
+            source=BenchInfo.SOURCE_SIM, control_rate=1.0 / self._dt,
+            model=",".join(models), parameters=",".join(self._sources))
+        self.topics.publish_info(msg, self._time.ns(k))
+
+    # -- viewer ------------------------------------------------------------------------
+
+    def _open_viewer(self) -> None:
+        if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+            self.get_logger().warning("viewer:=true but no display (DISPLAY is not set); "
+                                      "running without the viewer")
+            return
+        try:
+            import mujoco.viewer
+
+            self._viewer = mujoco.viewer.launch_passive(self._arm.model, self._arm.data)
+        except Exception as exc:  # no OpenGL, no GUI toolkit...: the simulation goes on
+            self.get_logger().warning(f"cannot open the MuJoCo viewer ({type(exc).__name__}: "
+                                      f"{exc}); running without it")
+            return
+        self._viewer_next = 0.0
+
+    def _sync_viewer(self) -> None:
+        """Refresh the viewer at most every VIEWER_PERIOD of wall time (lock held)."""
+        now = time.monotonic()
+        if now < self._viewer_next:
+            return
+        self._viewer_next = now + VIEWER_PERIOD
+        if self._viewer.is_running():
+            self._viewer.sync()
+        else:  # closed by the user: the simulation goes on
+            self._viewer = None
+
+    # -- commands --------------------------------------------------------------------
+
+    def _command(self, command: JointCommand) -> None:
+        names = [self.joint_names[i] for i in command.indices]
+
+        def by_joint(values):
+            return None if values is None else dict(zip(names, values))
+
+        self._arm.set_command(goals=by_joint(command.goals),
+                              torque_enables=by_joint(command.torque_enables),
+                              gains=by_joint(command.gains))
+
+    # -- parameters ------------------------------------------------------------------
+
+    def _plan(self, params: list[Parameter]) -> dict:
+        return {p.name: finite_non_negative(p.name, p.value) for p in params
+                if p.name in ("real_time_factor", "command_timeout")}
+
+    def _post_set(self, params: list[Parameter]) -> None:
+        plan = self._plan(params)
+        if "command_timeout" in plan:
+            with self._lock:
+                self._set_command_timeout(plan["command_timeout"])
+        if "real_time_factor" in plan:
+            self._set_real_time_factor(plan["real_time_factor"])
+
+
+def main(args: list[str] | None = None) -> int:
+    return run_node("arm", ArmNode, usage("arm", "Simulated MuJoCo arm (bam_sim)", PARAMETERS,
+                                          "per joint, see the description"), args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,221 @@
+"""Test helpers over DDS: wait for a condition, probe an actuator node, run an executable.
+
+The tests of every package share them: pytest imports test files in prepend
+mode and the test folders are not packages, so shared test code lives in this
+installed module. Nodes run on a private context (:mod:`bam_sim.testing.ros_context`).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from bam_msgs.msg import ActuatorCommand, ActuatorStateArray
+from bam_sim.common import contract
+from bam_sim.common.qos import profile
+
+POLL = 0.01  # s between two checks of a condition
+
+
+def stamp_ns(msg) -> int:
+    """The header stamp of ``msg``, ns."""
+    return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+
+
+def wait_for(predicate: Callable[[], object], what: str, timeout: float,
+             pause: Callable[[], None] | None = None) -> None:
+    """Return once ``predicate()`` holds; an AssertionError naming ``what`` after ``timeout`` s.
+
+    ``pause`` runs between two checks (default: sleep POLL s; e.g. spin an
+    executor once instead).
+    """
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        if pause is None:
+            time.sleep(POLL)
+        else:
+            pause()
+
+
+def executable_error(module: str, argv: list[str], domain: int, timeout: float) -> str:
+    """Run ``module``'s ``main(argv)`` in a new process on ROS domain ``domain``.
+
+    It must exit with code 2 and write one line on stderr, starting with
+    "``argv[0]``: error:"; that line.
+    """
+    env = {**os.environ, "ROS_DOMAIN_ID": str(domain)}
+    code = f"import sys; from {module} import main; sys.exit(main({argv!r}))"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=timeout)
+    assert done.returncode == 2, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1 and errors[0].startswith(f"{argv[0]}: error:"), done.stderr
+    return errors[0]
+
+
+@contextmanager
+def closing(factory: Callable) -> Iterator[Callable]:
+    """``factory``, remembering what it makes; everything it made closed on exit.
+
+    For fixtures that build several rigs per test:
+    ``with closing(lambda **p: Rig(context, **p)) as make: yield make``.
+    """
+    made = []
+
+    def make(*args, **kwargs):
+        made.append(factory(*args, **kwargs))
+        return made[-1]
+
+    try:
+        yield make
+    finally:
+        for item in made:
+            item.close()
+
+
+class ActuatorProbe:
+    """An actuator node under test and a probe node, spun by one executor in a thread.
+
+    The probe records /joint_states and /bam/actuator_states
+    (:attr:`joint_states`, :attr:`actuator_states`; with ``received``, as
+    ``(time.monotonic(), msg)`` pairs) and publishes on /bam/commands and
+    /position_commands (:attr:`commands`, :attr:`positions`, :meth:`send`).
+    A subclass records more topics with :meth:`record`, then calls
+    :meth:`start`. ``name`` prefixes the probe's node names.
+    """
+
+    def __init__(self, node: Node, name: str, timeout: float, *,
+                 received: bool = False) -> None:
+        self.node = node
+        self.timeout = timeout
+        self._name = name
+        self._received = received
+        self.probe = rclpy.create_node(f"{name}_probe_{uuid.uuid4().hex[:8]}",
+                                       context=node.context)
+        self.joint_states = self.record(JointState, contract.JOINT_STATES)
+        self.actuator_states = self.record(ActuatorStateArray, contract.ACTUATOR_STATES)
+        self.commands = self.probe.create_publisher(ActuatorCommand, contract.COMMANDS.name,
+                                                    profile(contract.COMMANDS.qos))
+        self.positions = self.probe.create_publisher(
+            Float64MultiArray, contract.POSITION_COMMANDS.name,
+            profile(contract.POSITION_COMMANDS.qos))
+        self.executor = SingleThreadedExecutor(context=node.context)
+        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
+
+    def record(self, msg_type, topic: contract.Topic | str, qos: QoSProfile | None = None,
+               *, received: bool | None = None) -> list:
+        """Subscribe the probe to ``topic`` (its interface QoS, or a name and ``qos``).
+
+        The list the messages land in; as (receive time, message) pairs when
+        ``received`` (default: as the joint states).
+        """
+        store: list = []
+        if received is None:
+            received = self._received
+        if received:
+            def keep(msg) -> None:
+                store.append((time.monotonic(), msg))
+        else:
+            keep = store.append
+        if isinstance(topic, contract.Topic):
+            topic, qos = topic.name, profile(topic.qos)
+        self.probe.create_subscription(msg_type, topic, keep, qos)
+        return store
+
+    def start(self) -> None:
+        """Spin the node and the probe in the background."""
+        self.executor.add_node(self.node)
+        self.executor.add_node(self.probe)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.thread.join(timeout=self.timeout)
+        self.node.destroy_node()
+        self.probe.destroy_node()
+
+    def wait_for(self, predicate: Callable[[], object], what: str,
+                 timeout: float | None = None) -> None:
+        """:func:`wait_for`, by default within this rig's timeout."""
+        wait_for(predicate, what, self.timeout if timeout is None else timeout)
+
+    def wait_ready(self) -> None:
+        """States flowing to the probe, the node subscribed to the probe's commands."""
+        self.wait_for(lambda: len(self.joint_states) > 2 and len(self.actuator_states) > 2,
+                      "states")
+        self.wait_for(lambda: self.commands.get_subscription_count() > 0
+                      and self.positions.get_subscription_count() > 0, "command discovery")
+
+    def send(self, msg: ActuatorCommand | Float64MultiArray) -> None:
+        (self.positions if isinstance(msg, Float64MultiArray) else self.commands).publish(msg)
+
+    def send_rejected(self, messages: list, rounds: int = 1) -> None:
+        """Send ``messages``, ``rounds`` times over, each once the node rejected the one before.
+
+        One at a time, as the command QoS keeps the last 10; every one must be
+        rejected (counted in the node's ``rejected_commands``).
+        """
+        before = sum(self.node.rejected_commands.values())
+        for i in range(rounds * len(messages)):
+            self.send(messages[i % len(messages)])
+            self.wait_for(lambda i=i: sum(self.node.rejected_commands.values()) == before + i + 1,
+                          "rejection")
+
+    def last_state(self) -> list:
+        """The actuator states of the latest /bam/actuator_states message, in joint order
+        (a probe recording without receive times)."""
+        return self.actuator_states[-1].actuators
+
+    @contextmanager
+    def late_subscriber(self, msg_type, topic: contract.Topic, what: str) -> Iterator[list]:
+        """A subscriber to ``topic`` joining now (e.g. to a latched topic, after its message).
+
+        Yields the list of its messages once the first arrived; it leaves on exit.
+        """
+        messages: list = []
+        late = rclpy.create_node(f"{self._name}_late_{uuid.uuid4().hex[:8]}",
+                                 context=self.node.context)
+        late.create_subscription(msg_type, topic.name, messages.append, profile(topic.qos))
+        self.executor.add_node(late)
+        try:
+            self.wait_for(lambda: messages, what)
+            yield messages
+        finally:
+            self.executor.remove_node(late)
+            late.destroy_node()
+
+
+class SimProbe(ActuatorProbe):
+    """An :class:`ActuatorProbe` on a simulation node, which also records /clock.
+
+    The node is ``node_class`` with parameters ``params``, on ``context``.
+    """
+
+    def __init__(self, context, node_class: type[Node], name: str, timeout: float,
+                 **params) -> None:
+        overrides = [Parameter(key, value=value) for key, value in params.items()]
+        super().__init__(node_class(context=context, parameter_overrides=overrides), name,
+                         timeout)
+        self.clocks = self.record(Clock, contract.CLOCK)
+        self.start()
+
+    def wait_sim(self, seconds: float) -> None:
+        """Let ``seconds`` of simulated time pass (as the node publishes it)."""
+        target = stamp_ns(self.joint_states[-1]) + int(seconds * 1e9)
+        self.wait_for(lambda: stamp_ns(self.joint_states[-1]) >= target, "simulated time")
