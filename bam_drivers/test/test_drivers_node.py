@@ -152,7 +152,7 @@ def test_torque_off_when_the_node_is_destroyed(rigs, context):
 
 
 def test_sigint_turns_the_torque_off():
-    """The `dynamixel` executable: SIGINT ends it cleanly with the torque off."""
+    """The `dynamixel` executable: SIGINT ends it with the torque off and exit code 128 + 2."""
     with EmulatorProcess() as emulator:
         env = {**os.environ, "ROS_DOMAIN_ID": str(os.getpid() % 100 + 1),
                "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
@@ -169,7 +169,7 @@ def test_sigint_turns_the_torque_off():
             if process.poll() is None:
                 process.kill()
                 process.wait()
-        assert process.returncode == 0, output
+        assert process.returncode == 128 + signal.SIGINT, output
         assert not emulator.truth()[1]["torque_enable"]
         assert "torque off on every servo" in output
 

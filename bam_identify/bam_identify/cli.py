@@ -105,12 +105,12 @@ def output_paths(template: str, actuator: str, models: list[str]) -> dict[str, P
 def _fixed_per_model(fixed: dict[str, float], actuator: str, models: list[str]):
     """--set values each model has; a name no model has is an error."""
     from bam_sim.models.actuators import get_actuator
-    from bam_sim.models.parameter_set import required_names
+    from bam_sim.models.parameter_set import allowed_names
 
     act = get_actuator(actuator)
     per_model = {}
     for model in models:
-        names = set(required_names(act, get_model(model))) | set(act.fixed) | {"q_offset"}
+        names = allowed_names(act, get_model(model))
         per_model[model] = {k: v for k, v in fixed.items() if k in names}
     for name in fixed:
         if not any(name in values for values in per_model.values()):

@@ -281,7 +281,7 @@ def test_executable_closes_the_bag_on_sigint(context, tmp_path):
         if proc.poll() is None:
             proc.kill()
         node.destroy_node()
-    assert proc.returncode == 0, output
+    assert proc.returncode == 128 + signal.SIGINT, output
     assert "closed bag" in output and f"{BENCH_INFO.name} 1" in output, output
     raw, _ = read_raw(path)
     assert len(raw[BENCH_INFO.name]) == 1

@@ -361,7 +361,7 @@ def test_executable_ends_the_trial_on_sigint(context):
         client.destroy()
         executor.shutdown()
         node.destroy_node()
-    assert proc.returncode == 0, output
+    assert proc.returncode == 128 + signal.SIGINT, output
     assert [(m.event, m.success) for m in markers] == [(Trial.START, False), (Trial.END, False)]
     assert "shut down" in output, output
 

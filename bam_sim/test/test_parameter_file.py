@@ -80,7 +80,7 @@ def _yaml(**entries) -> str:
     ({"actuator": "xl999"}, "unknown actuator 'xl999'"),
     ({"model": "m9"}, "unknown friction model 'm9'"),
     ({"friction_base": None}, "missing parameter friction_base for mx64 m1"),
-    ({"friction_viscous": float("nan")}, "parameter 'friction_viscous' in .* is nan"),
+    ({"friction_viscous": float("nan")}, "parameter 'friction_viscous' in .* must be a finite number, got nan"),
     ({"frcition_base": 0.1}, "unknown parameter 'frcition_base'; did you mean 'friction_base'"),
     ({"load_friction_base": 0.1}, "'load_friction_base' is not a parameter of model m1"),
     ({"armature": -0.01}, "parameter 'armature' .* must be >= 0"),
@@ -94,7 +94,7 @@ def test_bad_parameter_files_name_the_field(tmp_path, entries, message):
 
 def test_nan_written_as_yaml_nan_is_rejected(tmp_path):
     text = _yaml().replace("kt: 1.6", "kt: .nan")
-    with pytest.raises(BamError, match="parameter 'kt' .* is nan"):
+    with pytest.raises(BamError, match="parameter 'kt' .* must be a finite number, got nan"):
         load(_write(tmp_path, text))
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import os
-import time
 
 import numpy as np
 import pytest
@@ -50,10 +49,10 @@ def test_states_arrive_at_the_rate_stamped_in_sim_time(bench):
     rate = 200.0
     b = bench(rate=rate, real_time_factor=1.0, start_time=100.0)
     b.wait_ready()
+    # One simulated second: every tick published, none lost (the wall-clock rate is a
+    # benchmark's business, benchmarks/pendulum_node.py).
     before = len(b.joint_states)
-    time.sleep(1.0)
-    count = len(b.joint_states) - before
-    assert 0.9 * rate <= count <= 1.1 * rate, f"{count} joint states in 1 s at {rate:g} Hz"
+    b.wait_for(lambda: len(b.joint_states) >= before + int(rate), "one simulated second")
     stamps = np.array([stamp_ns(m) for m in list(b.joint_states)])
     assert np.all(np.diff(stamps) == 5_000_000), "sim-time stamps not spaced 1/rate"
     assert stamps[0] >= 100 * 1_000_000_000
@@ -77,12 +76,12 @@ def test_commands_move_the_joint_as_rollout_does(bench):
     b = bench(rate=rate, real_time_factor=1.0, gain=16.0, mass=0.5, length=0.2)
     b.wait_ready()
     b.send(ActuatorCommand(names=["other", "pendulum"], goal_positions=[9.0, 0.6]))
-    time.sleep(0.4)
+    b.wait_sim(0.4)
     b.send(ActuatorCommand(names=["pendulum"], torque_enables=[False]))
-    time.sleep(0.3)
+    b.wait_sim(0.3)
     b.send(Float64MultiArray(data=[-0.4]))
     b.send(ActuatorCommand(torque_enables=[True]))
-    time.sleep(0.5)
+    b.wait_sim(0.5)
     joints = {stamp_ns(m): m for m in list(b.joint_states)}
     states = {stamp_ns(m): m.actuators[0] for m in list(b.actuator_states)}
     stamps = sorted(set(joints) & set(states))

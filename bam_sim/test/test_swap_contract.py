@@ -51,8 +51,8 @@ def graph(request):
 
     with private_context() as ctx, _actuator_node(request.param, ctx) as sim:
         probe = rclpy.create_node("swap_probe", context=ctx)
-        published = {t.name for t in ACTUATOR_PUBLISHES} | (
-            set(EXTRA[request.param]) if request.param in EXTRA else {CLOCK.name})
+        published = {t.absolute() for t in ACTUATOR_PUBLISHES} | (
+            set(EXTRA[request.param]) if request.param in EXTRA else {CLOCK.absolute()})
         yield sim, probe, published
         sim.destroy_node()
         probe.destroy_node()
@@ -84,7 +84,7 @@ def _check(endpoint, topic: Topic) -> None:
 @pytest.mark.parametrize("topic", ACTUATOR_PUBLISHES + (CLOCK,), ids=lambda t: t.name)
 def test_sim_publishes_the_contract(graph, topic):
     sim, probe, published = graph
-    if topic.name not in published:
+    if topic.absolute() not in published:
         pytest.skip(f"{sim.get_name()} does not publish {topic.name}")
     endpoints = _endpoints(probe, topic, True, sim.get_name())
     assert len(endpoints) == 1, f"{topic.name}: {endpoints}"

@@ -62,11 +62,11 @@ from bam_sim.models import servo
 from bam_sim.models.actuators import get_actuator
 
 # Names, types and QoS of the recorded topics come from bam_sim.common.contract.
-TOPIC_JOINT_STATES = contract.JOINT_STATES.name
-TOPIC_ACTUATOR_STATES = contract.ACTUATOR_STATES.name
-TOPIC_BENCH_INFO = contract.BENCH_INFO.name
-TOPIC_TRIAL = contract.TRIAL.name
-TOPICS = {topic.name: topic.type for topic in contract.RECORDED}  # topic -> message type
+TOPIC_JOINT_STATES = contract.JOINT_STATES.absolute()
+TOPIC_ACTUATOR_STATES = contract.ACTUATOR_STATES.absolute()
+TOPIC_BENCH_INFO = contract.BENCH_INFO.absolute()
+TOPIC_TRIAL = contract.TRIAL.absolute()
+TOPICS = {topic.absolute(): topic.type for topic in contract.RECORDED}  # topic -> message type
 START, END = 0, 1  # bam_msgs/msg/Trial event values
 STORAGES = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}
 BAG_SUFFIXES = (".mcap", ".db3")
@@ -85,7 +85,7 @@ def bag_qos(qos: contract.Qos) -> Qos:
 
 QOS_STATE = bag_qos(contract.STATE_QOS)
 QOS_LATCHED = bag_qos(contract.LATCHED_QOS)  # /bam/bench_info
-TOPIC_QOS = {topic.name: bag_qos(topic.qos) for topic in contract.RECORDED}
+TOPIC_QOS = {topic.absolute(): bag_qos(topic.qos) for topic in contract.RECORDED}
 
 
 # --------------------------------------------------------------------------------------------

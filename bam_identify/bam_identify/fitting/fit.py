@@ -30,7 +30,11 @@ from bam_sim.common.errors import BamError
 from bam_sim.models import parameters as P
 from bam_sim.models.actuators import get_actuator
 from bam_sim.models.friction import get_model
-from bam_sim.models.parameter_set import ParameterSet, identification_bounds, required_names
+from bam_sim.models.parameter_set import (
+    ParameterSet,
+    allowed_names,
+    identification_bounds,
+)
 
 Q_OFFSET_BOUNDS = (-0.2, 0.2)  # rad: a bench mounting error, not a free rotation
 
@@ -51,7 +55,7 @@ class SearchSpace:
         bounds = dict(identification_bounds(act, mdl))
         if identify_offset:
             bounds["q_offset"] = Q_OFFSET_BOUNDS
-        allowed = set(required_names(act, mdl)) | set(act.fixed) | {"q_offset"}
+        allowed = allowed_names(act, mdl)
         fixed = dict(fixed or {})
         for name, value in fixed.items():
             if name not in allowed:

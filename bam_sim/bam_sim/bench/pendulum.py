@@ -31,13 +31,13 @@ static for ever (no drift, no chattering).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numba as nb
 import numpy as np
 
 from bam_sim.common.errors import BamError
+from bam_sim.common.numbers import number
 from bam_sim.models import parameters as P
 from bam_sim.models.friction import applied_friction, friction_budget
 from bam_sim.models.servo import _clip, servo_torque, torque_from_control
@@ -56,11 +56,8 @@ class Bench:
 
     def __post_init__(self) -> None:
         for name in ("mass", "length", "arm_mass"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
-                raise BamError(f"bench {name} must be a number, got {value!r}")
-            if not math.isfinite(value) or value < 0.0:
-                raise BamError(f"bench {name} must be a finite number >= 0, got {value}")
+            object.__setattr__(self, name, number(getattr(self, name), f"bench {name}",
+                                                  low=0.0))
         if self.length <= 0.0:
             raise BamError(f"bench length must be > 0 m, got {self.length}")
 

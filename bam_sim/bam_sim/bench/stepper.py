@@ -32,13 +32,13 @@ is then rounded to the encoder's step. Velocity is only delayed.
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import numpy as np
 
 from bam_sim.bench.pendulum import Bench, step
 from bam_sim.common.errors import BamError
+from bam_sim.common.numbers import number
 from bam_sim.models import parameters as P
 from bam_sim.models import servo
 from bam_sim.models.actuators import Actuator
@@ -70,12 +70,7 @@ class Sample(NamedTuple):
 
 
 def _finite(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
-        raise BamError(f"{name} must be a number, got {value!r}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise BamError(f"{name} must be a finite number, got {value}")
-    return value
+    return number(value, name, text=False)
 
 
 def _non_negative(name: str, value: object) -> float:

@@ -45,7 +45,7 @@ class ActuatorNode(Node):
     :meth:`_start_loop`), :meth:`_tick` / :attr:`tick_count` for the loop,
     :meth:`_apply` (take a parsed :class:`JointCommand`), and for the
     parameters it lets change :meth:`_plan` (validate a batch of changes) and
-    :meth:`_post_set` (apply them), registered by :meth:`_follow_parameters`.
+    :meth:`_apply_plan` (apply them), registered by :meth:`_follow_parameters`.
     :attr:`lock` guards what the loop and the callbacks share. Keyword
     arguments go to :class:`rclpy.node.Node`; a failed set-up destroys the
     node before the error propagates.
@@ -86,8 +86,8 @@ class ActuatorNode(Node):
         """Validate a batch of parameter changes; what to apply (raises BamError)."""
         return {}
 
-    def _post_set(self, params: list[Parameter]) -> None:
-        """Apply a batch of parameter changes accepted by :meth:`_plan`."""
+    def _apply_plan(self, plan: dict) -> None:
+        """Apply what :meth:`_plan` returned for a batch it accepted."""
 
     # -- public helpers ----------------------------------------------------------------
 
@@ -146,15 +146,24 @@ class ActuatorNode(Node):
     def _follow_parameters(self) -> None:
         """Parameter changes from now on: accepted when :meth:`_plan` passes, then applied."""
         self.add_on_set_parameters_callback(self._on_set)
-        self.add_post_set_parameters_callback(self._post_set)
+        self.add_post_set_parameters_callback(self._on_post_set)
 
     def _on_set(self, params: list[Parameter]) -> SetParametersResult:
-        """An on-set-parameters callback: accept the batch when :meth:`_plan` passes."""
+        """An on-set-parameters callback: accept the batch when :meth:`_plan` passes.
+
+        The plan is kept for :meth:`_on_post_set`, so a batch (a parameter file
+        read, a set built) is validated once.
+        """
         try:
-            self._plan(params)
+            self._accepted_plan = self._plan(params)
         except BamError as exc:
             return SetParametersResult(successful=False, reason=str(exc))
         return SetParametersResult(successful=True)
+
+    def _on_post_set(self, params: list[Parameter]) -> None:
+        plan, self._accepted_plan = getattr(self, "_accepted_plan", None), None
+        if plan:
+            self._apply_plan(plan)
 
     # -- commands ----------------------------------------------------------------------
 

@@ -41,19 +41,29 @@ CLOCK_QOS = Qos(reliable=False, transient_local=False, depth=1)
 
 @dataclass(frozen=True)
 class Topic:
+    """A topic of the contract; ``name`` is relative (resolved in the node's namespace)."""
+
     name: str
     type: str  # ROS 2 interface name, e.g. "sensor_msgs/msg/JointState"
     qos: Qos
 
+    def absolute(self, namespace: str = "/") -> str:
+        """The fully qualified name in ``namespace`` (a bag's topic, a graph query)."""
+        if self.name.startswith("/"):
+            return self.name
+        return f"{namespace.rstrip('/')}/{self.name}"
 
-JOINT_STATES = Topic("/joint_states", "sensor_msgs/msg/JointState", STATE_QOS)
-ACTUATOR_STATES = Topic("/bam/actuator_states", "bam_msgs/msg/ActuatorStateArray", STATE_QOS)
-BENCH_INFO = Topic("/bam/bench_info", "bam_msgs/msg/BenchInfo", LATCHED_QOS)
-COMMANDS = Topic("/bam/commands", "bam_msgs/msg/ActuatorCommand", COMMAND_QOS)
-POSITION_COMMANDS = Topic("/position_commands", "std_msgs/msg/Float64MultiArray", COMMAND_QOS)
-TRIAL = Topic("/bam/trial", "bam_msgs/msg/Trial", MARKER_QOS)
+
+# Relative names, so several benches run side by side in namespaces; /clock stays
+# absolute, as rclpy's time source subscribes to it (remap it per namespace).
+JOINT_STATES = Topic("joint_states", "sensor_msgs/msg/JointState", STATE_QOS)
+ACTUATOR_STATES = Topic("bam/actuator_states", "bam_msgs/msg/ActuatorStateArray", STATE_QOS)
+BENCH_INFO = Topic("bam/bench_info", "bam_msgs/msg/BenchInfo", LATCHED_QOS)
+COMMANDS = Topic("bam/commands", "bam_msgs/msg/ActuatorCommand", COMMAND_QOS)
+POSITION_COMMANDS = Topic("position_commands", "std_msgs/msg/Float64MultiArray", COMMAND_QOS)
+TRIAL = Topic("bam/trial", "bam_msgs/msg/Trial", MARKER_QOS)
 CLOCK = Topic("/clock", "rosgraph_msgs/msg/Clock", CLOCK_QOS)
-RUN_TRAJECTORY_ACTION = "/bam/run_trajectory"
+RUN_TRAJECTORY_ACTION = "bam/run_trajectory"
 
 # What an actuator node (simulated or hardware) publishes and subscribes to:
 # the sim/real swap contract.

@@ -11,3 +11,15 @@ from __future__ import annotations
 
 class BamError(ValueError):
     """Bad input: the message is one line naming the field and the remedy."""
+
+
+def one_line(exc: BaseException | str) -> str:
+    """``exc`` as one line: its message with white space folded, else its type's name.
+
+    The one exception summary of the project: a log line, a diagnostics value
+    or a command-line error never spans lines, whatever a library raised.
+    """
+    text = " ".join(str(exc).split())
+    if isinstance(exc, BaseException) and not text:
+        return type(exc).__name__
+    return text

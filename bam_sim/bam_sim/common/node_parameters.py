@@ -25,11 +25,13 @@ class Param:
     read_only: bool = False
     low: float | None = None
     high: float | None = None
+    dynamic: bool = False  # any type accepted (e.g. an int where a double is meant)
 
 
 def descriptor(param: Param) -> ParameterDescriptor:
     """The ROS descriptor of ``param``: description, read-only flag and range."""
-    result = ParameterDescriptor(description=param.description, read_only=param.read_only)
+    result = ParameterDescriptor(description=param.description, read_only=param.read_only,
+                                 dynamic_typing=param.dynamic)
     if param.low is not None:
         if isinstance(param.default, int) and not isinstance(param.default, bool):
             result.integer_range = [IntegerRange(from_value=int(param.low),
@@ -53,7 +55,8 @@ def usage(program: str, title: str, params: Sequence[Param], computed: str = "co
 
     ``computed`` names the default of parameters whose default is None.
     """
-    lines = [f"usage: {program} [--ros-args -p NAME:=VALUE ...]", "", f"{title}. Parameters:"]
+    lines = [f"usage: {program} [--ros-args [-p NAME:=VALUE ...] [--params-file FILE]]", "",
+             f"{title}. Parameters:"]
     for p in params:
         default = computed if p.default is None else repr(p.default)
         flag = ", read-only" if p.read_only else ""

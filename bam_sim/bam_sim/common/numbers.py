@@ -14,11 +14,15 @@ import numbers
 
 
 def number(value: object, name: str, *, low: float | None = None, high: float | None = None,
-           low_open: bool = False, high_open: bool = False) -> float:
-    """``value`` as a finite float within [low, high] (open ends on request); else BamError."""
+           low_open: bool = False, high_open: bool = False, text: bool = True) -> float:
+    """``value`` as a finite float within [low, high] (open ends on request); else BamError.
+
+    ``text=False`` refuses numeric strings: for values that come from code or
+    messages (a command), not from a file a person wrote.
+    """
     from bam_sim.common.errors import BamError
 
-    x = _as_float(value)
+    x = None if isinstance(value, str) and not text else _as_float(value)
     if x is None:
         raise BamError(f"{name} must be a number, got {value!r}")
     if not math.isfinite(x):

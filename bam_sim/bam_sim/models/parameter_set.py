@@ -23,6 +23,14 @@ def required_names(actuator: Actuator, model: FrictionModel) -> tuple[str, ...]:
     return tuple(actuator.motor_bounds) + model.params
 
 
+def allowed_names(actuator: Actuator, model: FrictionModel) -> frozenset[str]:
+    """Every parameter a set of (actuator, model) may hold: required, fixed, q_offset.
+
+    The one definition used by files, nodes, ``--set`` and the fit.
+    """
+    return frozenset(required_names(actuator, model)) | frozenset(actuator.fixed) | {"q_offset"}
+
+
 def identification_bounds(actuator: Actuator,
                           model: FrictionModel) -> dict[str, tuple[float, float]]:
     """Bounds of every identifiable parameter (motor + friction) for this pair."""
@@ -56,7 +64,7 @@ class ParameterSet:
         act = get_actuator(actuator)
         mdl = get_model(model)
         origin = f" in {where}" if where else ""
-        allowed = set(required_names(act, mdl)) | set(act.fixed) | {"q_offset"}
+        allowed = allowed_names(act, mdl)
         clean: dict[str, float] = {}
         for name, value in values.items():
             if name not in allowed:

@@ -32,12 +32,12 @@ current_limit                      I_heat       A
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
 import numpy as np
 
 from bam_sim.common.errors import BamError
+from bam_sim.common.numbers import number
 
 PARAM_NAMES: tuple[str, ...] = (
     "kt",
@@ -99,11 +99,9 @@ def check_value(name: str, value: object, where: str = "") -> float:
         raise BamError(
             f"unknown parameter '{name}'{origin}; known parameters: {', '.join(PARAM_NAMES)}"
         )
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-        raise BamError(f"parameter '{name}'{origin} must be a number, got {value!r}")
-    x = float(value)
-    if not math.isfinite(x):
-        raise BamError(f"parameter '{name}'{origin} is {x}; give a finite number")
+    low = None if name in SIGNED else 0.0
+    x = number(value, f"parameter '{name}'{origin}", low=low,
+               low_open=name in STRICTLY_POSITIVE)
     if name in STRICTLY_POSITIVE and x <= 0.0:
         raise BamError(f"parameter '{name}'{origin} must be > 0, got {x}")
     if name not in SIGNED and x < 0.0:

@@ -200,11 +200,6 @@ def arm_path(name: str, l1: float, l2: float, *, duration: float = 8.0, rate: fl
                    elbow, shape)
 
 
-def all_paths(l1: float, l2: float, **kw: object) -> dict[str, ArmPath]:
-    """The four Fig. 6 paths with the default placement."""
-    return {name: arm_path(name, l1, l2, **kw) for name in PATH_NAMES}
-
-
 def _check_margin(name: str, xz: np.ndarray, l1: float, l2: float) -> None:
     reach = l1 + l2
     r = np.hypot(xz[:, 0], xz[:, 1])

@@ -1,96 +1,26 @@
 """Servo actuator models applied to the joints of a MuJoCo robot (paper section IV-E).
 
-MuJoCo implements the Coulomb-viscous model only: a joint has a static
-friction ``dof_frictionloss`` (a box-bounded constraint force, solved together
-with every other constraint) and a viscous ``dof_damping``. Section IV-E runs
-the extended models M1..M6 in such an engine by updating both on the fly from
-the friction budget τ_f^m of equations (3), (6)-(10)::
+MuJoCo has Coulomb-viscous joint friction only (``dof_frictionloss``, a
+box-bounded constraint, and ``dof_damping``), so :class:`ServoArm` updates
+both every step from the M1..M6 budget τ_f^m (equations 3, 6–10): damping ←
+K_v, frictionloss ← τ_f^m − K_v·|q̇|, armature ← J_m; MuJoCo's friction row
+then applies clip(τ_stop, ±frictionloss), equations (4)–(5). One numba kernel
+does every servo joint per step: τ_m of the servo law into ``ctrl``, τ_e of
+the *previous* step (τ_e and τ_f come out of the same constraint solve)::
 
-    τ_f^m = K_v·|q̇| + static(τ_m, τ_e, q̇)
-    dof_damping      ← K_v                                 (viscous part)
-    dof_frictionloss ← τ_f^m − K_v·|q̇|                      (static part, ≥ 0)
-    dof_armature     ← J_m                                  (apparent rotor inertia)
+    τ_e = qfrc_smooth − τ_m,prev + K_v,prev·q̇_prev + qfrc_constraint − f_friction,own
 
-and MuJoCo's friction constraint then applies clip(τ_stop, ±frictionloss),
-which is equations (4)-(5) with the damping taken out of the budget. The
-bench calibration ``q_offset`` of a parameter set is not used: the MJCF
-defines each joint's zero.
+i.e. gravity, bias, springs, applied forces, other actuators, contacts and
+limits, without the servo's own motor, damping and friction row.
 
-Each step of :class:`ServoArm`, for every servo joint at once (one numba
-kernel over the joints, no Python loop over them):
-
-1. τ_m = S(q, q̇, q_d) of the joint's servo model (control law + motor model,
-   :func:`bam_sim.models.servo.servo_torque`; τ_m = 0 with torque disabled), written
-   to the joint's ``<motor>`` actuator: ``ctrl = τ_m / (gear·gain)``;
-2. τ_e, the external torque of the *previous* step (paper IV-E: τ_e and τ_f
-   come out of the same constraint solve, so the current one is not available
-   before the step; soft constraints keep τ_e smooth, which makes the one-step
-   delay harmless);
-3. τ_f^m from τ_m, τ_e and q̇, split into frictionloss and damping as above;
-4. ``mj_step``.
-
-External torque (step 2). After ``mj_step`` the force fields of ``MjData``
-describe the state the step started from. We take::
-
-    τ_e = qfrc_smooth − τ_m,prev + K_v,prev·q̇_prev          (smooth, not ours)
-        + qfrc_constraint − f_friction,own                   (constraints, not ours)
-
-``qfrc_smooth`` = qfrc_passive − qfrc_bias + qfrc_applied + qfrc_actuator
-(+ xfrc_applied): gravity, Coriolis/centrifugal forces, springs, user-applied
-forces and any other actuator on the joint. The servo's own forces are taken
-out of it: its motor torque (what we wrote to ``ctrl``) and its viscous
-friction −K_v·q̇ (the ``dof_damping`` part of ``qfrc_passive``). The constraint
-part keeps contacts, limits and equality constraints and drops the joint's own
-friction force, the ``efc_force`` of the constraint row whose ``efc_type`` is
-``mjCNSTR_FRICTION_DOF`` and whose ``efc_id`` is the joint's dof (the row's
-Jacobian is the unit vector of that dof, so its force is directly the torque).
-Using ``qfrc_smooth`` rather than −qfrc_bias + qfrc_passive + qfrc_applied
-needs fewer arrays per step and includes ``xfrc_applied``.
-
-Friction constraint softness. MuJoCo solves a *soft* friction constraint: the
-friction row targets the reference acceleration −b·q̇, b = 2/(d_max·t_c) with
-``solreffriction`` = (t_c, 1), and the impedance d = ``solimpfriction`` leaves a
-regularisation R = (1 − d)/d·w0, w0 = ``dof_invweight0`` (the dof's inverse
-inertia at qpos0, MuJoCo's approximation of A = J⁻¹). Inside the friction box
-the row's force is f = −(a_0 + b·q̇)/(A + R), a_0 = A·τ the acceleration of the
-net load τ (motor + external); the fixed point of q̇ ← q̇ + Δt·(a_0 + A·f) is a
-constant creep at rest::
-
-    q̇_creep = R·a_0/(A·b) = (1 − d)/d · d_max·t_c/2 · w0·τ
-
-With MuJoCo's defaults (t_c = 0.02 s, d = 0.9, d_max = 0.95) that is
-1.1e-3·w0·τ rad/s, a visible drift; :class:`ServoArm` therefore sets, for its
-joints, t_c = 2·Δt (the smallest MuJoCo accepts: b·Δt = 1/d_max, the row stops
-the joint in one step, τ_stop of equation 4) and d = d_max = 0.9999 (the
-largest), so that q̇_creep = (1 − d)·Δt·w0·τ = 1e-7 s·w0·τ at 1 ms (0.13 µrad/s
-for the MX-64 bench at half its static budget; ``test_arm_friction.py`` checks
-the formula).
-It also calls ``mj_setConst`` after setting the armature, so that w0 includes
-it. Pass ``stiff_friction=False`` to keep the MJCF's own settings.
-
-Residual against Algorithm 1 (the numba pendulum, :mod:`bam_sim.bench.pendulum`),
-measured by ``test_arm_equivalence.py`` (1 ms, 6 s, M1..M6, the protocol's
-trajectories, MX-64 and eRob80:100 benches):
-
-* with MuJoCo's integrator (the default) up to ~4 mrad MAE on fast free
-  swings (lift_drop on the MX-64), ~1.5 mrad elsewhere. It is the position
-  update: Algorithm 1 as published does q_k+1 = q_k + q̇_k+1·Δt + ½q̈Δt²,
-  MuJoCo's semi-implicit Euler q_k+1 = q_k + q̇_k+1·Δt. Against Algorithm 1
-  rewritten with MuJoCo's update and implicit damping (τ_e of the current
-  state) the arm agrees to ≤ 0.2 µrad for M1 and M2 (budgets without τ_e: the
-  soft constraint is all that is left) and ≤ 0.2 mrad for M3..M6, largest on
-  free swings where τ_e changes fastest: the one-step delay of τ_e;
-* with ``identification_integrator=True``, which adds the ½q̈Δt² term to the
-  servo joints after each ``mj_step`` (q̈ = Δq̇/Δt, the acceleration MuJoCo
-  integrated), ≤ 0.62 mrad: what remains is the damping, implicit and outside
-  the friction clip in MuJoCo, explicit and inside the budget's clip in
-  Algorithm 1, plus the delayed τ_e.
-
-Cost: ``benchmarks/arm_step.py`` (about 1.3 µs per step over a bare
-``mj_step`` loop on the shipped 2R arms, ~60 % of the bare rate).
-
-Use the identification integrator to reproduce what the parameter sets were
-identified with; the default keeps MuJoCo's integrator for every joint.
+MuJoCo's friction constraint is soft: at rest inside the box the joint creeps
+at q̇ = (1 − d)/d · d_max·t_c/2 · w0·τ. ServoArm makes it as stiff as MuJoCo
+allows (t_c = 2Δt, d = d_max = 0.9999, ``mj_setConst`` after the armature), so
+the creep becomes (1 − d)·Δt·w0·τ; ``stiff_friction=False`` keeps the MJCF's.
+``identification_integrator=True`` adds Algorithm 1's ½q̈Δt² position term
+to the servo joints, to reproduce what the parameter sets were identified
+with; the default keeps MuJoCo's semi-implicit Euler for every joint (the
+residuals of both against the numba pendulum are in the README).
 """
 
 from __future__ import annotations
@@ -106,6 +36,7 @@ import numba as nb
 import numpy as np
 
 from bam_sim.common.errors import BamError
+from bam_sim.common.numbers import number
 from bam_sim.models import parameters as P
 from bam_sim.models import servo
 from bam_sim.models.friction import friction_budget
@@ -280,11 +211,7 @@ def _per_joint(name: str, values: object, n: int, names: tuple[str, ...],
 def _number(name: str, value: object) -> float:
     if isinstance(value, (bool, np.bool_)):
         return float(value)
-    if not isinstance(value, (int, float, np.number)):
-        raise BamError(f"{name} must be a number, got {value!r}")
-    if not math.isfinite(value):
-        raise BamError(f"{name} must be finite, got {value}")
-    return float(value)
+    return number(value, name, text=False)
 
 
 class ServoArm:

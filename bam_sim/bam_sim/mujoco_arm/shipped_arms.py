@@ -74,10 +74,6 @@ class ArmSpec:
     def mjcf(self) -> Path:
         return models_dir() / self.filename
 
-    def default_params(self) -> dict[str, ParameterSet]:
-        """The published parameter set of each joint's actuator and default model."""
-        return {j.joint: published(j.actuator, j.model) for j in self.joints}
-
 
 ARMS: dict[str, ArmSpec] = {
     spec.name: spec

@@ -76,6 +76,7 @@ from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo import CURRENT
 from bam_sim.mujoco_arm.servo_arm import ServoArm
 from bam_sim.mujoco_arm.shipped_arms import ARMS, ArmSpec, arm_spec, load_arm
+from bam_sim.nodes import model_parameters
 
 NODE_NAME = "arm"
 VIEWER_PERIOD = 1.0 / 60.0  # s of wall time between two viewer refreshes
@@ -113,6 +114,9 @@ PARAMETERS: tuple[Param, ...] = (
           low=0, high=99),
     Param("viewer", False, "open MuJoCo's passive viewer (needs a display: DISPLAY set)",
           read_only=True),
+    Param("actuator", "", "actuator of a parameter set given as values (--params-file of a "
+          "fitted model): it replaces the set of every joint of that actuator", read_only=True),
+    Param("model", "", "friction model of that parameter set", read_only=True),
 )
 _FIRST = 4  # parameters declared before the per-joint defaults are known
 
@@ -194,9 +198,32 @@ class ArmNode(SimNode):
         files = _per_joint("params_files", values["params_files"], joints)
         models = _per_joint("models", values["models"], joints)
         self._sources = [os.path.abspath(f) if f else "published" for f in files]
-        return [self._resolve(joint, actuator.name, file, model,
+        sets = [self._resolve(joint, actuator.name, file, model,
                               defaults.get(joint, DEFAULT_MODEL))
                 for joint, actuator, file, model in zip(joints, self._actuators, files, models)]
+        return self._with_given_set(values, sets)
+
+    def _with_given_set(self, values: dict, sets: list[ParameterSet]) -> list[ParameterSet]:
+        """A set given as values (``--params-file``) replaces its actuator's joints' sets."""
+        given = model_parameters.declare_values(self)
+        model_parameters.warn_unused_overrides(self)
+        if not given:
+            return sets
+        actuator, model = values["actuator"], values["model"]
+        if not actuator or not model:
+            raise BamError("parameter values (kt, R, ...) were given without 'actuator' and "
+                           "'model'; give a complete parameter file with --params-file")
+        name = get_actuator(actuator).name
+        chosen = [i for i, a in enumerate(self._actuators) if a.name == name]
+        if not chosen:
+            raise BamError(f"the parameter set given is for {name}, but the joints are driven "
+                           f"by {', '.join(a.name for a in self._actuators)}; give a "
+                           "parameter file of one of them")
+        replacement = model_parameters.with_values(published(name, model), given)
+        for i in chosen:
+            sets[i] = replacement
+            self._sources[i] = model_parameters.SOURCE
+        return sets
 
     def _resolve(self, joint: str, actuator: str, path: str, model: str,
                  default: str) -> ParameterSet:
@@ -379,8 +406,7 @@ class ArmNode(SimNode):
         return {p.name: finite_non_negative(p.name, p.value) for p in params
                 if p.name in ("real_time_factor", "command_timeout")}
 
-    def _post_set(self, params: list[Parameter]) -> None:
-        plan = self._plan(params)
+    def _apply_plan(self, plan: dict) -> None:
         if "command_timeout" in plan:
             with self._lock:
                 self._set_command_timeout(plan["command_timeout"])
@@ -390,7 +416,8 @@ class ArmNode(SimNode):
 
 def main(args: list[str] | None = None) -> int:
     return run_node("arm", ArmNode, usage("arm", "Simulated MuJoCo arm (bam_sim)", PARAMETERS,
-                                          "per joint, see the description"), args)
+                                          "per joint, see the description")
+                    + model_parameters.HELP, args)
 
 
 if __name__ == "__main__":

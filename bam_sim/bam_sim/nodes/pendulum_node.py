@@ -4,6 +4,7 @@ Example::
 
     ros2 run bam_sim pendulum --ros-args -p actuator:=mx64 -p model:=m6 \\
         -p params_file:=params/mx64_m6.yaml -p mass:=1.0 -p length:=0.15
+    ros2 run bam_sim pendulum --ros-args --params-file params/mx64_m6.yaml
 
 A thin node over :class:`bam_sim.bench.stepper.BenchStepper`. A loop thread of
 its own (not an rclpy timer) ticks the bench at ``rate`` in simulated time and
@@ -46,13 +47,14 @@ from bam_sim.common.node_parameters import (
     declare,
     usage,
 )
-from bam_sim.common.numbers import finite_non_negative
+from bam_sim.common.numbers import finite_non_negative, number
 from bam_sim.common.runner import run_node
 from bam_sim.models.actuators import get_actuator
 from bam_sim.models.friction import get_model
 from bam_sim.models.parameter_file import load, published
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo import CURRENT
+from bam_sim.nodes import model_parameters
 
 NODE_NAME = "pendulum"
 
@@ -116,11 +118,14 @@ class PendulumNode(SimNode):
         self.joint_names = (self._joint,)
         self._rate = float(values["rate"])
         get_model(values["model"])  # a clear error for an unknown model
-        params = self._resolve(values["params_file"], None if values["params_file"]
-                               else values["model"])
+        self._values = model_parameters.declare_values(self)
+        params = model_parameters.with_values(
+            self._resolve(values["params_file"], None if values["params_file"]
+                          else values["model"]), self._values)
         if params.model != values["model"]:
             self.set_parameters([Parameter("model", value=params.model)])
         self._params_file = values["params_file"]
+        model_parameters.warn_unused_overrides(self)
         bench = Bench(mass=values["mass"], length=values["length"],
                       arm_mass=values["arm_mass"])
         latency_ticks = int(round(values["latency"] * self._rate))
@@ -152,7 +157,8 @@ class PendulumNode(SimNode):
         actuator = self._actuator.name
         if not path:
             return published(actuator, model)
-        params = load(path)
+        peeked, self._peeked = getattr(self, "_peeked", None), None
+        params = peeked[1] if peeked and peeked[0] == path else load(path)
         if params.actuator != actuator:
             raise BamError(f"{path} is for actuator {params.actuator}, but this bench simulates "
                            f"a {actuator}; give a parameter file of the {actuator}")
@@ -163,7 +169,10 @@ class PendulumNode(SimNode):
         return params
 
     def _source_label(self) -> str:
-        return os.path.abspath(self._params_file) if self._params_file else "published"
+        source = os.path.abspath(self._params_file) if self._params_file else "published"
+        if self._values:
+            source = f"{model_parameters.SOURCE} over {source}"
+        return source
 
     # -- public helpers ----------------------------------------------------------------
 
@@ -239,9 +248,10 @@ class PendulumNode(SimNode):
             path = next(p.value for p in params if p.name == "params_file")
             if isinstance(path, str) and path:
                 try:
-                    model = load(path).model
+                    self._peeked = (path, load(path))
                 except BamError:
                     return params  # rejected with the reason by _on_set
+                model = self._peeked[1].model
                 if model != self.get_parameter("model").value:
                     return [*params, Parameter("model", value=model)]
         return params
@@ -252,11 +262,19 @@ class PendulumNode(SimNode):
         current = {name: self.get_parameter(name).value
                    for name in ("model", "params_file", "mass", "arm_mass", "length")}
         plan: dict = {}
-        if "model" in new or "params_file" in new:
+        changed_values = model_parameters.value_names(params)
+        if "model" in new or "params_file" in new or changed_values:
             path = new.get("params_file", current["params_file"])
             model = new.get("model", current["model"])
             get_model(model)
-            plan["params"] = (self._resolve(path, model), path)
+            values = {**self._values, **{name: number(new[name], f"parameter {name}")
+                                         for name in changed_values
+                                         if not _is_nan(new[name])}}
+            for name in changed_values:
+                if _is_nan(new[name]):
+                    values.pop(name, None)
+            plan["params"] = (model_parameters.with_values(self._resolve(path, model), values),
+                              path, values)
         if {"mass", "arm_mass", "length"} & new.keys():
             merged = {**current, **new}
             plan["bench"] = Bench(mass=merged["mass"], length=merged["length"],
@@ -266,16 +284,11 @@ class PendulumNode(SimNode):
                 plan[name] = finite_non_negative(name, new[name])
         return plan
 
-    def _post_set(self, params: list[Parameter]) -> None:
-        try:
-            plan = self._plan(params)
-        except BamError as exc:  # e.g. the file changed since it was validated
-            self.get_logger().error(f"parameter change not applied: {exc}")
-            return
+    def _apply_plan(self, plan: dict) -> None:
         republish = False
         with self._lock:
             if "params" in plan:
-                params_set, path = plan["params"]
+                params_set, path, self._values = plan["params"]
                 self._sim.set_parameters(params_set)
                 self._params_file = path
                 republish = True
@@ -297,9 +310,14 @@ class PendulumNode(SimNode):
             self._publish_bench_info()
 
 
+def _is_nan(value: object) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
 def main(args: list[str] | None = None) -> int:
     return run_node("pendulum", PendulumNode, usage(
-        "pendulum", "Simulated pendulum bench (bam_sim)", PARAMETERS, "the actuator's"), args)
+        "pendulum", "Simulated pendulum bench (bam_sim)", PARAMETERS, "the actuator's")
+        + model_parameters.HELP, args)
 
 
 if __name__ == "__main__":

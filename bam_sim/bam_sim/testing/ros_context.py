@@ -14,10 +14,13 @@ import rclpy
 
 
 @contextmanager
-def private_context(domain_id: int | None = None) -> Iterator[rclpy.Context]:
+def private_context(domain_id: int | None = None,
+                    args: list[str] | None = None) -> Iterator[rclpy.Context]:
+    """A context on ``domain_id``; ``args`` are its global ROS arguments (``--ros-args ...``)."""
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     ctx = rclpy.Context()
-    rclpy.init(context=ctx, domain_id=os.getpid() % 100 + 1 if domain_id is None else domain_id)
+    rclpy.init(context=ctx, args=args,
+               domain_id=os.getpid() % 100 + 1 if domain_id is None else domain_id)
     try:
         yield ctx
     finally:

@@ -1,0 +1,76 @@
+"""A fitted parameter file configures the simulation nodes, by ``--params-file`` or ``params_file``.
+
+Observed through behaviour: a set whose Coulomb friction far exceeds the
+servo's torque keeps the joint still under a goal that moves the published set.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from bam_msgs.msg import ActuatorCommand
+from bam_sim.common.errors import BamError
+from bam_sim.models.parameter_file import published, save
+from bam_sim.nodes.arm_node import ArmNode
+from bam_sim.nodes.pendulum_node import PendulumNode
+from bam_sim.testing.ros_context import private_context
+from bam_sim.testing.ros_graph import SimProbe
+
+TIMEOUT = 20.0  # s, discovery included
+DOMAIN = os.getpid() % 100 + 141
+STUCK = 20.0  # N·m of Coulomb friction: several times the MX-64's stall torque
+
+
+def stiff_file(folder: Path, actuator: str = "mx64") -> Path:
+    params = published(actuator, "m1").replace(friction_base=STUCK)
+    return save(params, folder / f"{actuator}_stuck.yaml")
+
+
+def travel(context, node_class, name: str, goals: dict[str, float], **params) -> dict:
+    """How far each joint moves in 1 s of simulated time toward ``goals``."""
+    probe = SimProbe(context, node_class, name, TIMEOUT, real_time_factor=4.0, **params)
+    try:
+        probe.wait_ready()
+        joints = list(probe.joint_states[-1].name)
+        start = dict(zip(joints, probe.joint_states[-1].position))
+        probe.send(ActuatorCommand(names=list(goals), goal_positions=list(goals.values())))
+        probe.wait_sim(1.0)
+        end = dict(zip(joints, probe.joint_states[-1].position))
+        return {j: abs(end[j] - start[j]) for j in joints}
+    finally:
+        probe.close()
+        probe.node.destroy_node()
+
+
+@pytest.mark.parametrize("how", ["--params-file", "params_file"])
+def test_pendulum_takes_a_fitted_file(tmp_path, how):
+    path = stiff_file(tmp_path)
+    with private_context(DOMAIN) as ctx:
+        free = travel(ctx, PendulumNode, "pendulum", {"pendulum": 0.8}, model="m1")
+    assert free["pendulum"] > 0.3  # the published m1 set follows the goal
+    args = ["--ros-args", "--params-file", str(path)] if how == "--params-file" else None
+    params = {"params_file": str(path)} if how == "params_file" else {}
+    with private_context(DOMAIN, args=args) as ctx:
+        held = travel(ctx, PendulumNode, "pendulum", {"pendulum": 0.8}, **params)
+    assert held["pendulum"] < 1e-3
+
+
+def test_values_without_their_actuator_are_refused_by_the_arm(tmp_path):
+    with private_context(DOMAIN, args=["--ros-args", "-p", "kt:=1.5"]) as ctx:
+        with pytest.raises(BamError, match="without 'actuator' and 'model'"):
+            ArmNode(context=ctx)
+
+
+def test_arm_takes_a_fitted_file_for_the_joints_of_its_actuator(tmp_path):
+    # The Dynamixel arm: an MX-106 shoulder and an MX-64 elbow; the file is the MX-64's.
+    path = stiff_file(tmp_path)
+    goals = {"shoulder": 0.4, "elbow": 0.8}
+    with private_context(DOMAIN + 1, args=["--ros-args", "--params-file", str(path)]) as ctx:
+        moved = travel(ctx, ArmNode, "arm", goals)
+    assert moved["elbow"] < 1e-3 and moved["shoulder"] > 0.1
+    with private_context(DOMAIN + 1) as ctx:
+        moved = travel(ctx, ArmNode, "arm", goals, params_files=["", str(path)])
+    assert moved["elbow"] < 1e-3 and moved["shoulder"] > 0.1
