@@ -80,10 +80,12 @@ def _yaml(**entries) -> str:
     ({"actuator": "xl999"}, "unknown actuator 'xl999'"),
     ({"model": "m9"}, "unknown friction model 'm9'"),
     ({"friction_base": None}, "missing parameter friction_base for mx64 m1"),
-    ({"friction_viscous": float("nan")}, "parameter 'friction_viscous' in .* must be a finite number, got nan"),
+    ({"friction_viscous": float("nan")},
+     "parameter 'friction_viscous' in .* must be a finite number, got nan"),
     ({"frcition_base": 0.1}, "unknown parameter 'frcition_base'; did you mean 'friction_base'"),
     ({"load_friction_base": 0.1}, "'load_friction_base' is not a parameter of model m1"),
-    ({"armature": -0.01}, "parameter 'armature' .* must be >= 0"),
+    ({"armature": -0.01}, r"parameter 'armature' .* = -0.01 is outside its plausible range \[0, "),
+    ({"kt": 1e30}, r"parameter 'kt' .* = 1e\+30 is outside its plausible range \(0, 1000\] N·m/A"),
     ({"kt": "fast"}, "parameter 'kt' .* must be a number"),
     ({"model": None}, "has no 'model' entry"),
 ])
@@ -121,3 +123,16 @@ def test_missing_file_and_bad_json(tmp_path):
 def test_dump_is_loadable_text():
     text = dump_yaml(published("mx64", "m2"))
     assert text.startswith("# BAM actuator parameters: Dynamixel MX-64, friction model m2")
+
+
+def test_identification_bounds_lie_inside_the_plausible_ranges():
+    from bam_sim.models import parameters as P
+    from bam_sim.models.actuators import ACTUATORS
+    from bam_sim.models.friction import MODELS
+    from bam_sim.models.parameter_set import identification_bounds
+
+    for actuator in ACTUATORS.values():
+        for model in MODELS.values():
+            for name, (low, high) in identification_bounds(actuator, model).items():
+                for value in (low, high):
+                    P.check_value(name, value, f"bounds of {actuator.name} {model.name}")

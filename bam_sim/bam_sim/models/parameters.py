@@ -83,14 +83,36 @@ ALPHA = INDEX["alpha"]
 KV = INDEX["friction_viscous"]
 I_HEAT = INDEX["current_limit"]
 
-# Parameters that may be negative; every other one is a physical magnitude.
-SIGNED = frozenset({"q_offset"})
+# Physically plausible values (unit, low, high; low excluded where the parameter
+# divides something): far wider than the identification bounds, which must lie
+# inside them, but they catch a value in the wrong units or a typo (kt: 1e30)
+# before it silently turns a simulation or a fit into nonsense.
+PLAUSIBLE: dict[str, tuple[str, float, float]] = {
+    "kt": ("N·m/A", 0.0, 1.0e3),
+    "R": ("Ω", 0.0, 1.0e3),
+    "armature": ("kg·m²", 0.0, 1.0e2),
+    "q_offset": ("rad", -3.15, 3.15),
+    "friction_base": ("N·m", 0.0, 1.0e3),
+    "friction_stribeck": ("N·m", 0.0, 1.0e3),
+    "load_friction_base": ("", 0.0, 10.0),
+    "load_friction_stribeck": ("", 0.0, 10.0),
+    "load_friction_motor": ("", 0.0, 10.0),
+    "load_friction_external": ("", 0.0, 10.0),
+    "load_friction_motor_stribeck": ("", 0.0, 10.0),
+    "load_friction_external_stribeck": ("", 0.0, 10.0),
+    "load_friction_motor_quad": ("1/(N·m)", 0.0, 10.0),
+    "load_friction_external_quad": ("1/(N·m)", 0.0, 10.0),
+    "dtheta_stribeck": ("rad/s", 0.0, 1.0e3),
+    "alpha": ("", 0.0, 100.0),
+    "friction_viscous": ("N·m·s/rad", 0.0, 1.0e3),
+    "current_limit": ("A", 0.0, 1.0e3),
+}
 # Parameters that must be strictly positive (they divide something).
-STRICTLY_POSITIVE = frozenset({"R", "dtheta_stribeck", "alpha"})
+STRICTLY_POSITIVE = frozenset({"kt", "R", "dtheta_stribeck", "alpha"})
 
 
 def check_value(name: str, value: object, where: str = "") -> float:
-    """Return ``value`` as a float after checking it is a finite, admissible number.
+    """Return ``value`` as a float after checking it is finite and physically plausible.
 
     Raises :class:`BamError` naming the field (and ``where`` it came from).
     """
@@ -99,13 +121,13 @@ def check_value(name: str, value: object, where: str = "") -> float:
         raise BamError(
             f"unknown parameter '{name}'{origin}; known parameters: {', '.join(PARAM_NAMES)}"
         )
-    low = None if name in SIGNED else 0.0
-    x = number(value, f"parameter '{name}'{origin}", low=low,
-               low_open=name in STRICTLY_POSITIVE)
-    if name in STRICTLY_POSITIVE and x <= 0.0:
-        raise BamError(f"parameter '{name}'{origin} must be > 0, got {x}")
-    if name not in SIGNED and x < 0.0:
-        raise BamError(f"parameter '{name}'{origin} must be >= 0, got {x}")
+    x = number(value, f"parameter '{name}'{origin}")
+    unit, low, high = PLAUSIBLE[name]
+    low_open = name in STRICTLY_POSITIVE
+    if x > high or x < low or (low_open and x == low):
+        span = f"{'(' if low_open else '['}{low:g}, {high:g}] {unit}".rstrip()
+        raise BamError(f"parameter '{name}'{origin} = {x:g} is outside its plausible range "
+                       f"{span}; check the value and its units (SI)")
     return x
 
 

@@ -5,44 +5,17 @@ Example::
     ros2 run bam_sim arm --ros-args -p arm:=dynamixel \\
         -p params_files:="['params/mx106_m6.yaml', '']" -p gains:="[32.0, 32.0]"
 
-A thin node over :class:`bam_sim.mujoco_arm.servo_arm.ServoArm` (servo model and M1..M6
-friction on every joint, paper section IV-E). The physics steps at
-rate = 1/timestep of the MJCF; every ``publish_every`` steps (or at
-``publish_rate``) the loop thread publishes, stamped with the simulated time
-t = start_time + steps·timestep, ``/clock``, ``/joint_states`` (all joints:
-position, velocity, effort = motor torque) and ``/bam/actuator_states`` (one
-entry per joint, joint order). A message of time t reports the state at t and
-the command that drives the next steps (the pendulum node's convention).
-Real time or faster (``real_time_factor``, 0 = as fast as possible); the
-loop, stamps, topics and command parsing are those of the pendulum node
-(:mod:`bam_sim.common.actuator_node`).
+A thin node over :class:`bam_sim.mujoco_arm.servo_arm.ServoArm`: the physics
+steps at 1/timestep of the MJCF and the states of all joints are published
+every ``publish_every`` steps, stamped in simulated time, with the pendulum
+node's conventions (a message reports the state at its stamp and the command
+driving the next steps; commands apply from the next period).
 
-Commands: ``/bam/commands`` (names select joints; without names, one entry per
-joint in joint order) and ``/position_commands`` (one goal per joint, joint
-order). A command applies from the next publication period on.
-``command_timeout`` > 0 turns every joint's torque off when no command arrived
-for that long in simulated time (to the step).
-
-``/bam/bench_info`` (transient local, one message for the whole arm, source
-"sim"): a BenchInfo describes one pendulum bench, so for an arm
-
-* ``joint_name``, ``actuator``, ``control_unit``, ``model``, ``parameters``
-  hold one entry per joint, comma separated, in joint order (e.g.
-  ``"shoulder,elbow"``, ``"mx106,mx64"``, ``"V,V"``, ``"m4,m4"``,
-  ``"published,/abs/path/mx64_m6.yaml"``);
-* ``supply_voltage`` and ``damping`` hold the value shared by all joints, NaN
-  when they differ or do not apply (damping: voltage-controlled joints);
-* ``mass``, ``arm_mass`` and ``length`` are NaN: the geometry is the MJCF's
-  (``mjcf`` parameter); ``gravity`` is |g| of the MJCF; ``control_rate`` the
-  physics and servo control rate 1/timestep (states are published every
-  ``publish_every`` steps).
-
-The identification refuses such a description (no pendulum bench), as it
-should: arm recordings are for validation, not identification.
-
-``viewer:=true`` opens MuJoCo's passive viewer when a display exists
-(``DISPLAY`` or ``WAYLAND_DISPLAY`` set); otherwise one warning, and the node
-runs without it. Parameters: see :data:`PARAMETERS`, or ``arm --help``.
+``bam/bench_info`` describes one pendulum, so for an arm its per-joint fields
+(joint_name, actuator, control_unit, model, parameters) are comma-joined in
+joint order, shared values (supply_voltage, damping) are NaN when the joints
+differ, and the geometry is NaN: identification refuses arm recordings, which
+are for validation. Parameters: :data:`PARAMETERS`, or ``arm --help``.
 """
 
 from __future__ import annotations

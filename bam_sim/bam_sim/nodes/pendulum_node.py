@@ -3,25 +3,15 @@
 Example::
 
     ros2 run bam_sim pendulum --ros-args -p actuator:=mx64 -p model:=m6 \\
-        -p params_file:=params/mx64_m6.yaml -p mass:=1.0 -p length:=0.15
+        -p mass:=1.0 -p length:=0.15
     ros2 run bam_sim pendulum --ros-args --params-file params/mx64_m6.yaml
 
-A thin node over :class:`bam_sim.bench.stepper.BenchStepper`. A loop thread of
-its own (not an rclpy timer) ticks the bench at ``rate`` in simulated time and
-publishes, for every tick k, ``/joint_states``, ``/bam/actuator_states`` and
-``/clock`` stamped with the simulated time t_k = start_time + k/rate: the
-simulator is the clock, so a recording keeps simulated time whatever the
-real-time factor. ``/bam/bench_info`` (transient local) is published at start
-and again whenever the bench or the parameter set changes. Commands arrive on
-``/bam/commands`` and ``/position_commands``; the sample of tick k reports the
-command that drives the step k → k+1 (see :mod:`bam_sim.bench.stepper`).
-
-In real time (``real_time_factor`` r > 0) tick k starts at the absolute
-deadline start + k·(1/rate)/r of a monotonic clock (no drift); r = 0 runs as
-fast as possible. The loop, stamps, topics and command parsing are shared
-with the arm node (:mod:`bam_sim.common.actuator_node`).
-
-Topics, types and QoS come from :mod:`bam_sim.common.contract`. Parameters: see
+A thin node over :class:`bam_sim.bench.stepper.BenchStepper`. The simulator is
+the clock: tick k is stamped t_k = start_time + k/rate on ``joint_states``,
+``bam/actuator_states`` and ``/clock``, whatever the real-time factor, so a
+recording keeps simulated time. The sample of tick k reports the command that
+drives the step k → k+1. ``bam/bench_info`` (transient local) is published at
+start and whenever the bench or the parameter set changes. Parameters:
 :data:`PARAMETERS`, or ``pendulum --help``.
 """
 
