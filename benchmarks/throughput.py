@@ -46,7 +46,7 @@ import numpy as np
 from provenance import environment
 
 from bam_sim.bench.bench_log import BenchLog, LogBatch
-from bam_sim.bench.pendulum import Bench
+from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import batch_mae, batch_rollout, rollout
 from bam_sim.bench.trajectory import TRAJECTORIES, command_log
 from bam_sim.models.parameter_file import published
@@ -118,7 +118,7 @@ import time, numpy as np
 start = time.perf_counter()
 from bam_sim.models.parameter_file import published
 from bam_sim.bench.bench_log import BenchLog, LogBatch
-from bam_sim.bench.pendulum import Bench
+from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import batch_mae
 imported = time.perf_counter()
 p = published("mx64", "m6")

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from bam_sim.common.errors import BamError
-from bam_sim.models.friction import MODELS, get_model
+from bam_sim.models.model_registry import MODELS, get_model
 from bam_sim.models.parameter_file import load, save, write_atomic
 
 DEFAULT_OUTPUT = "out/fit/{actuator}_{model}.yaml"

@@ -31,7 +31,7 @@ from pathlib import Path
 import yaml
 
 from bam_sim.bench.trajectory import TRAJECTORIES, get_trajectory
-from bam_sim.common.errors import BamError
+from bam_sim.common.errors import BamError, one_line
 
 PROTOCOL_KEYS = ("trajectories", "gains", "repetitions", "duration", "settle", "runs")
 RUN_KEYS = ("trajectory", "gain", "repetitions")
@@ -59,10 +59,6 @@ class Protocol:
 
     def __iter__(self) -> Iterator[Run]:
         return iter(self.runs)
-
-
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
 
 
 def check_trajectory(name: object, where: str) -> str:
@@ -181,7 +177,7 @@ def protocol_from_text(text: str, where: str = "protocol") -> Protocol:
         mark = getattr(err, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise BamError(f"{where}: invalid YAML{at}: {_one_line(problem)}") from None
+        raise BamError(f"{where}: invalid YAML{at}: {one_line(problem)}") from None
     if data is None:
         raise BamError(f"{where}: the file is empty; give a 'protocol' mapping")
     return parse_protocol(data, where)

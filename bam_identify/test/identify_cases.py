@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from bam_identify.data.rosbag import BagSession, BagTrial
+from bam_identify.data.bag_writer import BagSession, BagTrial
 from bam_sim.bench.bench_log import BenchLog
-from bam_sim.bench.pendulum import Bench
+from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import rollout
 from bam_sim.bench.trajectory import command_log
 from bam_sim.models.parameter_file import published

@@ -14,20 +14,22 @@ from rosbags.interfaces import QosDurability
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
-from bam_identify.data.rosbag import (
+from bam_identify.data.bag_reader import read_bag
+from bam_identify.data.bag_topics import (
     TOPIC_ACTUATOR_STATES,
     TOPIC_BENCH_INFO,
     TOPIC_JOINT_STATES,
     TOPIC_TRIAL,
+)
+from bam_identify.data.bag_writer import (
     BagSession,
     BagTrial,
     bench_messages,
-    read_bag,
     write_bag,
     write_messages,
 )
 from bam_identify.data.typestore import TRIAL, typestore
-from bam_sim.bench.pendulum import Bench
+from bam_sim.bench.geometry import Bench
 
 STORAGES = ["mcap", "sqlite3"]
 SOURCE_MSG = Path(__file__).resolve().parents[2] / "bam_msgs" / "msg"

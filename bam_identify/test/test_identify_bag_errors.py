@@ -9,17 +9,14 @@ import numpy as np
 import pytest
 from identify_cases import MX64_BENCH, simulated
 
-from bam_identify.data.rosbag import (
+from bam_identify.data.bag_reader import read_bag
+from bam_identify.data.bag_topics import (
     TOPIC_ACTUATOR_STATES,
     TOPIC_BENCH_INFO,
     TOPIC_JOINT_STATES,
     TOPIC_TRIAL,
-    BagSession,
-    bench_messages,
-    read_bag,
-    write_bag,
-    write_messages,
 )
+from bam_identify.data.bag_writer import BagSession, bench_messages, write_bag, write_messages
 from bam_sim.common.errors import BamError
 
 
@@ -182,7 +179,7 @@ def test_bench_joint_missing_among_several(tmp_path, session):
 
 def test_bench_info_of_equal_stamps_is_the_last_recorded():
     """Mass then length changed in one instant: the trial gets the final description."""
-    from bam_identify.data.rosbag import _bench_info_at
+    from bam_identify.data.bag_reader import _bench_info_at
 
     infos = [(0, "first"), (500, "mass changed"), (500, "mass and length changed"), (900, "x")]
     assert _bench_info_at(infos, 600) == "mass and length changed"

@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from bam_identify.cli import eval_main, fit_main, output_paths
+from bam_identify.data.bag_writer import BagSession, BagTrial, write_bag
 from bam_identify.data.legacy_logs import write_legacy_log
-from bam_identify.data.rosbag import BagSession, BagTrial, write_bag
 from bam_identify.data.synthetic import paper_like_set
 from bam_sim.models.parameter_file import load, published, save
 

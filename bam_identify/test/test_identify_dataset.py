@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from identify_cases import EROB_BENCH, MX64_BENCH, simulated
 
+from bam_identify.data.bag_writer import BagSession, write_bag
 from bam_identify.data.dataset import Dataset, bag_paths, load_dataset, split
 from bam_identify.data.legacy_logs import write_legacy_log
-from bam_identify.data.rosbag import BagSession, write_bag
 from bam_sim.bench.bench_log import BenchLog
 from bam_sim.common.errors import BamError
 

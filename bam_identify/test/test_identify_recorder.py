@@ -29,7 +29,9 @@ from rosbags.rosbag2 import Reader
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from sensor_msgs.msg import JointState
 
-from bam_identify.data.rosbag import STORAGES, bench_messages, read_bag, write_bag
+from bam_identify.data.bag_reader import read_bag
+from bam_identify.data.bag_topics import STORAGES
+from bam_identify.data.bag_writer import bench_messages, write_bag
 from bam_identify.data.typestore import typestore
 from bam_identify.nodes.recorder_node import RecorderNode
 from bam_msgs.msg import ActuatorState, ActuatorStateArray, BenchInfo, Trial
@@ -40,6 +42,11 @@ from bam_sim.testing.ros_context import private_context
 from bam_sim.testing.ros_graph import wait_for
 
 TIMEOUT = 15.0  # s
+def resolved(name: str) -> str:
+    """The name a relative topic of the root namespace is recorded under."""
+    return "/" + name.lstrip("/")
+
+
 CLASSES = {JOINT_STATES.name: JointState, ACTUATOR_STATES.name: ActuatorStateArray,
            BENCH_INFO.name: BenchInfo, TRIAL.name: Trial}
 
@@ -155,7 +162,7 @@ def test_a_burst_is_recorded_completely_and_unchanged(context, tmp_path, storage
             if k % 50 == 0 and k // 50 < len(sent[TRIAL.name]):
                 rec.publishers[TRIAL.name].publish(sent[TRIAL.name][k // 50])
         published = time.monotonic() - begin
-        expected = {topic: len(msgs) for topic, msgs in sent.items()}
+        expected = {resolved(topic): len(msgs) for topic, msgs in sent.items()}
         rec.wait_for(lambda: rec.recorder.counts == expected,
                      f"all messages (have {rec.recorder.counts})")
         recorded = time.monotonic() - begin
@@ -168,10 +175,10 @@ def test_a_burst_is_recorded_completely_and_unchanged(context, tmp_path, storage
     raw, connections = read_raw(path)
     assert {topic: len(msgs) for topic, msgs in raw.items()} == expected
     for topic, msgs in sent.items():  # in order, every field (CDR padding bytes may differ)
-        for k, (data, msg) in enumerate(zip(raw[topic], msgs)):
+        for k, (data, msg) in enumerate(zip(raw[resolved(topic)], msgs)):
             assert_same(msg, deserialize_message(data, CLASSES[topic]), f"{topic}[{k}]")
     for topic in RECORDED:
-        conn = connections[topic.name]
+        conn = connections[topic.absolute()]
         assert conn.msgtype == topic.type and conn.msgdef.data
         qos = conn.ext.offered_qos_profiles[0]
         durable = qos.durability == QosDurability.TRANSIENT_LOCAL
@@ -184,8 +191,8 @@ def test_a_burst_is_recorded_completely_and_unchanged(context, tmp_path, storage
         store = get_typestore(Stores.EMPTY)
         for conn in reader.connections:
             store.register(get_types_from_msg(conn.msgdef.data, conn.msgtype))
-        conn = next(c for c in reader.connections if c.topic == ACTUATOR_STATES.name)
-        last = store.deserialize_cdr(raw[ACTUATOR_STATES.name][-1], conn.msgtype)
+        conn = next(c for c in reader.connections if c.topic == ACTUATOR_STATES.absolute())
+        last = store.deserialize_cdr(raw[ACTUATOR_STATES.absolute()][-1], conn.msgtype)
         assert last.actuators[0].error_flags == n - 1
 
 
@@ -198,10 +205,11 @@ def test_round_trip_two_trials_read_back_as_two_logs(context, tmp_path, storage)
     rec = Recording(context, path, storage=storage)
     try:
         rec.connect()
-        counts = dict.fromkeys(CLASSES, 0)
-        for topic, _, msg in messages:
+        counts = dict.fromkeys(map(resolved, CLASSES), 0)
+        for topic, _, msg in messages:  # written under resolved names, published relative
+            name = topic.lstrip("/")
             cdr = bytes(store.serialize_cdr(msg, msg.__msgtype__))
-            rec.publishers[topic].publish(deserialize_message(cdr, CLASSES[topic]))
+            rec.publishers[name].publish(deserialize_message(cdr, CLASSES[name]))
             counts[topic] += 1
         rec.wait_for(lambda: rec.recorder.counts == counts, "all messages")
     finally:
@@ -240,7 +248,7 @@ def test_existing_output_is_refused_and_left_alone(context, tmp_path):
     node.destroy_node()
     node.destroy_node()  # closing twice is harmless
     raw, connections = read_raw(existing)
-    assert raw == {} and set(connections) == {t.name for t in RECORDED}
+    assert raw == {} and set(connections) == {t.absolute() for t in RECORDED}
     assert [p.suffix for p in existing.iterdir() if p.name != "metadata.yaml"] == [".db3"]
 
 
@@ -282,9 +290,9 @@ def test_executable_closes_the_bag_on_sigint(context, tmp_path):
             proc.kill()
         node.destroy_node()
     assert proc.returncode == 128 + signal.SIGINT, output
-    assert "closed bag" in output and f"{BENCH_INFO.name} 1" in output, output
+    assert "closed bag" in output and f"{BENCH_INFO.absolute()} 1" in output, output
     raw, _ = read_raw(path)
-    assert len(raw[BENCH_INFO.name]) == 1
+    assert len(raw[BENCH_INFO.absolute()]) == 1
     # A second start on the same path is refused with one line and exit status 2.
     again = subprocess.run([sys.executable, "-c", code, "--ros-args", "-p", f"output:={path}"],
                            env=env, capture_output=True, text=True, timeout=TIMEOUT)

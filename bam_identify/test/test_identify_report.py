@@ -15,7 +15,7 @@ from bam_identify.fitting.report import (
     mae_table,
     write_report,
 )
-from bam_sim.bench.pendulum import Bench
+from bam_sim.bench.geometry import Bench
 from bam_sim.common.errors import BamError
 from bam_sim.models.parameter_file import published
 

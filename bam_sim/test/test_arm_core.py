@@ -14,7 +14,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from bam_sim.bench.pendulum import Bench
+from bam_sim.bench.geometry import Bench
 from bam_sim.common.errors import BamError
 from bam_sim.models import parameters as P
 from bam_sim.models.friction import friction_budget

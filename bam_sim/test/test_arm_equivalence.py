@@ -31,11 +31,12 @@ import numpy as np
 import pytest
 
 from bam_sim.bench.bench_log import BenchLog
-from bam_sim.bench.pendulum import Bench
+from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import rollout
 from bam_sim.bench.trajectory import TRAJECTORIES, command_log
 from bam_sim.models import parameters as P
-from bam_sim.models.friction import MODELS, applied_friction, friction_budget
+from bam_sim.models.friction import applied_friction, friction_budget
+from bam_sim.models.model_registry import MODELS
 from bam_sim.models.parameter_file import published
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo import servo_torque

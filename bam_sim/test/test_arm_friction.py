@@ -18,7 +18,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from bam_sim.bench.pendulum import Bench
+from bam_sim.bench.geometry import Bench
 from bam_sim.models import parameters as P
 from bam_sim.models.parameter_file import published
 from bam_sim.mujoco_arm.servo_arm import ArmJoint, ServoArm

@@ -17,7 +17,7 @@ from rclpy.parameter import Parameter
 from std_msgs.msg import Float64MultiArray
 
 from bam_msgs.msg import ActuatorCommand, BenchInfo
-from bam_sim.bench.pendulum import Bench
+from bam_sim.bench.geometry import Bench
 from bam_sim.common import contract
 from bam_sim.common.errors import BamError
 from bam_sim.models.parameter_file import published, save

@@ -9,7 +9,7 @@ import pytest
 from bam_sim_cases import SEED
 
 from bam_sim.bench.bench_log import BenchLog
-from bam_sim.bench.pendulum import Bench
+from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import rollout
 from bam_sim.bench.stepper import BenchStepper, Command
 from bam_sim.bench.trajectory import command_log

@@ -9,8 +9,9 @@ import pytest
 from bam_sim_cases import ACTUATORS, MODELS, SEED
 
 from bam_sim.common.errors import BamError
-from bam_sim.models.friction import MODELS as REGISTRY
-from bam_sim.models.friction import applied_friction, friction_budget, get_model
+from bam_sim.models.friction import applied_friction, friction_budget
+from bam_sim.models.model_registry import MODELS as REGISTRY
+from bam_sim.models.model_registry import get_model
 from bam_sim.models.parameter_file import published
 from bam_sim.models.parameters import to_vector
 

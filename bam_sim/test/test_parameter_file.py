@@ -128,7 +128,7 @@ def test_dump_is_loadable_text():
 def test_identification_bounds_lie_inside_the_plausible_ranges():
     from bam_sim.models import parameters as P
     from bam_sim.models.actuators import ACTUATORS
-    from bam_sim.models.friction import MODELS
+    from bam_sim.models.model_registry import MODELS
     from bam_sim.models.parameter_set import identification_bounds
 
     for actuator in ACTUATORS.values():

@@ -9,7 +9,7 @@ import pytest
 from bam_sim_cases import MODELS
 
 from bam_sim.bench.bench_log import BenchLog
-from bam_sim.bench.pendulum import GRAVITY, Bench
+from bam_sim.bench.geometry import GRAVITY, Bench
 from bam_sim.bench.rollouts import rollout
 from bam_sim.common.errors import BamError
 from bam_sim.models.friction import friction_budget

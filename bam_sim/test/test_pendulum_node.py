@@ -12,13 +12,12 @@ import os
 
 import numpy as np
 import pytest
-from rclpy.exceptions import ParameterException
 from rclpy.parameter import Parameter
 from std_msgs.msg import Float64MultiArray
 
 from bam_msgs.msg import ActuatorCommand, BenchInfo
 from bam_sim.bench.bench_log import BenchLog
-from bam_sim.bench.pendulum import Bench
+from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import rollout
 from bam_sim.common import contract
 from bam_sim.common.errors import BamError
@@ -226,7 +225,7 @@ def test_bad_parameters_at_start_are_one_line_errors(context, tmp_path):
     with pytest.raises(BamError, match="mx106"):
         PendulumNode(context=context,
                      parameter_overrides=[Parameter("params_file", value=str(other))])
-    with pytest.raises(ParameterException):
+    with pytest.raises(BamError, match=r"parameter rate must be in \[1, 100000\], got -5.0"):
         PendulumNode(context=context, parameter_overrides=[Parameter("rate", value=-5.0)])
     error = executable_error("bam_sim.nodes.pendulum_node",
                              ["pendulum", "--ros-args", "-p", "length:=-1.0"], DOMAIN, 60)

@@ -7,7 +7,7 @@ import pytest
 
 from bam_sim.common.errors import BamError
 from bam_sim.models import servo
-from bam_sim.models.actuators import get_actuator
+from bam_sim.models.actuators import CURRENT, VOLTAGE, get_actuator
 from bam_sim.models.parameters import to_vector
 
 MX = get_actuator("mx64")
@@ -18,39 +18,39 @@ P_EROB = to_vector({"kt": 5.0, "R": 2.0, "current_limit": 12.0})
 
 def test_voltage_law_is_clipped_p_controller_and_dc_motor():
     # duty = 10·0.158·0.3 = 0.474 -> U = 7.11 V; τ = 0.5·7.11 − 0.75·2 = 2.055
-    tau, volts = servo.servo_torque(servo.VOLTAGE, P_MX, MX.consts(), 10.0, 0.2, 2.0, 0.5, True)
+    tau, volts = servo.servo_torque(VOLTAGE, P_MX, MX.consts(), 10.0, 0.2, 2.0, 0.5, True)
     assert volts == pytest.approx(0.474 * 15.0)
     assert tau == pytest.approx(1.5 / 3.0 * 7.11 - 1.5**2 / 3.0 * 2.0)
 
 
 def test_voltage_law_saturates_at_max_duty():
-    _, volts = servo.servo_torque(servo.VOLTAGE, P_MX, MX.consts(), 32.0, 0.0, 0.0, 3.0, True)
+    _, volts = servo.servo_torque(VOLTAGE, P_MX, MX.consts(), 32.0, 0.0, 0.0, 3.0, True)
     assert volts == pytest.approx(0.9625 * 15.0)
-    _, volts = servo.servo_torque(servo.VOLTAGE, P_MX, MX.consts(), 32.0, 0.0, 0.0, -3.0, True)
+    _, volts = servo.servo_torque(VOLTAGE, P_MX, MX.consts(), 32.0, 0.0, 0.0, -3.0, True)
     assert volts == pytest.approx(-0.9625 * 15.0)
 
 
 def test_current_law_pd_with_heat_limit():
     # I = 20·0.1 − 1·√20·0.5 = 2 − 2.2360679... (within ±12 A); τ = 5·I
-    tau, amps = servo.servo_torque(servo.CURRENT, P_EROB, EROB.consts(), 20.0, 0.9, 0.5, 1.0, True)
+    tau, amps = servo.servo_torque(CURRENT, P_EROB, EROB.consts(), 20.0, 0.9, 0.5, 1.0, True)
     expected = 20.0 * 0.1 - np.sqrt(20.0) * 0.5
     assert amps == pytest.approx(expected)
     assert tau == pytest.approx(5.0 * expected)
-    _, amps = servo.servo_torque(servo.CURRENT, P_EROB, EROB.consts(), 100.0, 0.0, 0.0, 1.0, True)
+    _, amps = servo.servo_torque(CURRENT, P_EROB, EROB.consts(), 100.0, 0.0, 0.0, 1.0, True)
     assert amps == 12.0  # I_heat
 
 
 def test_current_law_back_emf_limit():
     # At q̇ = 20 rad/s the supply can only drive (48 − 5·20)/2 = −26 A: τ ≤ 5·(−26) = −130 N·m.
-    tau = servo.torque_from_control(servo.CURRENT, P_EROB, EROB.consts(), 12.0, 20.0, True)
+    tau = servo.torque_from_control(CURRENT, P_EROB, EROB.consts(), 12.0, 20.0, True)
     assert tau == pytest.approx(5.0 / 2.0 * (48.0 - 5.0 * 20.0))
-    tau = servo.torque_from_control(servo.CURRENT, P_EROB, EROB.consts(), -12.0, -20.0, True)
+    tau = servo.torque_from_control(CURRENT, P_EROB, EROB.consts(), -12.0, -20.0, True)
     assert tau == pytest.approx(5.0 / 2.0 * (-48.0 + 5.0 * 20.0))
 
 
-@pytest.mark.parametrize("family", [servo.VOLTAGE, servo.CURRENT])
+@pytest.mark.parametrize("family", [VOLTAGE, CURRENT])
 def test_torque_disabled_means_no_motor_torque(family):
-    p, c = (P_MX, MX.consts()) if family == servo.VOLTAGE else (P_EROB, EROB.consts())
+    p, c = (P_MX, MX.consts()) if family == VOLTAGE else (P_EROB, EROB.consts())
     # Even at speeds where the back-EMF would brake a powered motor.
     for dq in (0.0, 3.0, -30.0):
         assert servo.servo_torque(family, p, c, 10.0, 0.0, dq, 1.0, False) == (0.0, 0.0)

@@ -8,7 +8,7 @@ import pytest
 from bam_sim_cases import MODELS, SEED
 
 from bam_sim.bench.bench_log import BenchLog, LogBatch
-from bam_sim.bench.pendulum import Bench
+from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import batch_mae, batch_rollout, rollout
 from bam_sim.bench.trajectory import TRAJECTORIES, command_log
 from bam_sim.common.errors import BamError

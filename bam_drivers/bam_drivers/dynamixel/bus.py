@@ -81,7 +81,7 @@ from dynamixel_sdk import (
 )
 
 from bam_drivers.dynamixel.control_table import ControlTable, get_table, table_for_model_number
-from bam_sim.common.errors import BamError
+from bam_sim.common.errors import BamError, one_line
 
 BAUD_RATES = (9600, 19200, 38400, 57600, 115200, 230400, 460800, 500000, 576000, 921600,
               1000000, 1152000, 2000000, 2500000, 3000000, 3500000, 4000000)
@@ -284,7 +284,7 @@ class DynamixelBus:
         try:
             opened = port.setBaudRate(self.baud_rate)
         except PORT_ERRORS as exc:
-            self.port_error = _one_line(exc)
+            self.port_error = one_line(exc)
             raise BamError(f"cannot open the Dynamixel port {self.port_name}: "
                            f"{self.port_error}; check the port parameter, that the adapter "
                            "is plugged in and that you may use it (dialout group)") from None
@@ -303,7 +303,7 @@ class DynamixelBus:
 
     def _lost(self, exc: BaseException) -> str:
         """The port failed: close it and remember why."""
-        self.port_error = f"port lost: {_one_line(exc)}"
+        self.port_error = f"port lost: {one_line(exc)}"
         self.close()
         return self.port_error
 
@@ -626,6 +626,3 @@ def _check_ids(ids: Iterable[int]) -> tuple[int, ...]:
         raise BamError(f"servo ids must differ, got {list(ids)}")
     return ids
 
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__

@@ -85,16 +85,6 @@ class P2Result(IntEnum):
 P2_ALERT = 0x80  # bit 7 of the protocol-2.0 error byte: see Hardware Error Status
 
 
-class HardwareError(IntEnum):
-    """Bits of the protocol-2.0 Hardware Error Status register (70)."""
-
-    INPUT_VOLTAGE = 0x01
-    OVERHEATING = 0x04
-    MOTOR_ENCODER = 0x08
-    ELECTRICAL_SHOCK = 0x10
-    OVERLOAD = 0x20
-
-
 class PacketError(ValueError):
     """A malformed instruction; ``code`` is the protocol's error (P1 bits or P2 result)."""
 

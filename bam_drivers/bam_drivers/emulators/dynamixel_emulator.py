@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 from bam_drivers.dynamixel import packet as pk
 from bam_drivers.dynamixel.control_table import TABLES, get_table
 from bam_drivers.emulators.dynamixel_servos import EmulatedBus, EmulatedServo
-from bam_sim.bench.pendulum import Bench
+from bam_sim.bench.geometry import Bench
 from bam_sim.bench.stepper import BenchStepper
 from bam_sim.common.errors import BamError
 from bam_sim.models.parameter_file import load, published

@@ -5,60 +5,20 @@ Example::
     ros2 run bam_drivers dynamixel --ros-args -p port:=/dev/ttyUSB0 \\
         -p servo_model:=mx64_p1 -p ids:=[1] -p rate:=500.0
 
-A thin node over :class:`bam_drivers.dynamixel.bus.DynamixelBus`. A loop thread of its
-own (``bam_sim.common.actuator_node.TickLoop``: absolute deadlines of a monotonic clock,
-no drift) runs one bus cycle per tick at ``rate``: read the state of every
-servo (one sync or bulk read), then write the goals (one sync write; gains
-and torque enables only when they change) and publish ``/joint_states`` and
-``/bam/actuator_states``, stamped with the node clock just before the read.
-A cycle publishes the joints read in it (a servo that did not answer is left
-out of that cycle's messages, never published stale). The topics, types and
-QoS are those of :mod:`bam_sim.common.contract` (the swap contract), plus
-``/diagnostics`` (``diagnostic_msgs/DiagnosticArray``, about 1 Hz).
-
-Published values, per joint (q = direction·θ + offset):
-
-* ``/joint_states``: position (rad), velocity (rad/s), effort = the
-  estimated motor torque (N·m, NaN where unknown);
-* ``/bam/actuator_states``: the commanded goal position, torque enable and
-  gain kp in force after the cycle's writes (as the sim node reports the
-  command driving the next step), ``control`` = duty·input voltage (V, the
-  voltage of the H-bridge, paper equation 12), ``current`` (A, NaN where the
-  model has no current sense), input voltage, temperature, ``error_flags``
-  (protocol 1.0: the alarm bits of the status error byte; protocol 2.0: the
-  Hardware Error Status register) and ``motor_torque``;
-* ``motor_torque`` = k_t·I where the servo reports its current I: equation
-  (13), τ_m = k_t/R·U − k_t²/R·q̇, is k_t·I with I = (U − k_t·q̇)/R. k_t is
-  the mean over the published M1..M6 sets of ``actuator`` (they agree within
-  ±2.5 %), whereas R, which the voltage form would need, differs by up to
-  70 % between them, so torque is not estimated from the voltage: NaN
-  without a current reading.
-
-``/bam/bench_info`` (transient local) comes from the bench parameters, source
-"hardware", control_rate = rate; with ``supply_voltage`` 0 it is published
-after the first read, with the input voltage measured by the first servo.
-
-Fail-safe behaviour:
-
-* torque off on every servo when the node is destroyed (SIGINT, SIGTERM,
-  launch shutdown), confirmed by reading the registers back;
-* command watchdog: no command on /bam/commands or /position_commands for
-  ``command_timeout`` s turns the torque off (logged); the next command turns
-  it back on for the joints that had it (or as that command says);
-* communication errors (timeouts, corrupt replies, status errors, hardware
-  error bits) are counted per servo, reported in /diagnostics and logged at
-  most once per 10 s per kind; the loop never stops on them;
-* the port is reopened when it fails (or when no servo answered for 0.5 s),
-  retried every 0.25 s; cycles resume as soon as it opens and the servos
-  answer their ping, and the gains and torque enables are written again;
-* the node starts even when the port is absent (logged, retried) so that a
-  launch does not depend on start order; configuration errors (unknown
-  model, ids and joint names of different lengths, ...) stop it at once.
-
-``latency_timer_ms``: the packet timeout of dynamixel-sdk, see
-:mod:`bam_drivers.dynamixel.bus`; 0 (default) detects it when the port opens: 1 ms for
-the emulator's pseudo-terminal, a USB adapter's own setting from sysfs, else
-the SDK's 16 ms.
+A thin ROS adapter over :class:`bam_drivers.dynamixel.supervisor.DynamixelSupervisor`
+(bus cycles, reconnection, command watchdog, torque off): its loop thread runs
+one supervised bus cycle per tick at ``rate`` and publishes the servos read in
+it on the swap contract of :mod:`bam_sim.common.contract`, stamped just before
+the read, plus ``/diagnostics`` about once a second. ``effort`` and
+``motor_torque`` are k_t·I where the servo reports its current I (equation 13
+of the paper, τ_m = k_t/R·U − k_t²/R·q̇, is k_t·I), with k_t the mean of the
+published sets of ``actuator``; NaN without a current reading, because R
+differs too much between the sets to estimate torque from the voltage.
+``bam/bench_info`` carries the bench parameters, with the input voltage the
+first servo measures when ``supply_voltage`` is 0. The torque goes off on
+every servo when the node stops (SIGINT, SIGTERM, launch shutdown), read back.
+The README's Dynamixel section says the rest (latency timer, return delay,
+what is counted in the diagnostics).
 """
 
 from __future__ import annotations
@@ -69,8 +29,6 @@ import time
 from dataclasses import replace
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rclpy.exceptions import InvalidParameterTypeException, ParameterException
-from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 
@@ -81,27 +39,24 @@ from bam_drivers.dynamixel.bus import (
     hardware_error_names,
 )
 from bam_drivers.dynamixel.control_table import TABLES, get_table
+from bam_drivers.dynamixel.supervisor import DynamixelSupervisor
+from bam_drivers.supervisor import Command
 from bam_msgs.msg import ActuatorState, ActuatorStateArray, BenchInfo
-from bam_sim.bench.pendulum import GRAVITY, Bench
+from bam_sim.bench.geometry import GRAVITY, Bench
 from bam_sim.common.actuator_node import ActuatorNode
 from bam_sim.common.actuator_topics import joint_state
 from bam_sim.common.commands import JointCommand
-from bam_sim.common.errors import BamError
+from bam_sim.common.errors import BamError, one_line
 from bam_sim.common.node_parameters import Param, declare, usage
 from bam_sim.common.numbers import finite_non_negative
 from bam_sim.common.runner import run_node
-from bam_sim.models.actuators import get_actuator
-from bam_sim.models.friction import MODELS
+from bam_sim.models.actuators import VOLTAGE, get_actuator
+from bam_sim.models.model_registry import MODELS
 from bam_sim.models.parameter_file import published
-from bam_sim.models.servo import VOLTAGE
 
 NODE_NAME = "dynamixel"
 DIAGNOSTICS_TOPIC = "/diagnostics"
 DIAGNOSTICS_PERIOD = 1.0  # s
-RECONNECT_PERIOD = 0.25  # s between attempts to reopen the port
-STALE_REOPEN = 0.5  # s without any servo answering after which the port is reopened
-LOG_PERIOD = 10.0  # s, at most one log line per kind of problem in this time
-WRITE_REPEATS = 2  # cycles a changed gain / torque enable is written (sync writes are unacked)
 
 PARAMETERS: tuple[Param, ...] = (
     Param("port", "/dev/ttyUSB0", "serial port of the bus (a /dev/serial/by-id/ path "
@@ -153,34 +108,6 @@ def _mean_kt(actuator: str) -> float:
     return sum(values) / len(values) if values else math.nan
 
 
-class _Throttle:
-    """At most one log line per kind every ``period`` s; counts the ones held back."""
-
-    def __init__(self, node: Node, period: float = LOG_PERIOD) -> None:
-        self._node = node
-        self._period = period
-        self._last: dict[str, float] = {}
-        self._held: dict[str, int] = {}
-
-    def log(self, kind: str, level: str, message: str) -> bool:
-        now = time.monotonic()
-        if now - self._last.get(kind, -math.inf) < self._period:
-            self._held[kind] = self._held.get(kind, 0) + 1
-            return False
-        held = self._held.pop(kind, 0)
-        self._last[kind] = now
-        text = message + (f" ({held} more since the last report)" if held else "")
-        logger = self._node.get_logger()
-        # One call site per severity: rclpy refuses a call site changing severity.
-        if level == "error":
-            logger.error(text)
-        elif level == "warning":
-            logger.warning(text)
-        else:
-            logger.info(text)
-        return True
-
-
 class DynamixelNode(ActuatorNode):
     """The driver; keyword arguments go to :class:`rclpy.node.Node`.
 
@@ -188,26 +115,21 @@ class DynamixelNode(ActuatorNode):
     """
 
     def __init__(self, **kwargs) -> None:
-        self._bus: DynamixelBus | None = None
+        self._supervisor: DynamixelSupervisor | None = None
         super().__init__(NODE_NAME, **kwargs)
 
     # -- set-up ------------------------------------------------------------------------
 
     def _setup(self) -> None:
-        try:
-            values = self._declare()
-        except ParameterException as exc:
-            hint = (" (write doubles with a decimal point, e.g. mass:=1.0, and lists as "
-                    "[a, b])" if isinstance(exc, InvalidParameterTypeException) else "")
-            raise BamError(f"{exc}{hint}") from None
+        values = self._declare()
         self._configure(values)
         self._make_interfaces()
         if self._supply_voltage > 0.0:
             self._publish_bench_info()
         self._follow_parameters()
         self.get_logger().info(
-            f"{len(self._ids)} {self._bus.table.title} on {self._bus.port_name} at "
-            f"{self._bus.baud_rate} baud, ids {list(self._ids)} -> joints "
+            f"{len(self._ids)} {self.bus.table.title} on {self.bus.port_name} at "
+            f"{self.bus.baud_rate} baud, ids {list(self._ids)} -> joints "
             f"{list(self.joint_names)}, {self._rate:g} Hz")
         self._start_loop("dynamixel-loop", self._rate, 1.0, self._priority)
 
@@ -232,10 +154,10 @@ class DynamixelNode(ActuatorNode):
         if v["protocol"] not in (0, table.protocol):
             raise BamError(f"servo_model {table.name} speaks protocol {table.protocol}, but "
                            f"protocol is {v['protocol']}; set protocol:={table.protocol} or 0")
-        self._bus = DynamixelBus(v["port"], table, v["ids"], baud_rate=v["baud_rate"],
-                                 offsets=list(v["offsets"]), directions=list(v["directions"]),
-                                 latency_timer_ms=v["latency_timer_ms"])
-        self._ids = self._bus.ids
+        bus = DynamixelBus(v["port"], table, v["ids"], baud_rate=v["baud_rate"],
+                           offsets=list(v["offsets"]), directions=list(v["directions"]),
+                           latency_timer_ms=v["latency_timer_ms"])
+        self._ids = bus.ids
         joints = tuple(v["joint_names"])
         if len(joints) != len(self._ids) or len(set(joints)) != len(joints) or "" in joints:
             raise BamError(f"joint_names must hold {len(self._ids)} different non-empty names "
@@ -246,40 +168,19 @@ class DynamixelNode(ActuatorNode):
         self._priority = int(v["thread_priority"])
         self._supply_voltage = float(v["supply_voltage"])
         self._kt = _mean_kt(self._actuator.name) if table.current is not None else math.nan
-        limit = self._bus.gain_limit()
+        limit = bus.gain_limit()
         if not 0.0 <= v["gain"] <= limit:
             raise BamError(f"gain {v['gain']} is outside [0, {limit:g}], the P-gain register "
                            f"of the {table.title}")
-        self._init_command(v)
-        self._init_loop()
-
-    def _init_command(self, v: dict) -> None:
-        """The commanded state (guarded by the lock); goals None until known."""
-        n = len(self._ids)
-        self._goals: list[float | None] = [None] * n
-        self._goal_given = [False] * n  # else the goal follows the position (torque off)
-        self._enables = [bool(v["torque_enable_on_start"])] * n
-        self._gains = [float(v["gain"])] * n
-        self._gain_writes = self._torque_writes = 0
-        self._timeout = float(v["command_timeout"])
-        self._last_command = time.monotonic()
-        self._tripped: list[bool] | None = None  # enables before the watchdog tripped
-
-    def _init_loop(self) -> None:
-        """State of the loop thread, and the counters /diagnostics reports."""
-        self._throttle = _Throttle(self)
+        now = time.monotonic()
+        self._supervisor = DynamixelSupervisor(
+            bus, gain=float(v["gain"]), enabled=bool(v["torque_enable_on_start"]),
+            command_timeout=float(v["command_timeout"]), log=self._log, now=now)
         self._cycles = 0
-        self._connected_once = False
-        self._next_connect = 0.0
-        self._last_answer = time.monotonic()
-        self._lost_at: float | None = None
         self._info_published = False
-        self.port_state = "opening"
-        self.stats = {"cycles": 0, "full_reads": 0, "partial_reads": 0, "failed_reads": 0,
-                      "port_losses": 0, "reconnects": 0}
-        self._diag_previous = (time.monotonic(), {**self.stats, "bytes": (0, 0)},
-                               {i: ServoCounters() for i in self._ids})
         self._last_states: dict[int, object] = {}
+        self._diag_previous = (now, {**self._supervisor.link.stats, "bytes": (0, 0)},
+                               {i: ServoCounters() for i in self._ids})
 
     def _make_interfaces(self) -> None:
         """The swap contract (no /clock: hardware time), /diagnostics and its timer.
@@ -299,15 +200,21 @@ class DynamixelNode(ActuatorNode):
     @property
     def bus(self) -> DynamixelBus:
         """The bus (used by the loop thread; read-only elsewhere)."""
-        return self._bus
+        return self._supervisor.bus
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """Bus cycles and their outcomes, port losses and connections."""
+        return self._supervisor.link.stats
 
     @property
     def connected(self) -> bool:
-        return self._bus is not None and self._bus.is_open and self.port_state == "open"
+        return self._supervisor is not None and self.bus.is_open \
+            and self._supervisor.link.is_open
 
     @property
     def watchdog_tripped(self) -> bool:
-        return self._tripped is not None
+        return self._supervisor.watchdog_tripped
 
     @property
     def tick_count(self) -> int:
@@ -317,173 +224,48 @@ class DynamixelNode(ActuatorNode):
     def stop(self) -> None:
         """Stop the loop thread, turn the torque off and close the port."""
         super().stop()
-        bus = self._bus
-        if bus is not None and bus.is_open:
-            if bus.torque_off():
-                self.get_logger().info("torque off on every servo; port closed")
-            else:
-                self.get_logger().error("could not confirm the torque off of every servo "
-                                        f"on {bus.port_name}; check the servos")
-            bus.close()
+        if self._supervisor is None:
+            return
+        confirmed = self._supervisor.shutdown()
+        if confirmed:
+            self.get_logger().info("torque off on every servo; port closed")
+        elif confirmed is not None:
+            self.get_logger().error("could not confirm the torque off of every servo on "
+                                    f"{self.bus.port_name}; check the servos")
+
+    def _log(self, level: str, text: str) -> None:
+        logger = self.get_logger()
+        # One call site per severity: rclpy refuses a call site changing severity.
+        if level == "error":
+            logger.error(text)
+        elif level == "warning":
+            logger.warning(text)
+        else:
+            logger.info(text)
 
     # -- the loop (one bus cycle per tick) ---------------------------------------------
 
     def _tick(self) -> None:
         self._cycles += 1
-        try:
-            self._cycle()
-        except Exception as exc:  # never stop the loop; reported
-            self._throttle.log("cycle", "error", f"bus cycle failed: {type(exc).__name__}: "
-                                                 f"{exc}")
-
-    def _cycle(self) -> None:
-        bus = self._bus
-        now = time.monotonic()
-        if not bus.is_open:
-            if now >= self._next_connect:
-                self._connect()
-                self._loop.real_time_factor = 1.0  # restart the deadlines after the attempt
-            return
+        was_open = self.bus.is_open
         stamp = self.get_clock().now().nanoseconds
-        result = bus.read_state()
-        if result.port_error:
-            self._port_lost(result.port_error)
-            return
-        self._account(result, now)
-        # Commands and the watchdog act even in a cycle whose read failed.
-        command = self._snapshot(result, now)
-        self._write(command)
-        if not bus.is_open:
-            self._port_lost(bus.port_error)
-        elif result.states:
-            self._publish(stamp, result, command)
-            if not self._info_published:
-                self._publish_bench_info(next(iter(result.states.values())).input_voltage)
-        elif now - self._last_answer > STALE_REOPEN:
-            bus.close()
-            self._port_lost(f"no servo answered for {STALE_REOPEN:g} s")
-
-    def _connect(self) -> None:
-        bus = self._bus
         try:
-            bus.open()
-            models = bus.check_models()
-            for note in bus.ensure_position_mode():
-                self.get_logger().warning(note)
-            if not self._connected_once:
-                self._check_return_delays()
-                others = {i: m for i, m in models.items() if m != bus.table.name}
-                if others:
-                    self.get_logger().info(
-                        f"servos of other models with the same registers: {others}")
-            result = bus.read_state()
-            if not result.states:
-                raise BamError(f"no state read from the servos ({result.failures})")
-        except BamError as exc:
-            bus.close()
-            self.port_state = f"reconnecting: {exc}"
-            self._next_connect = time.monotonic() + RECONNECT_PERIOD
-            self._throttle.log("connect", "error", f"{exc} (retrying every "
-                                                   f"{RECONNECT_PERIOD:g} s)")
+            cycle = self._supervisor.cycle(time.monotonic())
+        except Exception as exc:  # never stop the loop; reported
+            self._supervisor.throttle.log("cycle", "error", f"bus cycle failed: "
+                                          f"{one_line(exc)}", time.monotonic())
             return
-        with self._lock:
-            for i, dxl_id in enumerate(self._ids):
-                if dxl_id in result.states and self._goals[i] is None:
-                    self._goals[i] = result.states[dxl_id].position
-            self._gain_writes = self._torque_writes = WRITE_REPEATS
-        self.port_state = "open"
-        self._last_answer = time.monotonic()
-        self.stats["reconnects"] += 1
-        if self._lost_at is not None:
-            self.get_logger().info(f"port {bus.port_name} back after "
-                                   f"{time.monotonic() - self._lost_at:.2f} s; resuming")
-            self._lost_at = None
-        elif not self._connected_once:
-            self.get_logger().info(
-                f"connected to ids {list(self._ids)} on {bus.port_name} (latency timer "
-                f"{bus.latency_timer_ms:g} ms: {bus.latency_timer_source})")
-        self._connected_once = True
-
-    def _check_return_delays(self) -> None:
-        slow = {i: d for i, d in self._bus.return_delays().items() if d > 0.0}
-        if slow:
-            self.get_logger().warning(
-                "return delay time of "
-                + ", ".join(f"id {i}: {d * 1e6:.0f} us" for i, d in slow.items())
-                + " adds to every cycle; set the Return Delay Time register to 0 for fast "
-                "cycles")
-
-    def _port_lost(self, reason: str) -> None:
-        self.port_state = f"reconnecting: {reason}"
-        self.stats["port_losses"] += 1
-        self._lost_at = time.monotonic()
-        self._next_connect = self._lost_at + RECONNECT_PERIOD
-        self._throttle.log("port", "error", f"Dynamixel port {self._bus.port_name}: {reason}; "
-                                            f"reopening every {RECONNECT_PERIOD:g} s")
-
-    def _account(self, result: CycleResult, now: float) -> None:
-        stats = self.stats
-        stats["cycles"] += 1
-        if result.ok:
-            stats["full_reads"] += 1
-        elif result.states:
-            stats["partial_reads"] += 1
-        else:
-            stats["failed_reads"] += 1
-        if result.states:
-            self._last_answer = now
-        for dxl_id, kind in result.failures.items():
-            self._throttle.log(f"comm/{dxl_id}/{kind}", "warning",
-                               f"servo id {dxl_id}: {kind} (counted in /diagnostics)")
-        for dxl_id, state in result.states.items():
-            if state.hardware_error:
-                names = ", ".join(hardware_error_names(self._bus.protocol,
-                                                       state.hardware_error))
-                self._throttle.log(f"hardware/{dxl_id}", "error",
-                                   f"servo id {dxl_id} reports a hardware error: {names}")
-
-    def _snapshot(self, result: CycleResult, now: float) -> tuple:
-        """The command of this cycle (watchdog applied), and which writes it needs."""
-        with self._lock:
-            if self._timeout > 0.0 and self._tripped is None \
-                    and now - self._last_command >= self._timeout:
-                self._trip_watchdog()
-            for i, dxl_id in enumerate(self._ids):
-                state = result.states.get(dxl_id)
-                if state is not None and not self._goal_given[i] and not self._enables[i]:
-                    self._goals[i] = state.position  # hold where it is when enabled
-            gains = self._gain_writes > 0
-            torque = self._torque_writes > 0
-            self._gain_writes = max(self._gain_writes - 1, 0)
-            self._torque_writes = max(self._torque_writes - 1, 0)
-            return list(self._goals), list(self._enables), list(self._gains), gains, torque
-
-    def _trip_watchdog(self) -> None:
-        """Torque off on every servo (lock held); the next command restores it."""
-        self._tripped = list(self._enables)
-        if any(self._enables):
-            self._enables = [False] * len(self._ids)
-            self._torque_writes = WRITE_REPEATS
-            self._throttle.log("watchdog", "warning", (
-                f"no command for {self._timeout:g} s (command_timeout): torque off; the next "
-                "command on /bam/commands or /position_commands turns it back on"))
-
-    def _write(self, command: tuple) -> None:
-        goals, enables, gains, write_gains, write_torque = command
-        bus, ids = self._bus, self._ids
-        if write_torque:
-            bus.write_torque({i: False for i, e in zip(ids, enables, strict=True) if not e})
-        bus.write_goals({i: g for i, g, e in zip(ids, goals, enables, strict=True)
-                         if e and g is not None})
-        if write_gains:
-            bus.write_gains(dict(zip(ids, gains, strict=True)))
-        if write_torque:
-            bus.write_torque({i: True for i, e in zip(ids, enables, strict=True) if e})
+        if not was_open:
+            self._loop.real_time_factor = 1.0  # restart the deadlines after the attempt
+        if cycle is not None and cycle.result.states:
+            self._publish(stamp, cycle.result, cycle.command)
+            if not self._info_published:
+                self._publish_bench_info(next(iter(cycle.result.states.values())).input_voltage)
 
     # -- publishing --------------------------------------------------------------------
 
-    def _publish(self, stamp_ns: int, result: CycleResult, command: tuple) -> None:
-        goals, enables, gains = command[:3]
+    def _publish(self, stamp_ns: int, result: CycleResult, command: Command) -> None:
+        goals, enables, gains = command.goals, command.enables, command.gains
         sec, nsec = divmod(stamp_ns, 1_000_000_000)
         topics = self.topics
         if result.ok:
@@ -536,8 +318,8 @@ class DynamixelNode(ActuatorNode):
     def _publish_diagnostics(self) -> None:
         now = time.monotonic()
         t0, stats0, counters0 = self._diag_previous
-        stats = {**self.stats, "bytes": self._bus.bytes()}
-        counters = {i: replace(c) for i, c in self._bus.counters.items()}
+        stats = {**self.stats, "bytes": self.bus.bytes()}
+        counters = {i: replace(c) for i, c in self.bus.counters.items()}
         self._diag_previous = (now, stats, counters)
         window = max(now - t0, 1e-9)
         msg = DiagnosticArray()
@@ -553,8 +335,8 @@ class DynamixelNode(ActuatorNode):
         cycles = max(delta["cycles"], 1)
         tx, rx = (now - then for now, then in zip(stats["bytes"], before["bytes"], strict=True))
         rate = delta["cycles"] / window
-        if self.port_state != "open":
-            level, message = DiagnosticStatus.ERROR, f"port {self.port_state}"
+        if self._supervisor.link.state != "open":
+            level, message = DiagnosticStatus.ERROR, f"port {self._supervisor.link.state}"
         elif rate < 0.9 * self._rate:
             level, message = DiagnosticStatus.WARN, f"{rate:.0f} Hz, below {self._rate:g} Hz"
         elif delta["partial_reads"] or delta["failed_reads"] or delta["port_losses"]:
@@ -562,10 +344,10 @@ class DynamixelNode(ActuatorNode):
         else:
             level, message = DiagnosticStatus.OK, f"{rate:.0f} Hz"
         values = {
-            "port": self._bus.port_name, "port state": self.port_state,
-            "protocol": self._bus.protocol, "baud rate": self._bus.baud_rate,
-            "latency timer (ms)": f"{self._bus.latency_timer_ms:g} "
-                                  f"({self._bus.latency_timer_source})",
+            "port": self.bus.port_name, "port state": self._supervisor.link.state,
+            "protocol": self.bus.protocol, "baud rate": self.bus.baud_rate,
+            "latency timer (ms)": f"{self.bus.latency_timer_ms:g} "
+                                  f"({self.bus.latency_timer_source})",
             "rate target (Hz)": f"{self._rate:g}", "rate achieved (Hz)": f"{rate:.1f}",
             "full reads (Hz)": f"{delta['full_reads'] / window:.1f}",
             "partial reads": stats["partial_reads"], "failed reads": stats["failed_reads"],
@@ -573,12 +355,10 @@ class DynamixelNode(ActuatorNode):
             "deadline slips": self.slips,
             "tx bytes per cycle": f"{tx / cycles:.1f}",
             "rx bytes per cycle": f"{rx / cycles:.1f}",
-            "watchdog": ("off" if self._timeout <= 0.0 else
-                         "tripped: torque off" if self._tripped is not None else
-                         f"armed ({self._timeout:g} s)"),
+            "watchdog": self._supervisor.describe_watchdog(),
             "rejected commands": sum(self._rejections.counts.values()),
         }
-        return _status(level, f"{self.get_name()}: bus", f"dynamixel bus {self._bus.port_name}",
+        return _status(level, f"{self.get_name()}: bus", f"dynamixel bus {self.bus.port_name}",
                        message, values)
 
     def _servo_status(self, i: int, dxl_id: int, c: ServoCounters, before: ServoCounters,
@@ -586,8 +366,8 @@ class DynamixelNode(ActuatorNode):
         reads = c.reads - before.reads
         timeouts, corrupt = c.timeouts - before.timeouts, c.corrupt - before.corrupt
         failed, status = c.failed - before.failed, c.status_errors - before.status_errors
-        names = hardware_error_names(self._bus.protocol, c.hardware_error)
-        if self.port_state != "open":
+        names = hardware_error_names(self.bus.protocol, c.hardware_error)
+        if self._supervisor.link.state != "open":
             level, message = DiagnosticStatus.ERROR, "port not open"
         elif c.hardware_error:
             level, message = DiagnosticStatus.ERROR, f"hardware error: {', '.join(names)}"
@@ -602,7 +382,7 @@ class DynamixelNode(ActuatorNode):
         state = self._last_states.get(dxl_id)
         age = time.monotonic() - c.last_error_time if math.isfinite(c.last_error_time) else None
         values = {
-            "id": dxl_id, "joint": self.joint_names[i], "model": self._bus.table.title,
+            "id": dxl_id, "joint": self.joint_names[i], "model": self.bus.table.title,
             "reads (Hz)": f"{reads / window:.1f}", "timeouts": c.timeouts,
             "corrupt replies": c.corrupt, "other failures": c.failed,
             "status errors": c.status_errors, "communication errors": c.errors,
@@ -614,51 +394,17 @@ class DynamixelNode(ActuatorNode):
             "input voltage (V)": f"{state.input_voltage:g}" if state else "",
         }
         return _status(level, f"{self.get_name()}: {self.joint_names[i]} (id {dxl_id})",
-                       f"dynamixel id {dxl_id} on {self._bus.port_name}", message, values)
+                       f"dynamixel id {dxl_id} on {self.bus.port_name}", message, values)
 
     # -- commands ----------------------------------------------------------------------
 
     def _apply(self, kind: str, command: JointCommand) -> None:
         try:
-            self._check(command)
+            self._supervisor.check(command, self.joint_names)
         except BamError as exc:
             self._rejections.reject(kind, str(exc))
             return
-        with self._lock:
-            if self._tripped is not None:  # the watchdog released the torque: restore it
-                if command.torque_enables is None and self._tripped != self._enables:
-                    self._enables = list(self._tripped)
-                    self._torque_writes = WRITE_REPEATS
-                    self._throttle.log("watchdog/restore", "info",
-                                       "command received: torque back on")
-                self._tripped = None
-            for k, i in enumerate(command.indices):
-                if command.goals is not None:
-                    self._goals[i] = command.goals[k]
-                    self._goal_given[i] = True
-                if command.gains is not None and command.gains[k] != self._gains[i]:
-                    self._gains[i] = command.gains[k]
-                    self._gain_writes = WRITE_REPEATS
-                if command.torque_enables is not None \
-                        and command.torque_enables[k] != self._enables[i]:
-                    self._enables[i] = command.torque_enables[k]
-                    self._torque_writes = WRITE_REPEATS
-            self._last_command = time.monotonic()
-
-    def _check(self, command: JointCommand) -> None:
-        """Every value of a command valid for its servo (BamError naming the first bad)."""
-        for k, i in enumerate(command.indices):
-            joint = self.joint_names[i]
-            if command.goals is not None:
-                goal = command.goals[k]
-                lo, hi = self._bus.goal_limits(i)
-                if not (math.isfinite(goal) and lo <= goal <= hi):
-                    raise BamError(f"goal position {goal} of joint '{joint}' is outside the "
-                                   f"servo's range [{lo:.4f}, {hi:.4f}] rad")
-            if command.gains is not None:
-                gain, limit = command.gains[k], self._bus.gain_limit()
-                if not (math.isfinite(gain) and 0.0 <= gain <= limit):
-                    raise BamError(f"gain {gain} of joint '{joint}' is outside [0, {limit:g}]")
+        self._supervisor.apply(command, time.monotonic())
 
     # -- parameters --------------------------------------------------------------------
 
@@ -675,17 +421,13 @@ class DynamixelNode(ActuatorNode):
                                                           new["command_timeout"])
         return plan
 
-    def _post_set(self, params: list[Parameter]) -> None:
-        plan = self._plan(params)
+    def _apply_plan(self, plan: dict) -> None:
         if "command_timeout" in plan:
-            with self._lock:
-                self._timeout = plan["command_timeout"]
-                self._last_command = time.monotonic()
+            self._supervisor.set_command_timeout(plan["command_timeout"], time.monotonic())
         if "bench" in plan:
             self._bench = plan["bench"]
             if self._info_published:
                 self._publish_bench_info(self._info_voltage)
-
 
 
 def _blank(state: ActuatorState) -> ActuatorState:

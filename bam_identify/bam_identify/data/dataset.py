@@ -16,8 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
+from bam_identify.data.bag_reader import read_bag
+from bam_identify.data.bag_topics import BAG_SUFFIXES
 from bam_identify.data.legacy_logs import legacy_log_files, read_legacy_log
-from bam_identify.data.rosbag import BAG_SUFFIXES, read_bag
 from bam_sim.bench.bench_log import BenchLog
 from bam_sim.common.errors import BamError
 

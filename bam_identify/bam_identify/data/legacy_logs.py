@@ -27,9 +27,9 @@ import numpy as np
 
 from bam_identify.data import resample
 from bam_sim.bench.bench_log import BenchLog
-from bam_sim.bench.pendulum import Bench
+from bam_sim.bench.geometry import Bench
 from bam_sim.common.errors import BamError
-from bam_sim.models import servo
+from bam_sim.models import actuators
 from bam_sim.models.actuators import Actuator, get_actuator
 from bam_sim.models.parameter_file import write_atomic
 
@@ -117,9 +117,9 @@ def read_legacy_log(path: str | os.PathLike, dt: float = 0.005) -> BenchLog:
     except BamError as err:
         raise BamError(f"{where}: {err}") from None
     supply = damping = None
-    if act.family == servo.VOLTAGE and "vin" in doc:
+    if act.family == actuators.VOLTAGE and "vin" in doc:
         supply = _number(doc["vin"], "vin", where)
-    if act.family == servo.CURRENT and "damping" in doc:
+    if act.family == actuators.CURRENT and "damping" in doc:
         damping = _number(doc["damping"], "damping", where)
 
     entries = doc["entries"]
@@ -210,7 +210,7 @@ def write_legacy_log(path: str | os.PathLike, log: BenchLog, actuator: str | Act
         "kp": float(log.kp), "motor": act.name, "trajectory": str(trajectory),
         "dt": float(log.dt),
     }
-    if act.family == servo.VOLTAGE:
+    if act.family == actuators.VOLTAGE:
         doc["vin"] = float(log.supply_voltage if log.supply_voltage is not None
                            else act.supply_voltage)
     else:

@@ -12,7 +12,7 @@ import itertools
 import numpy as np
 
 from bam_sim.bench.bench_log import BenchLog
-from bam_sim.bench.pendulum import Bench
+from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import rollout
 from bam_sim.bench.trajectory import command_log
 from bam_sim.models.parameter_set import ParameterSet

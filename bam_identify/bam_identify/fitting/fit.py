@@ -29,7 +29,7 @@ from bam_sim.bench.rollouts import batch_mae
 from bam_sim.common.errors import BamError
 from bam_sim.models import parameters as P
 from bam_sim.models.actuators import get_actuator
-from bam_sim.models.friction import get_model
+from bam_sim.models.model_registry import get_model
 from bam_sim.models.parameter_set import (
     ParameterSet,
     allowed_names,

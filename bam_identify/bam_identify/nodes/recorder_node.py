@@ -1,20 +1,16 @@
 """``recorder``: records the bench topics into a rosbag2 bag, where ``ros2 bag`` is absent.
 
-Subscribes to each topic of ``topics`` with its QoS of :mod:`bam_sim.common.contract`
-(``/bam/bench_info`` and ``/bam/trial`` transient local, so what was
+Subscribes to each topic of ``topics`` (relative names: resolved in the node's
+namespace, and recorded under the resolved name) with its QoS of
+:mod:`bam_sim.common.contract` (``bam/bench_info`` and ``bam/trial``
+transient local, so what was
 published before the recorder joined is recorded too) and serialized
 delivery (``raw=True``): the CDR bytes are written as they arrive, never
 re-serialized, with rosbags' ``Writer`` (rosbag2 format as written by ROS 2
 Jazzy, message definitions stored, so ``ros2 bag`` and
-:func:`bam_identify.data.rosbag.read_bag` read it). The bag time of a message is
+:func:`bam_identify.data.bag_reader.read_bag` read it). The bag time of a message is
 the node clock at reception (sim time under ``use_sim_time``); readers use
 the header stamps.
-
-Parameters: ``output`` (bag folder, default ``bags/bench_<date>``),
-``storage`` (``mcap`` or ``sqlite3``), ``topics`` (default the recorded
-topics of the interfaces), ``overwrite`` (false: an existing output is
-refused, nothing written), ``queue_depth`` (history depth of each
-subscription, default 10000: bursts wait there instead of being dropped).
 
 The bag is closed (metadata written) by :meth:`RecorderNode.close`, by
 ``destroy_node`` and on Ctrl-C / SIGTERM; :attr:`RecorderNode.counts` holds
@@ -31,22 +27,23 @@ import sys
 import threading
 from pathlib import Path
 
-from rcl_interfaces.msg import ParameterDescriptor, ParameterType
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from rosbags.rosbag2 import Writer
 
-from bam_identify.data.rosbag import ROSBAG2_VERSION, STORAGES, bag_qos
+from bam_identify.data.bag_topics import ROSBAG2_VERSION, STORAGES, bag_qos
 from bam_identify.data.typestore import typestore
 from bam_sim.common import contract
 from bam_sim.common.errors import BamError
+from bam_sim.common.node_parameters import Param, declare, usage
 from bam_sim.common.qos import profile
 from bam_sim.common.runner import run_node
 
 NODE_NAME = "recorder"
-# Every topic of the bench interfaces the recorder knows the type and QoS of.
-KNOWN_TOPICS = {topic.name: topic for topic in (
+# Every topic of the bench interfaces the recorder knows the type and QoS of, by its
+# name relative to the namespace ("/clock" is "clock").
+KNOWN_TOPICS = {topic.name.lstrip("/"): topic for topic in (
     contract.JOINT_STATES, contract.ACTUATOR_STATES, contract.BENCH_INFO,
     contract.COMMANDS, contract.POSITION_COMMANDS, contract.TRIAL, contract.CLOCK)}
 DEFAULT_TOPICS = [topic.name for topic in contract.RECORDED]
@@ -58,6 +55,17 @@ DEFAULT_TOPICS = [topic.name for topic in contract.RECORDED]
 QUEUE_DEPTH = 10000
 DRAIN = 1000  # messages a callback takes from its queue at most, besides its own
 WRITE_PERIOD = 0.02  # s between two batches of the writer thread
+
+PARAMETERS: tuple[Param, ...] = (
+    Param("output", "", "bag folder to write ('' = bags/bench_<date>)", read_only=True),
+    Param("storage", "mcap", "storage plugin: mcap or sqlite3", read_only=True),
+    Param("topics", DEFAULT_TOPICS, "topics to record, among " + ", ".join(KNOWN_TOPICS)
+          + " (relative to the namespace)", read_only=True),
+    Param("overwrite", False, "replace an existing bag at output (only a bag or an empty "
+          "folder)", read_only=True),
+    Param("queue_depth", QUEUE_DEPTH, "history depth of each subscription (messages waiting "
+          "to be taken)", read_only=True, low=1, high=10**6),
+)
 
 
 def default_output() -> str:
@@ -123,40 +131,28 @@ class RecorderNode(Node):
             raise
 
     def _configure(self) -> None:
-        string, boolean = ParameterType.PARAMETER_STRING, ParameterType.PARAMETER_BOOL
-        strings, integer = ParameterType.PARAMETER_STRING_ARRAY, ParameterType.PARAMETER_INTEGER
-        declared = {
-            "output": ("", string, "bag folder to write ('' = bags/bench_<date>)"),
-            "storage": ("mcap", string, f"storage plugin: {', '.join(STORAGES)}"),
-            "topics": (DEFAULT_TOPICS, strings,
-                       f"topics to record, among {', '.join(KNOWN_TOPICS)}"),
-            "overwrite": (False, boolean, "replace an existing bag at output"),
-            "queue_depth": (QUEUE_DEPTH, integer,
-                            "history depth of each subscription (messages waiting to be "
-                            "taken)"),
-        }
-        for name, (default, kind, description) in declared.items():
-            self.declare_parameter(name, default, ParameterDescriptor(
-                description=description, type=kind, read_only=True))
-        output = str(self.get_parameter("output").value).strip() or default_output()
-        self.storage = str(self.get_parameter("storage").value).strip().lower()
+        values = declare(self, PARAMETERS)
+        output = str(values["output"]).strip() or default_output()
+        self.storage = str(values["storage"]).strip().lower()
         if self.storage not in STORAGES:
             raise BamError(f"unknown storage '{self.storage}'; choose one of "
                            f"{', '.join(STORAGES)}")
-        topics = [str(name).strip() for name in self.get_parameter("topics").value]
+        topics = [str(name).strip() for name in values["topics"]]
         if not topics:
             raise BamError("parameter topics is empty; give the topics to record")
         for name in topics:
-            if name not in KNOWN_TOPICS:
+            if name.lstrip("/") not in KNOWN_TOPICS:
                 raise BamError(f"cannot record '{name}': not a bench topic; choose among "
                                f"{', '.join(KNOWN_TOPICS)}")
-        self.topics = list(dict.fromkeys(topics))
-        depth = self.get_parameter("queue_depth").value
-        if not 1 <= depth <= 10**6:
-            raise BamError(f"parameter queue_depth must be in [1, 1000000], got {depth}")
-        classes = {name: message_class(KNOWN_TOPICS[name].type) for name in self.topics}
+        # Resolved names (/ns/joint_states): what the bag stores and ros2 bag shows.
+        self._given = {self.resolve_topic_name(name): name for name in topics}
+        self.topics = list(self._given)
+        depth = int(values["queue_depth"])
+        self._kinds = {name: KNOWN_TOPICS[given.lstrip("/")]
+                       for name, given in self._given.items()}
+        classes = {name: message_class(self._kinds[name].type) for name in self.topics}
         self.path = Path(output).expanduser()
-        _check_output(self.path, bool(self.get_parameter("overwrite").value))
+        _check_output(self.path, bool(values["overwrite"]))
         self.counts = dict.fromkeys(self.topics, 0)
         self.dropped = dict.fromkeys(self.topics, 0)
 
@@ -171,7 +167,7 @@ class RecorderNode(Node):
         self._accepting = True
         group = MutuallyExclusiveCallbackGroup()  # one callback at a time: see _callback
         for name in self.topics:
-            qos = profile(KNOWN_TOPICS[name].qos)
+            qos = profile(self._kinds[name].qos)
             qos = QoSProfile(history=qos.history, depth=max(qos.depth, depth),
                              reliability=qos.reliability, durability=qos.durability)
             self._subscriptions_by_topic[name] = self.create_subscription(
@@ -187,8 +183,8 @@ class RecorderNode(Node):
             writer.open()
             store = typestore()
             connections = {
-                name: writer.add_connection(name, KNOWN_TOPICS[name].type, typestore=store,
-                                            offered_qos_profiles=[bag_qos(KNOWN_TOPICS[name].qos)])
+                name: writer.add_connection(name, self._kinds[name].type, typestore=store,
+                                            offered_qos_profiles=[bag_qos(self._kinds[name].qos)])
                 for name in self.topics}
         except Exception as err:  # rosbags raises several types (permissions, ...)
             opened.put(" ".join(str(err).split()) or type(err).__name__)
@@ -278,7 +274,9 @@ class RecorderNode(Node):
 
 
 def main(args: list[str] | None = None) -> int:
-    return run_node(NODE_NAME, RecorderNode, __doc__, args)
+    return run_node(NODE_NAME, RecorderNode, usage(
+        NODE_NAME, "Records the bench topics into a rosbag2 bag (bam_identify)", PARAMETERS),
+        args)
 
 
 if __name__ == "__main__":

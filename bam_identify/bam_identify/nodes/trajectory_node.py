@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from rcl_interfaces.msg import ParameterDescriptor, ParameterType, SetParametersResult
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.clock import Clock, ClockType
 from rclpy.duration import Duration
@@ -57,12 +57,16 @@ from bam_msgs.msg import ActuatorCommand, Trial
 from bam_sim.bench.trajectory import Trajectory, get_trajectory
 from bam_sim.common.contract import COMMANDS, RUN_TRAJECTORY_ACTION, TRIAL
 from bam_sim.common.errors import BamError
+from bam_sim.common.node_parameters import Param, declare, usage
+from bam_sim.common.numbers import number
 from bam_sim.common.qos import profile
 from bam_sim.common.runner import run_node
+from bam_sim.common.share import share_file
 
 NODE_NAME = "trajectory"
 FEEDBACK_PERIOD = 0.05  # s of wall time between feedback messages
 WATCH_PERIOD = 0.1  # s of wall time: protocol start, stalled-clock warning
+SOURCE_ROOT = Path(__file__).resolve().parents[2]  # the package folder of a source checkout
 STALL_WARNING = 5.0  # s of wall time without the node clock moving during a run
 SETTLE, RUNNING = "settle", "running"
 
@@ -99,32 +103,29 @@ class _Run:
                 f"repetition {self.repetition})")
 
 
-def _descriptor(description: str, kind: int, read_only: bool = True) -> ParameterDescriptor:
-    # Numbers are dynamically typed so that `-p duration:=6` (an integer) is accepted.
-    dynamic = kind == ParameterType.PARAMETER_DOUBLE
-    return ParameterDescriptor(
-        description=description, read_only=read_only, dynamic_typing=dynamic,
-        type=ParameterType.PARAMETER_NOT_SET if dynamic else kind)
-
-
-def _number(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise BamError(f"parameter {name} must be a number, got {value!r}")
-    return float(value)
+PARAMETERS: tuple[Param, ...] = (
+    Param("joint_name", "pendulum", "actuator (joint) name used in bam/commands",
+          read_only=True),
+    Param("command_rate", 200.0, "Hz of bam/commands during a run, in node clock time",
+          read_only=True, low=0.001, high=1.0e5, dynamic=True),
+    Param("duration", 6.0, "s per run (a protocol file may set its own)", low=0.001,
+          high=1.0e6, dynamic=True),
+    Param("settle", 0.5, "s holding the start pose (torque on, goal q_d(0)) before START (a "
+          "protocol file may set its own)", low=0.0, high=1.0e6, dynamic=True),
+    Param("protocol_file", "", "protocol YAML played once at start ('' = none; a bare name "
+          "is looked up in share/bam_identify/config)", read_only=True),
+    Param("exit_when_done", False, "protocol mode: exit when the schedule is done",
+          read_only=True),
+    Param("start_id", 1, "trial_id of the first run", read_only=True, low=1, high=2**32 - 1),
+)
 
 
 def _positive(value: object, name: str) -> float:
-    number = _number(value, name)
-    if not (math.isfinite(number) and number > 0.0):
-        raise BamError(f"parameter {name} must be a finite number > 0, got {value!r}")
-    return number
+    return number(value, f"parameter {name}", low=0.0, low_open=True)
 
 
 def _non_negative(value: object, name: str) -> float:
-    number = _number(value, name)
-    if not (math.isfinite(number) and number >= 0.0):
-        raise BamError(f"parameter {name} must be a finite number >= 0, got {value!r}")
-    return number
+    return number(value, f"parameter {name}", low=0.0)
 
 
 def resolve_protocol_file(name: str) -> Path:
@@ -132,18 +133,11 @@ def resolve_protocol_file(name: str) -> Path:
     path = Path(name).expanduser()
     if path.is_file() or path.is_absolute():
         return path
-    folders = []
-    try:
-        from ament_index_python.packages import get_package_share_directory
-
-        folders.append(Path(get_package_share_directory("bam_identify")) / "config")
-    except (ImportError, LookupError, ValueError):
-        pass
-    folders.append(Path(__file__).resolve().parents[2] / "config")  # source tree
-    for folder in folders:
-        for candidate in (folder / name, folder / f"{name}.yaml"):
-            if candidate.is_file():
-                return candidate
+    for candidate in (name, f"{name}.yaml"):
+        try:
+            return share_file("bam_identify", "config", candidate, source_root=SOURCE_ROOT)
+        except BamError:
+            continue
     return path  # load_protocol names it in its error
 
 
@@ -174,28 +168,8 @@ class TrajectoryNode(Node):
     # ----------------------------------------------------------------------------------------
 
     def _configure(self) -> None:
-        double, string = ParameterType.PARAMETER_DOUBLE, ParameterType.PARAMETER_STRING
-        boolean, integer = ParameterType.PARAMETER_BOOL, ParameterType.PARAMETER_INTEGER
-        declared = {
-            "joint_name": ("pendulum", _descriptor(
-                "actuator (joint) name used in /bam/commands", string)),
-            "command_rate": (200.0, _descriptor(
-                "Hz of /bam/commands during a run, in node clock time", double)),
-            "duration": (6.0, _descriptor(
-                "s per run (a protocol file may set its own)", double, read_only=False)),
-            "settle": (0.5, _descriptor(
-                "s holding the start pose (torque on, goal q_d(0)) before START (a protocol "
-                "file may set its own)", double, read_only=False)),
-            "protocol_file": ("", _descriptor(
-                "protocol YAML played once at start ('' = none; a bare name is looked up in "
-                "share/bam_identify/config)", string)),
-            "exit_when_done": (False, _descriptor(
-                "protocol mode: exit when the schedule is done", boolean)),
-            "start_id": (1, _descriptor("trial_id of the first run", integer)),
-        }
-        for name, (default, descriptor) in declared.items():
-            self.declare_parameter(name, default, descriptor)
-        value = self._value
+        values = declare(self, PARAMETERS)
+        value = values.__getitem__
         self.joint_name = str(value("joint_name"))
         if not self.joint_name.strip():
             raise BamError("parameter joint_name must not be empty")
@@ -203,11 +177,7 @@ class TrajectoryNode(Node):
         _positive(value("duration"), "duration")  # read again at the start of each run
         _non_negative(value("settle"), "settle")
         self.exit_when_done = bool(value("exit_when_done"))
-        start_id = value("start_id")
-        if isinstance(start_id, bool) or not isinstance(start_id, int) or not (
-                1 <= start_id < 2**32):
-            raise BamError(f"parameter start_id must be a whole number in [1, 2^32), got "
-                           f"{start_id!r}")
+        start_id = int(value("start_id"))  # an integer in range: its descriptor says so
         protocol_file = str(value("protocol_file")).strip()
         self.protocol: Protocol | None = None
         if protocol_file:
@@ -516,7 +486,8 @@ class TrajectoryNode(Node):
 
 
 def main(args: list[str] | None = None) -> int:
-    return run_node(NODE_NAME, TrajectoryNode, __doc__, args,
+    help_text = usage(NODE_NAME, "Plays the bench trajectories (bam_identify)", PARAMETERS)
+    return run_node(NODE_NAME, TrajectoryNode, help_text, args,
                     lambda node: node.protocol_done if node.exit_when_done else None)
 
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bam_sim.bench.pendulum import Bench
+from bam_sim.bench.geometry import Bench
 from bam_sim.common.errors import BamError
-from bam_sim.models import servo
+from bam_sim.models import actuators
 from bam_sim.models.actuators import Actuator
 
 
@@ -85,9 +85,9 @@ class BenchLog:
         """The actuator's constant vector with this log's recording conditions."""
         consts = actuator.consts()
         if self.supply_voltage is not None:
-            consts[servo.C_SUPPLY] = self.supply_voltage
+            consts[actuators.C_SUPPLY] = self.supply_voltage
         if self.damping is not None:
-            consts[servo.C_DAMPING] = self.damping
+            consts[actuators.C_DAMPING] = self.damping
         return consts
 
     @property

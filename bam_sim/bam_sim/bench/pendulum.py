@@ -1,8 +1,6 @@
-"""The pendulum test bench and one step of the paper's Algorithm 1.
+"""One step of the paper's Algorithm 1 on the pendulum bench.
 
-Bench (paper section II-A, with the conventions of the published parameter
-sets): q = 0 with the arm pointing down, positive counter-clockwise; a point
-mass ``mass`` at ``length`` on a uniform rod of mass ``arm_mass``::
+The bench (:class:`bam_sim.bench.geometry.Bench`) enters through::
 
     J   = mass·l² + arm_mass·l²/3 + J_m                                  (Alg. 1, line 3)
     τ_e = −(mass + arm_mass/2)·g·l·sin(q + q_offset)                     (Alg. 1, line 2)
@@ -31,54 +29,14 @@ static for ever (no drift, no chattering).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numba as nb
 import numpy as np
 
-from bam_sim.common.errors import BamError
-from bam_sim.common.numbers import number
 from bam_sim.models import parameters as P
 from bam_sim.models.friction import applied_friction, friction_budget
 from bam_sim.models.servo import _clip, servo_torque, torque_from_control
 
-GRAVITY = 9.80665  # m/s², standard gravity, as in the published identification
 MAX_VELOCITY = 100.0  # rad/s, velocity clip of the published implementation
-
-
-@dataclass(frozen=True)
-class Bench:
-    """Pendulum bench geometry: point mass (kg), rod mass (kg), length (m)."""
-
-    mass: float
-    length: float
-    arm_mass: float = 0.0
-
-    def __post_init__(self) -> None:
-        for name in ("mass", "length", "arm_mass"):
-            object.__setattr__(self, name, number(getattr(self, name), f"bench {name}",
-                                                  low=0.0))
-        if self.length <= 0.0:
-            raise BamError(f"bench length must be > 0 m, got {self.length}")
-
-    def inertia(self, armature: float) -> float:
-        """J = mass·l² + arm_mass·l²/3 + J_m (kg·m²)."""
-        return self.mass * self.length**2 + self.arm_mass * self.length**2 / 3.0 + armature
-
-    @property
-    def gravity_torque(self) -> float:
-        """(mass + arm_mass/2)·g·l, the amplitude of τ_e (N·m)."""
-        return (self.mass + 0.5 * self.arm_mass) * GRAVITY * self.length
-
-    def external_torque(self, q: float | np.ndarray, q_offset: float = 0.0):
-        """τ_e(q) of the bench (N·m)."""
-        return -self.gravity_torque * np.sin(np.asarray(q) + q_offset)
-
-    def energy(self, q: np.ndarray, dq: np.ndarray, armature: float) -> np.ndarray:
-        """Mechanical energy ½Jq̇² + mgl(1 − cos q) of the bench (J)."""
-        q = np.asarray(q)
-        dq = np.asarray(dq)
-        return 0.5 * self.inertia(armature) * dq**2 + self.gravity_torque * (1.0 - np.cos(q))
 
 
 @nb.njit(cache=True, inline="always")

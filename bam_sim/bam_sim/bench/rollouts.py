@@ -30,7 +30,7 @@ from bam_sim.bench.bench_log import BenchLog, LogBatch
 from bam_sim.bench.pendulum import step
 from bam_sim.common.errors import BamError
 from bam_sim.models import parameters as P
-from bam_sim.models.friction import get_model
+from bam_sim.models.model_registry import get_model
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo import servo_torque, torque_from_control
 

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
-from bam_sim.bench.pendulum import Bench
+from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import Rollout, rollout
 from bam_sim.bench.trajectory import TRAJECTORIES, command_log
 from bam_sim.common.errors import BamError
 from bam_sim.models.actuators import ACTUATORS, get_actuator
-from bam_sim.models.friction import MODELS
+from bam_sim.models.model_registry import MODELS
 from bam_sim.models.parameter_file import load, published
 
 

@@ -36,11 +36,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bam_sim.bench.pendulum import Bench, step
+from bam_sim.bench.geometry import Bench
+from bam_sim.bench.pendulum import step
 from bam_sim.common.errors import BamError
 from bam_sim.common.numbers import number
+from bam_sim.models import actuators
 from bam_sim.models import parameters as P
-from bam_sim.models import servo
 from bam_sim.models.actuators import Actuator
 from bam_sim.models.parameter_set import ParameterSet
 
@@ -122,7 +123,7 @@ class BenchStepper:
         # The actuator's constants with this bench's supply voltage, as
         # BenchLog.consts builds them for a recording.
         self._consts = self._actuator.consts()
-        self._consts[servo.C_SUPPLY] = volts
+        self._consts[actuators.C_SUPPLY] = volts
         self._family = int(self._actuator.family)
         self._q = _finite("initial position", position)
         self._dq = _finite("initial velocity", velocity)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bam_sim.bench.bench_log import BenchLog
-from bam_sim.bench.pendulum import Bench
+from bam_sim.bench.geometry import Bench
 from bam_sim.common.errors import BamError
 
 

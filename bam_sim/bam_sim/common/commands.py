@@ -13,11 +13,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from rclpy.node import Node
-from std_msgs.msg import Float64MultiArray
+if TYPE_CHECKING:  # messages are read by attribute: the parsing itself needs no ROS
+    from rclpy.node import Node
+    from std_msgs.msg import Float64MultiArray
 
-from bam_msgs.msg import ActuatorCommand
+    from bam_msgs.msg import ActuatorCommand
 
 
 @dataclass(frozen=True)

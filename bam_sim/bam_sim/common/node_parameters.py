@@ -12,7 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rclpy.exceptions import InvalidParameterTypeException, ParameterException
 from rclpy.node import Node
+
+from bam_sim.common.errors import BamError, one_line
 
 
 @dataclass(frozen=True)
@@ -43,11 +46,28 @@ def descriptor(param: Param) -> ParameterDescriptor:
 
 
 def declare(node: Node, params: Sequence[Param], defaults: dict | None = None) -> dict:
-    """Declare ``params`` on ``node`` in order; their values (``defaults`` override defaults)."""
+    """Declare ``params`` on ``node`` in order; their values (``defaults`` override defaults).
+
+    A value of the wrong type or out of range (from ``-p`` or a parameter file)
+    is a BamError of one line naming the parameter.
+    """
     defaults = defaults or {}
-    return {p.name: node.declare_parameter(p.name, defaults.get(p.name, p.default),
-                                           descriptor(p)).value
-            for p in params}
+    return {p.name: _declare_one(node, p, defaults.get(p.name, p.default)) for p in params}
+
+
+def _declare_one(node: Node, param: Param, default: object) -> object:
+    try:
+        return node.declare_parameter(param.name, default, descriptor(param)).value
+    except InvalidParameterTypeException as exc:
+        raise BamError(f"parameter {param.name}: {one_line(exc)} (write doubles with a "
+                       "decimal point, e.g. mass:=1.0, and lists as [a, b])") from None
+    except ParameterException as exc:
+        given = getattr(node, "_parameter_overrides", {}).get(param.name)
+        value = given.value if given is not None else default
+        if param.low is not None and isinstance(value, (int, float)):
+            raise BamError(f"parameter {param.name} must be in [{param.low:g}, "
+                           f"{param.high:g}], got {value!r}") from None
+        raise BamError(f"parameter {param.name}: {one_line(exc)}") from None
 
 
 def usage(program: str, title: str, params: Sequence[Param], computed: str = "computed") -> str:

@@ -2,7 +2,8 @@
 
 Constants come from ``reference/identified-parameters.md`` ("Actuator
 constants"), which reports those the published parameter sets were
-identified with; the identification setups are the paper's Table I.
+identified with; the identification setups are the paper's Table I. Plain
+data (no numba): the drivers read it too.
 """
 
 from __future__ import annotations
@@ -12,7 +13,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bam_sim.common.errors import BamError
-from bam_sim.models import servo
+
+# Control-law families (the servo laws of servo.py branch on them).
+VOLTAGE, CURRENT = 0, 1
+FAMILY_NAMES = {VOLTAGE: "voltage", CURRENT: "current"}
+CONTROL_UNITS = {VOLTAGE: "V", CURRENT: "A"}
+
+# Layout of the actuator constant vector handed to the numba kernels.
+C_SUPPLY, C_DUTY_GAIN, C_MAX_DUTY, C_MAX_VOLTAGE, C_DAMPING = range(5)
+N_CONSTS = 5
 
 
 @dataclass(frozen=True)
@@ -33,7 +42,7 @@ class Actuator:
     motor_bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
     # Parameters held fixed (not identified), e.g. I_heat.
     fixed: dict[str, float] = field(default_factory=dict)
-    # Scales of the friction-parameter bounds (see friction.ParamSpec).
+    # Scales of the friction-parameter bounds (see model_registry.ParamSpec).
     scales: dict[str, float] = field(default_factory=dict)
     gains: tuple[float, ...] = ()
     masses: tuple[float, ...] = ()
@@ -41,22 +50,22 @@ class Actuator:
 
     @property
     def control_unit(self) -> str:
-        return servo.CONTROL_UNITS[self.family]
+        return CONTROL_UNITS[self.family]
 
     def consts(self) -> np.ndarray:
-        """The constant vector the numba kernels read (layout in servo.py)."""
-        c = np.zeros(servo.N_CONSTS)
-        c[servo.C_SUPPLY] = self.supply_voltage
-        c[servo.C_DUTY_GAIN] = self.duty_gain
-        c[servo.C_MAX_DUTY] = self.max_duty
-        c[servo.C_MAX_VOLTAGE] = self.max_voltage
-        c[servo.C_DAMPING] = self.damping
+        """The constant vector the numba kernels read (layout above)."""
+        c = np.zeros(N_CONSTS)
+        c[C_SUPPLY] = self.supply_voltage
+        c[C_DUTY_GAIN] = self.duty_gain
+        c[C_MAX_DUTY] = self.max_duty
+        c[C_MAX_VOLTAGE] = self.max_voltage
+        c[C_DAMPING] = self.damping
         return c
 
 
 def _dynamixel(name: str, title: str, kt: tuple, r: tuple, armature: tuple, **kw) -> Actuator:
     return Actuator(
-        name=name, title=title, family=servo.VOLTAGE, supply_voltage=15.0,
+        name=name, title=title, family=VOLTAGE, supply_voltage=15.0,
         duty_gain=0.158, max_duty=0.9625,
         motor_bounds={"kt": kt, "R": r, "armature": armature},
         scales={"friction": 0.5, "viscous": 0.2},
@@ -67,7 +76,7 @@ def _dynamixel(name: str, title: str, kt: tuple, r: tuple, armature: tuple, **kw
 def _erob(name: str, title: str, damping: float, bounds: dict, fixed: dict,
           scales: dict) -> Actuator:
     return Actuator(
-        name=name, title=title, family=servo.CURRENT, supply_voltage=48.0,
+        name=name, title=title, family=CURRENT, supply_voltage=48.0,
         max_voltage=48.0, damping=damping, motor_bounds=bounds,
         fixed={"current_limit": 12.0, **fixed}, scales=scales,
         gains=(10.0, 25.0, 50.0, 100.0), masses=(3.1, 8.2, 12.7, 14.6, 19.6), lengths=(0.5,),

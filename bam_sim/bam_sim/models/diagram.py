@@ -26,7 +26,7 @@ from pathlib import Path
 import numba as nb
 import numpy as np
 
-from bam_sim.models import servo
+from bam_sim.models import actuators
 from bam_sim.models.friction import friction_budget
 from bam_sim.models.parameter_set import ParameterSet
 
@@ -67,7 +67,7 @@ def max_motor_torque(params: ParameterSet) -> float:
     """Stall torque of the actuator at rest (N·m): the natural range of a diagram."""
     act = params.actuator_def
     v = params.values
-    if act.family == servo.VOLTAGE:
+    if act.family == actuators.VOLTAGE:
         return v["kt"] / v["R"] * act.supply_voltage * act.max_duty
     return min(v["kt"] * v["current_limit"], v["kt"] / v["R"] * act.max_voltage)
 

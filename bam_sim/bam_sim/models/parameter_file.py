@@ -154,7 +154,7 @@ def _ros_safe(value: object) -> object:
 def published(actuator: str, model: str) -> ParameterSet:
     """The published parameter set of ``model`` for ``actuator`` (shipped defaults)."""
     from bam_sim.models.actuators import get_actuator
-    from bam_sim.models.friction import get_model
+    from bam_sim.models.model_registry import get_model
 
     name = f"{get_actuator(actuator).name}_{get_model(model).name}.yaml"
     source = resources.files("bam_sim.models").joinpath("published", name)

@@ -15,7 +15,7 @@ import numpy as np
 from bam_sim.common.errors import BamError
 from bam_sim.models import parameters as P
 from bam_sim.models.actuators import Actuator, get_actuator
-from bam_sim.models.friction import FrictionModel, get_model
+from bam_sim.models.model_registry import FrictionModel, get_model
 
 
 def required_names(actuator: Actuator, model: FrictionModel) -> tuple[str, ...]:

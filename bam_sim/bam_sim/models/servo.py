@@ -35,14 +35,14 @@ import numba as nb
 import numpy as np
 
 from bam_sim.models import parameters as P
-
-VOLTAGE, CURRENT = 0, 1
-FAMILY_NAMES = {VOLTAGE: "voltage", CURRENT: "current"}
-CONTROL_UNITS = {VOLTAGE: "V", CURRENT: "A"}
-
-# Layout of the actuator constant vector handed to the kernels.
-C_SUPPLY, C_DUTY_GAIN, C_MAX_DUTY, C_MAX_VOLTAGE, C_DAMPING = range(5)
-N_CONSTS = 5
+from bam_sim.models.actuators import (  # the family ids and constant layout
+    C_DAMPING,
+    C_DUTY_GAIN,
+    C_MAX_DUTY,
+    C_MAX_VOLTAGE,
+    C_SUPPLY,
+    VOLTAGE,
+)
 
 
 @nb.njit(cache=True, inline="always")

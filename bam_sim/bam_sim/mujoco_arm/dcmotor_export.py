@@ -42,8 +42,9 @@ import mujoco
 import numpy as np
 
 from bam_sim.common.errors import BamError
-from bam_sim.models import servo
-from bam_sim.models.friction import friction_budget, get_model
+from bam_sim.models import actuators
+from bam_sim.models.friction import friction_budget
+from bam_sim.models.model_registry import get_model
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.mujoco_arm.servo_arm import STIFF_IMPEDANCE
 
@@ -113,7 +114,7 @@ def consts(params: ParameterSet, supply_voltage: float | None = None) -> np.ndar
     if supply_voltage is not None:
         if not (math.isfinite(supply_voltage) and supply_voltage > 0.0):
             raise BamError(f"supply voltage must be > 0 V, got {supply_voltage}")
-        c[servo.C_SUPPLY] = supply_voltage
+        c[actuators.C_SUPPLY] = supply_voltage
     return c
 
 
@@ -127,12 +128,13 @@ def dcmotor_settings(joint: str, params: ParameterSet, gain: float | None = None
     c = consts(params, supply_voltage)
     v = params.values
     kt, resistance = v["kt"], v["R"]
-    if act.family == servo.VOLTAGE:
-        kp_t = kt / resistance * kp * c[servo.C_DUTY_GAIN] * c[servo.C_SUPPLY]
-        kd_t, vmax, limit = kt * kt / resistance, c[servo.C_MAX_DUTY] * c[servo.C_SUPPLY], 0.0
+    if act.family == actuators.VOLTAGE:
+        kp_t = kt / resistance * kp * c[actuators.C_DUTY_GAIN] * c[actuators.C_SUPPLY]
+        vmax = c[actuators.C_MAX_DUTY] * c[actuators.C_SUPPLY]
+        kd_t, limit = kt * kt / resistance, 0.0
     else:
-        kp_t, kd_t = kt * kp, kt * c[servo.C_DAMPING] * math.sqrt(kp)
-        vmax, limit = c[servo.C_MAX_VOLTAGE], kt * v["current_limit"]
+        kp_t, kd_t = kt * kp, kt * c[actuators.C_DAMPING] * math.sqrt(kp)
+        vmax, limit = c[actuators.C_MAX_VOLTAGE], kt * v["current_limit"]
     return DcMotorSettings(joint, resistance, kt, kp_t, kd_t, vmax, limit, v["armature"],
                            v["friction_viscous"], v["friction_base"])
 
@@ -163,7 +165,7 @@ def losses(params: ParameterSet) -> list[str]:
         out.append(f"{params.model} static budget at rest, no load: {_fmt(rest)} N·m; the "
                    f"export keeps K_c = {_fmt(v['friction_base'])} N·m (for a dcmotor, prefer a "
                    "set identified as M1)")
-    if act.family == servo.CURRENT:
+    if act.family == actuators.CURRENT:
         speed = (act.max_voltage + v["R"] * v["current_limit"]) / v["kt"]
         out.append(f"current law: the I_heat and back-EMF clips differ for |q̇| > "
                    f"{_fmt(speed)} rad/s (clips applied in the other order)")

@@ -37,8 +37,8 @@ import numpy as np
 
 from bam_sim.common.errors import BamError
 from bam_sim.common.numbers import number
+from bam_sim.models import actuators, servo
 from bam_sim.models import parameters as P
-from bam_sim.models import servo
 from bam_sim.models.friction import friction_budget
 from bam_sim.models.parameter_set import ParameterSet
 
@@ -246,7 +246,7 @@ class ServoArm:
         n = len(joints)
         self._ints = np.zeros((n, N_INTS), dtype=np.int64)
         self._params = np.zeros((n, P.N_PARAMS))
-        self._consts = np.zeros((n, servo.N_CONSTS))
+        self._consts = np.zeros((n, actuators.N_CONSTS))
         self._work = np.zeros((n, N_WORK))
         for i, spec in enumerate(joints):
             self._bind(i, spec, stiff_friction)
@@ -301,7 +301,7 @@ class ServoArm:
             volts = _number(f"joint '{spec.joint}' supply_voltage", spec.supply_voltage)
             if volts <= 0.0:
                 raise BamError(f"joint '{spec.joint}' supply_voltage must be > 0 V, got {volts}")
-            self._consts[i, servo.C_SUPPLY] = volts
+            self._consts[i, actuators.C_SUPPLY] = volts
         self._work[i, W_CTRL_SCALE] = scale
         m.dof_armature[dof] = self._params[i, P.ARMATURE]
         if stiff_friction:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from bam_sim.bench.pendulum import GRAVITY, Bench
+from bam_sim.bench.geometry import GRAVITY, Bench
 from bam_sim.common.errors import BamError
 from bam_sim.models.parameter_file import load, published
 from bam_sim.models.parameter_set import ParameterSet

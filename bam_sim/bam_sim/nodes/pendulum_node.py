@@ -24,7 +24,7 @@ import sys
 from rclpy.parameter import Parameter
 
 from bam_msgs.msg import BenchInfo
-from bam_sim.bench.pendulum import GRAVITY, Bench
+from bam_sim.bench.geometry import GRAVITY, Bench
 from bam_sim.bench.stepper import BenchStepper, Sample
 from bam_sim.common.actuator_node import SimNode
 from bam_sim.common.commands import JointCommand
@@ -39,11 +39,10 @@ from bam_sim.common.node_parameters import (
 )
 from bam_sim.common.numbers import finite_non_negative, number
 from bam_sim.common.runner import run_node
-from bam_sim.models.actuators import get_actuator
-from bam_sim.models.friction import get_model
+from bam_sim.models.actuators import CURRENT, get_actuator
+from bam_sim.models.model_registry import get_model
 from bam_sim.models.parameter_file import load, published
 from bam_sim.models.parameter_set import ParameterSet
-from bam_sim.models.servo import CURRENT
 from bam_sim.nodes import model_parameters
 
 NODE_NAME = "pendulum"

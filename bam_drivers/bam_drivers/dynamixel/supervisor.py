@@ -1,0 +1,203 @@
+"""The Dynamixel bus supervisor: one bus cycle per tick, reconnection, fail-safe commands.
+
+ROS-free: :class:`bam_drivers.nodes.dynamixel_node.DynamixelNode` calls
+:meth:`DynamixelSupervisor.cycle` from its loop thread and publishes what it
+returns. A cycle reads the state of every servo, applies the command watchdog,
+writes the goals (gains and torque enables only when they change) and returns
+the servos read, so a servo that did not answer is never published stale. A
+port that fails, or on which no servo answered for ``STALE_REOPEN`` s, is
+closed and reopened every ``RECONNECT_PERIOD`` s; on reconnection the gains
+and torque enables are written again.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from bam_drivers.dynamixel.bus import CycleResult, DynamixelBus, hardware_error_names
+from bam_drivers.supervisor import Command, CommandState, Link, Log, LogThrottle
+from bam_sim.common.commands import JointCommand
+from bam_sim.common.errors import BamError
+
+RECONNECT_PERIOD = 0.25  # s between attempts to reopen the port
+STALE_REOPEN = 0.5  # s without any servo answering after which the port is reopened
+LOG_PERIOD = 10.0  # s, at most one log line per kind of problem in this time
+
+
+@dataclass(frozen=True)
+class Cycle:
+    """What one bus cycle read and the command it wrote."""
+
+    result: CycleResult
+    command: Command
+
+
+class DynamixelSupervisor:
+    """The bus of a driver, its command state and its connection, without ROS.
+
+    ``log(level, text)`` receives every log line; ``now`` arguments are
+    ``time.monotonic()`` seconds. The command state is guarded by a lock of
+    its own: commands arrive from ROS callbacks while the loop thread cycles.
+    """
+
+    def __init__(self, bus: DynamixelBus, *, gain: float, enabled: bool,
+                 command_timeout: float, log: Log, now: float) -> None:
+        self.bus = bus
+        self.ids = bus.ids
+        self.link = Link(RECONNECT_PERIOD, STALE_REOPEN)
+        self._log = log
+        self.throttle = LogThrottle(log, LOG_PERIOD)
+        self._lock = threading.Lock()
+        self._state = CommandState(len(self.ids), enabled, gain, command_timeout, now)
+
+    # -- commands (ROS callbacks) -------------------------------------------------------
+
+    def check(self, command: JointCommand, joint_names: tuple[str, ...]) -> None:
+        """Every value of ``command`` valid for its servo (BamError naming the first bad)."""
+        limit = self.bus.gain_limit()
+        for k, i in enumerate(command.indices):
+            if command.goals is not None:
+                goal = command.goals[k]
+                lo, hi = self.bus.goal_limits(i)
+                if not lo <= goal <= hi:  # NaN fails too
+                    raise BamError(f"goal position {goal} of joint '{joint_names[i]}' is "
+                                   f"outside the servo's range [{lo:.4f}, {hi:.4f}] rad")
+            if command.gains is not None and not 0.0 <= command.gains[k] <= limit:
+                raise BamError(f"gain {command.gains[k]} of joint '{joint_names[i]}' is "
+                               f"outside [0, {limit:g}]")
+
+    def apply(self, command: JointCommand, now: float) -> None:
+        """Take a checked command; it also feeds the watchdog."""
+        with self._lock:
+            restored = self._state.apply(command, now)
+        if restored:
+            self.throttle.log("watchdog/restore", "info", "command received: torque back on",
+                              now)
+
+    def set_command_timeout(self, seconds: float, now: float) -> None:
+        with self._lock:
+            self._state.set_timeout(seconds, now)
+
+    @property
+    def watchdog_tripped(self) -> bool:
+        return self._state.tripped
+
+    def describe_watchdog(self) -> str:
+        return self._state.describe_watchdog()
+
+    # -- the loop thread ------------------------------------------------------------------
+
+    def cycle(self, now: float) -> Cycle | None:
+        """One bus cycle; None when the port is closed (reopened when due) or lost."""
+        bus = self.bus
+        if not bus.is_open:
+            if self.link.attempt_due(now):
+                self._connect(now)
+            return None
+        result = bus.read_state()
+        if result.port_error:
+            self._lost(result.port_error, now)
+            return None
+        self._account(result, now)
+        # Commands and the watchdog act even in a cycle whose read failed.
+        command = self._command(result, now)
+        self._write(command)
+        if not bus.is_open:
+            self._lost(bus.port_error, now)
+            return None
+        if not result.states and self.link.silent(now):
+            bus.close()
+            self._lost(f"no servo answered for {STALE_REOPEN:g} s", now)
+            return None
+        return Cycle(result, command)
+
+    def shutdown(self) -> bool | None:
+        """Torque off on every servo, read back, and close; None when the port was closed."""
+        bus = self.bus
+        if not bus.is_open:
+            return None
+        confirmed = bus.torque_off()
+        bus.close()
+        return confirmed
+
+    def _connect(self, now: float) -> None:
+        bus = self.bus
+        try:
+            bus.open()
+            models = bus.check_models()
+            for note in bus.ensure_position_mode():
+                self._log("warning", note)
+            if not self.link.connected_once:
+                self._first_connection(models)
+            result = bus.read_state()
+            if not result.states:
+                raise BamError(f"no state read from the servos ({result.failures})")
+        except BamError as exc:
+            bus.close()
+            self.link.failed(str(exc), now)
+            self.throttle.log("connect", "error", f"{exc} (retrying every "
+                                                  f"{RECONNECT_PERIOD:g} s)", now)
+            return
+        with self._lock:
+            self._state.rewrite({i: result.states[d].position
+                                 for i, d in enumerate(self.ids) if d in result.states})
+        lost_for = self.link.opened(now)
+        if lost_for is not None:
+            self._log("info", f"port {bus.port_name} back after {lost_for:.2f} s; resuming")
+        elif self.link.stats["reconnects"] == 1:
+            self._log("info", f"connected to ids {list(self.ids)} on {bus.port_name} "
+                              f"(latency timer {bus.latency_timer_ms:g} ms: "
+                              f"{bus.latency_timer_source})")
+
+    def _first_connection(self, models: dict[int, str]) -> None:
+        bus = self.bus
+        slow = {i: d for i, d in bus.return_delays().items() if d > 0.0}
+        if slow:
+            self._log("warning", "return delay time of "
+                      + ", ".join(f"id {i}: {d * 1e6:.0f} us" for i, d in slow.items())
+                      + " adds to every cycle; set the Return Delay Time register to 0 for "
+                      "fast cycles")
+        others = {i: m for i, m in models.items() if m != bus.table.name}
+        if others:
+            self._log("info", f"servos of other models with the same registers: {others}")
+
+    def _lost(self, reason: str, now: float) -> None:
+        self.link.lost(reason, now)
+        self.throttle.log("port", "error", f"Dynamixel port {self.bus.port_name}: {reason}; "
+                                           f"reopening every {RECONNECT_PERIOD:g} s", now)
+
+    def _account(self, result: CycleResult, now: float) -> None:
+        self.link.count(len(result.states), len(self.ids), now)
+        for dxl_id, kind in result.failures.items():
+            self.throttle.log(f"comm/{dxl_id}/{kind}", "warning",
+                              f"servo id {dxl_id}: {kind} (counted in /diagnostics)", now)
+        for dxl_id, state in result.states.items():
+            if state.hardware_error:
+                names = ", ".join(hardware_error_names(self.bus.protocol, state.hardware_error))
+                self.throttle.log(f"hardware/{dxl_id}", "error",
+                                  f"servo id {dxl_id} reports a hardware error: {names}", now)
+
+    def _command(self, result: CycleResult, now: float) -> Command:
+        """This cycle's command, with the watchdog applied."""
+        with self._lock:
+            state = self._state
+            if state.check_watchdog(now):
+                self.throttle.log("watchdog", "warning", (
+                    f"no command for {state.timeout:g} s (command_timeout): torque off; the "
+                    "next command on bam/commands or position_commands turns it back on"), now)
+            state.follow({i: result.states[d].position
+                          for i, d in enumerate(self.ids) if d in result.states})
+            return state.take()
+
+    def _write(self, command: Command) -> None:
+        bus, ids = self.bus, self.ids
+        pairs = list(zip(ids, command.enables, strict=True))
+        if command.write_torque:  # release first, enable last: never a goal jump
+            bus.write_torque({i: False for i, e in pairs if not e})
+        bus.write_goals({i: g for i, g, e in zip(ids, command.goals, command.enables,
+                                                 strict=True) if e and g is not None})
+        if command.write_gains:
+            bus.write_gains(dict(zip(ids, command.gains, strict=True)))
+        if command.write_torque:
+            bus.write_torque({i: True for i, e in pairs if e})
