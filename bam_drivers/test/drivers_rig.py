@@ -72,7 +72,8 @@ def settle(rig: Rig, emulator, seconds: float = 5.0, speed: float = 1e-3) -> dic
     while True:
         truth = emulator.truth()
         if all(abs(t["velocity"]) < speed for t in truth.values()):
-            time.sleep(0.1)  # a few more cycles published at rest
+            seen = len(rig.joint_states)  # a few more cycles published at rest
+            rig.wait_for(lambda seen=seen: len(rig.joint_states) >= seen + 5, "states at rest")
             return emulator.truth()
         assert time.monotonic() < deadline, f"joints still moving: {truth}"
         time.sleep(0.05)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import math
-import time
 
 import dynamixel_sdk as sdk
 import pytest
 from dynamixel_sdk import port_handler
 
 from bam_drivers.emulators.client import EmulatorError, EmulatorProcess
+from bam_sim.testing.ros_graph import wait_for
+
+TIMEOUT = 20.0  # s: generous, the emulator runs in real time beside a busy machine
 
 # dynamixel-sdk waits 2·LATENCY_TIMER + 2 ms for a status (USB adapters buffer 16 ms);
 # the pty answers in well under a millisecond, so a few ms keep failures quick.
@@ -190,7 +192,9 @@ def test_physics_converges_and_present_position_matches_truth(emulator, link) ->
     assert write(port, 2, goal_address, raw_goal) == (sdk.COMM_SUCCESS, 0)
     assert ph.write1ByteTxRx(port, 2, addr(emulator, 24, 64), 1) == (sdk.COMM_SUCCESS, 0)
     start_error = abs(emulator.truth()[2]["position"] - goal)
-    time.sleep(1.5)  # real-time physics: let the pendulum settle
+    wait_for(lambda: abs(emulator.truth()[2]["velocity"]) < 0.01
+             and abs(emulator.truth()[2]["position"] - goal) < 0.25 * start_error,
+             "the pendulum settling near its goal", TIMEOUT)  # real-time physics
     truth = emulator.truth()[2]
     assert truth["torque_enable"] and truth["goal"] == pytest.approx(raw_goal / COUNTS - 2048
                                                                     / COUNTS)
@@ -207,7 +211,7 @@ def test_physics_converges_and_present_position_matches_truth(emulator, link) ->
 def test_released_pendulum_reports_negative_speed(emulator, link) -> None:
     """Falling back from +1 rad with the torque off: speed < 0 (P1: bit 10 set)."""
     emulator.set_position(3, 1.0)
-    time.sleep(0.05)
+    wait_for(lambda: emulator.truth()[3]["velocity"] < -0.05, "the pendulum falling", TIMEOUT)
     if emulator.protocol == 1:
         raw, result, _ = link.ph.read2ByteTxRx(link.port, 3, 38)
         assert result == sdk.COMM_SUCCESS and raw & 0x400 and raw & 0x3FF > 0

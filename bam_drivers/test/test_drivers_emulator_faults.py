@@ -88,8 +88,8 @@ def test_added_latency_beyond_the_sdk_timeout(emulator, link) -> None:
     emulator.inject(latency=0.05)  # 50 ms > the 10 ms the SDK waits
     assert ph.ping(port, 1)[1] == sdk.COMM_RX_TIMEOUT
     emulator.inject(latency=0.0)
-    time.sleep(0.1)  # the late status arrives; the SDK flushes it before its next packet
-    assert ph.ping(port, 1)[1] == sdk.COMM_SUCCESS
+    # The late status still arrives; the SDK flushes it before a next packet.
+    assert wait_for(lambda: ph.ping(port, 1)[1] == sdk.COMM_SUCCESS)
 
 
 def test_hardware_error_bits(emulator, link) -> None:
@@ -113,7 +113,7 @@ def test_port_vanishes_and_returns_at_the_same_path(emulator, link) -> None:
     port, ph = link
     path = emulator.port
     assert ph.ping(port, 1)[1] == sdk.COMM_SUCCESS
-    emulator.vanish(0.5)
+    emulator.vanish()  # until restore(): no race with a slow test
     assert wait_for(lambda: not os.path.lexists(path))
     # The master side is closed: the old descriptor hangs up (pyserial's tcflush raises
     # termios.error, reads SerialException).
@@ -121,6 +121,7 @@ def test_port_vanishes_and_returns_at_the_same_path(emulator, link) -> None:
         for _ in range(3):
             ph.ping(port, 1)
     port.closePort()
+    emulator.restore()
     assert wait_for(lambda: os.path.exists(path))
     port2 = open_port(path)
     try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -42,6 +43,19 @@ from bam_sim.testing.ros_context import private_context
 from bam_sim.testing.ros_graph import wait_for
 
 TIMEOUT = 15.0  # s
+def read_until(proc: subprocess.Popen, text: str, timeout: float) -> str:
+    """The output of ``proc`` up to the line holding ``text`` (AssertionError on timeout)."""
+    deadline, seen = time.monotonic() + timeout, []
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], 0.1)
+        line = proc.stdout.readline() if ready else ""
+        seen.append(line)
+        if text in line:
+            return "".join(seen)
+        assert line or proc.poll() is None, "".join(seen)
+    raise AssertionError(f"no '{text}' within {timeout} s: {''.join(seen)}")
+
+
 def resolved(name: str) -> str:
     """The name a relative topic of the root namespace is recorded under."""
     return "/" + name.lstrip("/")
@@ -265,8 +279,10 @@ def test_bad_parameters(context, tmp_path, parameters, fragment):
     assert not (tmp_path / "bag").exists()
 
 
-def test_executable_closes_the_bag_on_sigint(context, tmp_path):
-    """``recorder`` as launched: records a latched topic, Ctrl-C writes the metadata."""
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_executable_closes_the_bag_on_a_signal(context, tmp_path, signum):
+    """``recorder`` as launched: records a latched topic; Ctrl-C or SIGTERM writes the
+    metadata and exits with 128 + the signal."""
     path = tmp_path / "cli"
     node = rclpy.create_node(f"bam_test_recorder_cli_{uuid.uuid4().hex[:8]}", context=context)
     pub = node.create_publisher(BenchInfo, BENCH_INFO.name, profile(BENCH_INFO.qos))
@@ -276,20 +292,18 @@ def test_executable_closes_the_bag_on_sigint(context, tmp_path):
             "sys.exit(main(sys.argv))")
     proc = subprocess.Popen(
         [sys.executable, "-c", code, "--ros-args", "-p", f"output:={path}",
-         "-p", "topics:=['/bam/bench_info', '/bam/trial']"],
+         "-p", "topics:=['bam/bench_info', 'bam/trial']"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        deadline = time.monotonic() + TIMEOUT
-        while pub.get_subscription_count() == 0 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.5)  # the latched sample reaches the new subscriber
-        proc.send_signal(signal.SIGINT)
+        lines = read_until(proc, f"first message on {BENCH_INFO.absolute()}", TIMEOUT)
+        proc.send_signal(signum)
         output, _ = proc.communicate(timeout=TIMEOUT)
+        output = lines + output
     finally:
         if proc.poll() is None:
             proc.kill()
         node.destroy_node()
-    assert proc.returncode == 128 + signal.SIGINT, output
+    assert proc.returncode == 128 + signum, output
     assert "closed bag" in output and f"{BENCH_INFO.absolute()} 1" in output, output
     raw, _ = read_raw(path)
     assert len(raw[BENCH_INFO.absolute()]) == 1

@@ -186,9 +186,14 @@ class EmulatorProcess:
             request["hardware_error"] = {str(k): int(v) for k, v in hardware_error.items()}
         return self._call(request)
 
-    def vanish(self, seconds: float) -> None:
-        """Remove the port now; a new pty appears at the same path after ``seconds``."""
-        self._call({"cmd": "vanish", "seconds": float(seconds)})
+    def vanish(self, seconds: float | None = None) -> None:
+        """Remove the port now; a new pty appears at the same path after ``seconds``
+        (None: when :meth:`restore` is called)."""
+        self._call({"cmd": "vanish", "seconds": None if seconds is None else float(seconds)})
+
+    def restore(self) -> None:
+        """Bring back a port that vanished, now."""
+        self._call({"cmd": "restore"})
 
     def set_position(self, dxl_id: int, position: float, velocity: float = 0.0) -> None:
         """Move a joint to ``position`` rad (and ``velocity`` rad/s)."""

@@ -22,15 +22,16 @@ client is connected.
 Fault injection, from the command line or the control socket: replies dropped
 (probability), checksums corrupted (probability), added reply latency (s),
 hardware-error bits per id, and the port vanishing (pty closed, symlink
-removed) and returning after N seconds (a new pty behind the same symlink).
+removed) and returning after N seconds or on the ``restore`` command (a new
+pty behind the same symlink).
 Random draws come from one generator seeded by ``--seed``.
 
 Control socket: a Unix stream socket; one JSON object per line in, one per
 line out (``{"ok": true, "result": ...}`` or ``{"ok": false, "error": ...}``).
 Commands: ``{"cmd": "truth"}``, ``{"cmd": "inject", "drop": p, "corrupt": p,
 "latency": s, "hardware_error": {"1": bits}}``, ``{"cmd": "vanish",
-"seconds": s}``, ``{"cmd": "set_position", "id": i, "position": rad}``,
-``{"cmd": "stats"}``, ``{"cmd": "stop"}``.
+"seconds": s}`` (``null``: until ``{"cmd": "restore"}``), ``{"cmd": "set_position",
+"id": i, "position": rad}``, ``{"cmd": "stats"}``, ``{"cmd": "stop"}``.
 
 Stops cleanly (symlink, socket and temporary directory removed) on SIGTERM,
 SIGINT, the ``stop`` command, or with ``--exit-with-parent`` when the process
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import select
@@ -380,7 +382,7 @@ class Emulator:
                     self.port.open()
                     self._restore_at = None
                 else:
-                    self._stop.wait(min(0.01, self._restore_at - time.monotonic()))
+                    self._stop.wait(0.01)
                 continue
             ready, _, _ = select.select([self.port.master, self._wake_r], [], [], 0.02)
             if self._wake_r in ready:
@@ -459,8 +461,14 @@ class Emulator:
         if name == "inject":
             return self._inject(request)
         if name == "vanish":
-            self._vanish_for = _seconds("vanish seconds", request.get("seconds", 1.0))
+            seconds = request.get("seconds", 1.0)
+            self._vanish_for = math.inf if seconds is None else _seconds("vanish seconds",
+                                                                         seconds)
             self._wake()
+            return None
+        if name == "restore":  # a port that vanished returns now
+            if self._restore_at is not None:
+                self._restore_at = time.monotonic()
             return None
         if name == "set_position":
             with self._lock:
@@ -473,8 +481,8 @@ class Emulator:
         if name == "stop":
             self.request_stop()
             return None
-        raise BamError(f"unknown command {name!r}; use truth, inject, vanish, set_position, "
-                       "stats or stop")
+        raise BamError(f"unknown command {name!r}; use truth, inject, vanish, restore, "
+                       "set_position, stats or stop")
 
     def _servo(self, dxl_id: object) -> EmulatedServo:
         try:

@@ -232,11 +232,16 @@ class RecorderNode(Node):
     def _callback(self, topic: str):
         clock = self.get_clock()
 
+        first = [True]
+
         def receive(data: bytes) -> None:
             with self._lock:
                 if not self._accepting:
                     self.dropped[topic] += 1
                     return
+                if first[0]:  # tells a user (and a test) the topic is flowing
+                    first[0] = False
+                    self.get_logger().info(f"first message on {topic}")
                 put = self._pending.append
                 put((topic, clock.now().nanoseconds, data))
                 for _ in range(DRAIN):
