@@ -17,6 +17,7 @@ import datetime
 import json
 import platform
 import sys
+from dataclasses import dataclass, fields
 from importlib import metadata
 from pathlib import Path
 
@@ -45,7 +46,7 @@ def _data_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dt", type=float, default=0.005, help="resampling step, s")
 
 
-def _load(args: argparse.Namespace):
+def _load(args: FitJob | argparse.Namespace):
     from bam_identify.data.dataset import load_dataset
 
     if not args.bags and not args.logs:
@@ -55,14 +56,51 @@ def _load(args: argparse.Namespace):
     return load_dataset(bags=args.bags, logs=args.logs, dt=args.dt, actuator=args.actuator)
 
 
+@dataclass(frozen=True)
+class FitJob:
+    """What ``fit`` does, typed: the command line parses into it, the bench runner builds it.
+
+    Field names are those of the command-line options (``--target-mae`` is
+    ``target_mae``).
+    """
+
+    bags: tuple[Path, ...] = ()
+    logs: tuple[Path, ...] = ()
+    actuator: str | None = None
+    dt: float = 0.005
+    models: tuple[str, ...] = ("m1", "m4", "m6")
+    trials: int = 4000
+    seed: int = 0
+    jobs: int | None = None
+    popsize: int | None = None
+    target_mae: float | None = None
+    set: tuple[str, ...] = ()
+    no_offset: bool = False
+    no_warm_start: bool = False
+    validation_fraction: float = 0.25
+    validation_kp: float | None = None
+    storage: str | None = None
+    output: str = DEFAULT_OUTPUT
+    report: Path = Path("out/fit/report")
+    force: bool = False
+    quiet: bool = False
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> FitJob:
+        values = {f.name: getattr(args, f.name) for f in fields(cls)}
+        for name in ("bags", "logs", "models", "set"):
+            values[name] = tuple(values[name] or ())
+        return cls(**values)
+
+
 def fit_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fit", description="Identify friction models M1..M6 from bench recordings "
         "(CMA-ES on the simulated-control position error).")
     _data_arguments(parser)
-    parser.add_argument("--models", nargs="+", default=["m1", "m4", "m6"],
+    parser.add_argument("--models", nargs="+", default=list(FitJob.models),
                         choices=sorted(MODELS), metavar="MODEL", help="m1 .. m6")
-    parser.add_argument("--trials", type=int, default=4000, help="candidates per model")
+    parser.add_argument("--trials", type=int, default=FitJob.trials, help="candidates per model")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, help="threads for the simulation (default: cores)")
     parser.add_argument("--popsize", type=int, help="CMA-ES population (default 4 + 3 ln n)")
@@ -74,14 +112,15 @@ def fit_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-warm-start", action="store_true",
                         help="start every model from scratch, not from a nested simpler "
                         "model fitted in the same run")
-    parser.add_argument("--validation-fraction", type=float, default=0.25)
+    parser.add_argument("--validation-fraction", type=float,
+                        default=FitJob.validation_fraction)
     parser.add_argument("--validation-kp", type=float,
                         help="validate on every log of this gain instead")
     parser.add_argument("--storage", help="optuna storage URL (e.g. sqlite:///fit.db) to "
                         "resume a study or share it between machines")
     parser.add_argument("--output", default=DEFAULT_OUTPUT,
                         help="parameter file per model; {actuator} and {model} are replaced")
-    parser.add_argument("--report", type=Path, default=Path("out/fit/report"),
+    parser.add_argument("--report", type=Path, default=FitJob.report,
                         help="report folder")
     parser.add_argument("--force", action="store_true", help="overwrite existing outputs")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -119,7 +158,8 @@ def _fixed_per_model(fixed: dict[str, float], actuator: str, models: list[str]):
     return per_model
 
 
-def run_fit(args: argparse.Namespace) -> str:
+def run_fit(args: FitJob) -> str:
+    """Fit every model of ``args`` and write its parameter files and report; the summary."""
     from bam_identify.data.dataset import split
     from bam_identify.fitting.fit import (
         NESTED_IN,
@@ -282,7 +322,7 @@ def _main(parser: argparse.ArgumentParser, run, argv: list[str] | None) -> int:
 
 
 def fit_main(argv: list[str] | None = None) -> int:
-    return _main(fit_parser(), run_fit, argv)
+    return _main(fit_parser(), lambda args: run_fit(FitJob.from_args(args)), argv)
 
 
 def eval_main(argv: list[str] | None = None) -> int:

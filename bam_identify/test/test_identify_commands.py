@@ -131,3 +131,17 @@ def test_written_parameters_are_a_ros_parameter_file(tmp_path):
     path = save(published("mx64", "m4"), tmp_path / "p.yaml")
     doc = yaml.safe_load(path.read_text())
     assert set(doc) == {"/**"} and "ros__parameters" in doc["/**"]
+
+
+def test_fit_job_defaults_are_the_command_line_defaults():
+    """The runner builds a FitJob, the command line parses one: same defaults."""
+    from pathlib import Path
+
+    from bam_identify.cli import FitJob, fit_parser
+
+    parsed = FitJob.from_args(fit_parser().parse_args(["--bags", "a", "b"]))
+    assert parsed == FitJob(bags=(Path("a"), Path("b")))
+    args = fit_parser().parse_args(["--logs", "x", "--set", "kt=1", "--set", "R=2",
+                                    "--target-mae", "1e-4", "--no-offset"])
+    job = FitJob.from_args(args)
+    assert job.set == ("kt=1", "R=2") and job.target_mae == 1e-4 and job.no_offset
