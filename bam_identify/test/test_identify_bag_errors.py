@@ -144,8 +144,12 @@ def test_write_over_an_existing_bag_needs_overwrite(tmp_path, session):
     assert "already exists" in str(info.value) and "\n" not in str(info.value)
     assert (bag / "taken.mcap").read_bytes() == before
     (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.txt").write_text("keep me")
     with pytest.raises(BamError, match="not a rosbag2 bag"):
         write_bag(tmp_path / "notes", [session], overwrite=True)
+    assert (tmp_path / "notes" / "todo.txt").read_text() == "keep me"
+    (tmp_path / "empty").mkdir()  # nothing to lose: replaced
+    assert read_bag(write_bag(tmp_path / "empty", [session], overwrite=True))
 
 
 def test_bad_arguments(tmp_path, session):

@@ -251,10 +251,20 @@ def test_existing_output_is_refused_and_left_alone(context, tmp_path):
     assert {p.name: p.read_bytes() for p in existing.iterdir()} == before
     plain = tmp_path / "notes.txt"
     plain.write_text("keep me")
-    with pytest.raises(BamError, match="not a rosbag2 bag folder"):
+    with pytest.raises(BamError, match="not a bag folder"):
         RecorderNode(context=context, parameter_overrides=[
             Parameter("output", value=str(plain)), Parameter("overwrite", value=True)])
     assert plain.read_text() == "keep me"
+    # A bag folder holding a user's files too: refused, every file kept.
+    kept = write_bag(tmp_path / "with_notes", [mx64_session(duration=0.2)])
+    (kept / "notes.txt").write_text("keep me")
+    (kept / "sub").mkdir()
+    (kept / "sub" / "calib.yaml").write_text("k: 1")
+    files = {p: p.read_bytes() for p in kept.rglob("*") if p.is_file()}
+    with pytest.raises(BamError, match=r"not part of its bag \(notes.txt, sub\)"):
+        RecorderNode(context=context, parameter_overrides=[
+            Parameter("output", value=str(kept)), Parameter("overwrite", value=True)])
+    assert {p: p.read_bytes() for p in kept.rglob("*") if p.is_file()} == files
     # With overwrite, an existing bag is replaced by the new recording.
     node = RecorderNode(context=context, parameter_overrides=[
         Parameter("output", value=str(existing)), Parameter("overwrite", value=True),

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 from rosbags.rosbag2 import StoragePlugin, Writer
 
+from bam_identify.data.bag_folder import check_replaceable
 from bam_identify.data.bag_topics import (
     END,
     QOS_STATE,
@@ -153,20 +154,6 @@ class _Messages:
         return self.Header(stamp=self.Time(sec=sec, nanosec=nanosec), frame_id="")
 
 
-def _check_overwrite(path: Path, overwrite: bool) -> None:
-    if not path.exists() and not path.is_symlink():
-        return
-    if not overwrite:
-        raise BamError(f"{path} already exists; choose another path or allow overwriting "
-                       "(--force)")
-    if path.is_dir() and not (path / "metadata.yaml").is_file():
-        raise BamError(f"{path} exists and is not a rosbag2 bag (no metadata.yaml); "
-                       "refusing to replace it, choose another path")
-    if not path.is_dir():
-        raise BamError(f"{path} exists and is not a bag folder; refusing to replace it, "
-                       "choose another path")
-
-
 def bench_messages(sessions: Sequence[BagSession], start_time: float = 1.0,
                    gap: float = 0.5) -> list[tuple[str, int, object]]:
     """(topic, stamp in ns, message) of ``sessions`` in time order, as a bench publishes them.
@@ -260,7 +247,7 @@ def write_messages(path: str | Path, messages: Iterable[tuple[str, int, object]]
     path = Path(path)
     if storage not in STORAGES:
         raise BamError(f"unknown bag storage '{storage}'; choose one of {', '.join(STORAGES)}")
-    _check_overwrite(path, overwrite)
+    check_replaceable(path, overwrite, "allow overwriting (--force)")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp_root = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}."))
     tmp = tmp_root / path.name
@@ -309,6 +296,6 @@ def write_bag(path: str | Path, sessions: Sequence[BagSession], storage: str = "
     """
     if storage not in STORAGES:
         raise BamError(f"unknown bag storage '{storage}'; choose one of {', '.join(STORAGES)}")
-    _check_overwrite(Path(path), overwrite)
+    check_replaceable(Path(path), overwrite, "allow overwriting (--force)")
     messages = bench_messages(sessions, start_time, gap)  # bad input fails before writing
     return write_messages(path, messages, storage, overwrite)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import datetime
 import importlib
 import queue
-import shutil
 import sys
 import threading
 from pathlib import Path
@@ -32,6 +31,7 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from rosbags.rosbag2 import Writer
 
+from bam_identify.data.bag_folder import check_replaceable, remove_bag
 from bam_identify.data.bag_topics import ROSBAG2_VERSION, STORAGES, bag_qos
 from bam_identify.data.typestore import typestore
 from bam_sim.common import contract
@@ -80,21 +80,6 @@ def message_class(type_name: str):
     except (ImportError, AttributeError):
         raise BamError(f"message type {type_name} is not available; build the workspace and "
                        "source install/setup.bash") from None
-
-
-def _check_output(path: Path, overwrite: bool) -> None:
-    """Refuse an existing output unless ``overwrite`` (then only a bag or empty folder)."""
-    if not path.exists() and not path.is_symlink():
-        return
-    if not overwrite:
-        raise BamError(f"output {path} already exists; choose another path or set the "
-                       "parameter overwrite to true")
-    if path.is_dir() and not path.is_symlink() and (
-            (path / "metadata.yaml").is_file() or not any(path.iterdir())):
-        shutil.rmtree(path)
-        return
-    raise BamError(f"output {path} exists and is not a rosbag2 bag folder; refusing to replace "
-                   "it, choose another path")
 
 
 class RecorderNode(Node):
@@ -152,7 +137,10 @@ class RecorderNode(Node):
                        for name, given in self._given.items()}
         classes = {name: message_class(self._kinds[name].type) for name in self.topics}
         self.path = Path(output).expanduser()
-        _check_output(self.path, bool(values["overwrite"]))
+        check_replaceable(self.path, bool(values["overwrite"]),
+                          "set the parameter overwrite to true")
+        if self.path.exists():
+            remove_bag(self.path)
         self.counts = dict.fromkeys(self.topics, 0)
         self.dropped = dict.fromkeys(self.topics, 0)
 
