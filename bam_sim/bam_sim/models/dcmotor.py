@@ -489,7 +489,7 @@ def read_mjcf(mjcf: str | Path, actuator_name: str) -> tuple[np.ndarray, float]:
     in a class passes its compiled parameters on; other actuator elements of
     a class pass on the common attributes). ``<include>`` is not supported.
     """
-    text, where = _read(mjcf)
+    text, where = read_mjcf_text(mjcf)
     root = _parse(text, where)
     if root.find(".//include") is not None:
         raise BamError(f"{where} uses <include>; inline the included files first")
@@ -509,7 +509,8 @@ def read_mjcf(mjcf: str | Path, actuator_name: str) -> tuple[np.ndarray, float]:
     return _params(spec, autolimits, clampctrl, f"dcmotor '{actuator_name}' in {where}"), timestep
 
 
-def _read(mjcf: str | Path) -> tuple[str, str]:
+def read_mjcf_text(mjcf: str | Path) -> tuple[str, str]:
+    """The text of an MJCF file (a path) or of MJCF given as text, and how to name it."""
     if isinstance(mjcf, Path) or not str(mjcf).lstrip().startswith("<"):
         path = Path(mjcf)
         try:

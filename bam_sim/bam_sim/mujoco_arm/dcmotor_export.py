@@ -43,6 +43,7 @@ import numpy as np
 
 from bam_sim.common.errors import BamError
 from bam_sim.models import actuators
+from bam_sim.models.dcmotor import read_mjcf_text
 from bam_sim.models.friction import friction_budget
 from bam_sim.models.model_registry import get_model
 from bam_sim.models.parameter_set import ParameterSet
@@ -188,7 +189,7 @@ def export_dcmotor(mjcf: str | Path, joints: Sequence[ExportJoint], *,
     returning. Asset file paths are left as they are: write the export next to
     the source when it references files.
     """
-    text, where = _read(mjcf)
+    text, where = read_mjcf_text(mjcf)
     timestep = _compile(text, where, "cannot load").opt.timestep
     root = _parse(text, where)
     if root.find(".//include") is not None:
@@ -224,16 +225,6 @@ def write_dcmotor(mjcf: str | Path, joints: Sequence[ExportJoint], output: str |
     output.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(output, result.xml)
     return result
-
-
-def _read(mjcf: str | Path) -> tuple[str, str]:
-    if isinstance(mjcf, Path) or not str(mjcf).lstrip().startswith("<"):
-        path = Path(mjcf)
-        try:
-            return path.read_text(encoding="utf-8"), str(path)
-        except (OSError, UnicodeDecodeError) as exc:
-            raise BamError(f"cannot read MJCF {path}: {exc}") from None
-    return str(mjcf), "<MJCF text>"
 
 
 def _parse(text: str, where: str) -> ET.Element:
