@@ -105,3 +105,25 @@ def test_sim_offers_nothing_outside_the_contract(graph):
         sim.get_name(), sim.get_namespace())}
     # rclpy adds /rosout and /parameter_events to every node.
     assert offered - {"/rosout", "/parameter_events"} == published
+
+
+ABSURD = {
+    "gain 1e300": ("commands/value", lambda j: {"gains": [1e300] * len(j)}),
+    "goal 1e300": ("commands/value", lambda j: {"goal_positions": [1e300] * len(j)}),
+    "goal NaN": ("commands/value", lambda j: {"goal_positions": [float("nan")] * len(j)}),
+    "negative gain": ("commands/value", lambda j: {"gains": [-1.0] * len(j)}),
+    "a joint twice": ("commands/joint", lambda j: {"names": [j[0], j[0]],
+                                                    "goal_positions": [0.1, 0.2]}),
+}
+
+
+@pytest.mark.parametrize("case", ABSURD)
+def test_every_actuator_node_refuses_the_same_absurd_commands(graph, case):
+    """One command check for simulations and drivers: swapping them refuses the same."""
+    from bam_msgs.msg import ActuatorCommand
+
+    node = graph[0]
+    kind, fields = ABSURD[case]
+    before = node.rejected_commands[kind]
+    node._on_command(ActuatorCommand(**fields(list(node.joint_names))))
+    assert node.rejected_commands[kind] == before + 1

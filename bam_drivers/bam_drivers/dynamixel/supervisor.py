@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from bam_drivers.dynamixel.bus import CycleResult, DynamixelBus, hardware_error_names
 from bam_drivers.supervisor import Command, CommandState, Link, Log, LogThrottle
-from bam_sim.common.commands import JointCommand
+from bam_sim.common.commands import CommandLimits, JointCommand, check_command
 from bam_sim.common.errors import BamError
 
 RECONNECT_PERIOD = 0.25  # s between attempts to reopen the port
@@ -50,22 +50,15 @@ class DynamixelSupervisor:
         self.throttle = LogThrottle(log, LOG_PERIOD)
         self._lock = threading.Lock()
         self._state = CommandState(len(self.ids), enabled, gain, command_timeout, now)
+        # What the registers hold: the goal range shifted by each joint's offset.
+        self.limits = CommandLimits.per_joint([(bus.goal_limits(i), bus.gain_limit())
+                                               for i in range(len(self.ids))])
 
     # -- commands (ROS callbacks) -------------------------------------------------------
 
     def check(self, command: JointCommand, joint_names: tuple[str, ...]) -> None:
         """Every value of ``command`` valid for its servo (BamError naming the first bad)."""
-        limit = self.bus.gain_limit()
-        for k, i in enumerate(command.indices):
-            if command.goals is not None:
-                goal = command.goals[k]
-                lo, hi = self.bus.goal_limits(i)
-                if not lo <= goal <= hi:  # NaN fails too
-                    raise BamError(f"goal position {goal} of joint '{joint_names[i]}' is "
-                                   f"outside the servo's range [{lo:.4f}, {hi:.4f}] rad")
-            if command.gains is not None and not 0.0 <= command.gains[k] <= limit:
-                raise BamError(f"gain {command.gains[k]} of joint '{joint_names[i]}' is "
-                               f"outside [0, {limit:g}]")
+        check_command(command, self.limits, joint_names)
 
     def apply(self, command: JointCommand, now: float) -> None:
         """Take a checked command; it also feeds the watchdog."""

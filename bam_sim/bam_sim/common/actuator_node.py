@@ -26,8 +26,10 @@ from bam_msgs.msg import ActuatorCommand
 from bam_sim.common.actuator_topics import ActuatorTopics
 from bam_sim.common.commands import (
     CommandError,
+    CommandLimits,
     JointCommand,
     Rejections,
+    check_command,
     parse_command,
     parse_position_command,
 )
@@ -53,6 +55,7 @@ class ActuatorNode(Node):
 
     joint_names: tuple[str, ...] = ()
     topics: ActuatorTopics
+    command_limits: CommandLimits  # set by the subclass's _setup
 
     def __init__(self, default_name: str, **kwargs) -> None:
         super().__init__(kwargs.pop("node_name", default_name), **kwargs)
@@ -228,6 +231,7 @@ class SimNode(ActuatorNode):
 
     def _apply(self, kind: str, command: JointCommand) -> None:
         try:
+            check_command(command, self.command_limits, self.joint_names)
             with self._lock:
                 self._command(command)
                 self._watchdog.feed(self._now())

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from bam_sim.common.errors import BamError
+
 if TYPE_CHECKING:  # messages are read by attribute: the parsing itself needs no ROS
     from rclpy.node import Node
     from std_msgs.msg import Float64MultiArray
@@ -30,6 +32,40 @@ class JointCommand:
     goals: tuple[float, ...] | None = None
     torque_enables: tuple[bool, ...] | None = None
     gains: tuple[float, ...] | None = None
+
+
+@dataclass(frozen=True)
+class CommandLimits:
+    """What the actuators of a node accept: goal range (rad) per joint, largest gain kp.
+
+    The one command check of simulation nodes and drivers alike
+    (:func:`check_command`), so swapping a simulation for hardware refuses the
+    same commands.
+    """
+
+    goal_low: tuple[float, ...]
+    goal_high: tuple[float, ...]
+    gain_high: tuple[float, ...]
+
+    @classmethod
+    def per_joint(cls, limits: Sequence[tuple[tuple[float, float], float]]) -> CommandLimits:
+        """From ((goal_low, goal_high), gain_high) of each joint."""
+        return cls(tuple(g[0] for g, _ in limits), tuple(g[1] for g, _ in limits),
+                   tuple(k for _, k in limits))
+
+
+def check_command(command: JointCommand, limits: CommandLimits, joints: Sequence[str]) -> None:
+    """Every value of ``command`` within ``limits`` (BamError naming the first bad one)."""
+    for k, i in enumerate(command.indices):
+        if command.goals is not None:
+            goal, lo, hi = command.goals[k], limits.goal_low[i], limits.goal_high[i]
+            if not lo <= goal <= hi:  # NaN fails too
+                raise BamError(f"goal position {goal} of joint '{joints[i]}' is outside the "
+                               f"actuator's range [{lo:.4f}, {hi:.4f}] rad")
+        if command.gains is not None:
+            gain, high = command.gains[k], limits.gain_high[i]
+            if not 0.0 <= gain <= high:
+                raise BamError(f"gain {gain} of joint '{joints[i]}' is outside [0, {high:g}]")
 
 
 class CommandError(Exception):
@@ -57,6 +93,10 @@ def parse_command(msg: ActuatorCommand, joints: Sequence[str]) -> JointCommand:
         raise CommandError("commands/length", f"/bam/commands arrays must be empty or hold "
                            f"{expected} entries, but {', '.join(wrong)}")
     if names:
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise CommandError("commands/joint", f"/bam/commands names joint(s) {twice} more "
+                               "than once; give each joint once")
         pairs = [(joints.index(n), i) for i, n in enumerate(names) if n in joints]
         if not pairs:
             what = f"this bench's joint '{joints[0]}'" if len(joints) == 1 else \

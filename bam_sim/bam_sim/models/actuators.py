@@ -8,6 +8,7 @@ data (no numba): the drivers read it too.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -45,6 +46,9 @@ class Actuator:
     # Scales of the friction-parameter bounds (see model_registry.ParamSpec).
     scales: dict[str, float] = field(default_factory=dict)
     gains: tuple[float, ...] = ()
+    # Commands the actuator accepts: goal positions (rad) and the largest gain kp.
+    goal_range: tuple[float, float] = (-math.pi, math.pi)
+    gain_limit: float = 0.0
     masses: tuple[float, ...] = ()
     lengths: tuple[float, ...] = ()
 
@@ -69,7 +73,9 @@ def _dynamixel(name: str, title: str, kt: tuple, r: tuple, armature: tuple, **kw
         duty_gain=0.158, max_duty=0.9625,
         motor_bounds={"kt": kt, "R": r, "armature": armature},
         scales={"friction": 0.5, "viscous": 0.2},
-        gains=(4.0, 8.0, 16.0, 32.0), masses=(0.5, 1.0, 1.5), lengths=(0.1, 0.15, 0.2), **kw,
+        gains=(4.0, 8.0, 16.0, 32.0), masses=(0.5, 1.0, 1.5), lengths=(0.1, 0.15, 0.2),
+        # One turn of the position register; the P-gain register of protocol 1.0 (0..254).
+        goal_range=(-math.pi, math.pi - 2.0 * math.pi / 4096), gain_limit=254.0, **kw,
     )
 
 
@@ -80,6 +86,8 @@ def _erob(name: str, title: str, damping: float, bounds: dict, fixed: dict,
         max_voltage=48.0, damping=damping, motor_bounds=bounds,
         fixed={"current_limit": 12.0, **fixed}, scales=scales,
         gains=(10.0, 25.0, 50.0, 100.0), masses=(3.1, 8.2, 12.7, 14.6, 19.6), lengths=(0.5,),
+        # Multi-turn: no register bound here; absurd goals and gains are still refused.
+        goal_range=(-1000.0, 1000.0), gain_limit=1.0e4,
     )
 
 

@@ -30,7 +30,7 @@ from rclpy.parameter import Parameter
 
 from bam_msgs.msg import BenchInfo
 from bam_sim.common.actuator_node import SimNode
-from bam_sim.common.commands import JointCommand
+from bam_sim.common.commands import CommandLimits, JointCommand
 from bam_sim.common.errors import BamError
 from bam_sim.common.node_parameters import (
     COMMAND_TIMEOUT,
@@ -156,6 +156,8 @@ class ArmNode(SimNode):
         self.joint_names = joints
         self._actuators = [get_actuator(a) for a in _per_joint("actuators",
                                                                values["actuators"], joints)]
+        self.command_limits = CommandLimits.per_joint([(a.goal_range, a.gain_limit)
+                                                       for a in self._actuators])
         n = len(joints)
         values.update(declare(self, PARAMETERS[_FIRST:], {
             "models": [""] * n, "params_files": [""] * n,

@@ -27,7 +27,7 @@ from bam_msgs.msg import BenchInfo
 from bam_sim.bench.geometry import GRAVITY, Bench
 from bam_sim.bench.stepper import BenchStepper, Sample
 from bam_sim.common.actuator_node import SimNode
-from bam_sim.common.commands import JointCommand
+from bam_sim.common.commands import CommandLimits, JointCommand
 from bam_sim.common.errors import BamError
 from bam_sim.common.node_parameters import (
     COMMAND_TIMEOUT,
@@ -105,6 +105,8 @@ class PendulumNode(SimNode):
         if not self._joint:
             raise BamError("joint_name must not be empty")
         self.joint_names = (self._joint,)
+        self.command_limits = CommandLimits.per_joint([(actuator.goal_range,
+                                                        actuator.gain_limit)])
         self._rate = float(values["rate"])
         get_model(values["model"])  # a clear error for an unknown model
         self._values = model_parameters.declare_values(self)
