@@ -225,16 +225,36 @@ def run_fit(args: FitJob) -> str:
         if base is not None:
             record["warm_start"] = base.model
         params = spaces[model].parameter_set(fitted.values, record)
-        save(params, outputs[model], overwrite=args.force)
+        output = _save_fit(params, outputs[model], args.force, fitted.interrupted)
         results.append(ModelResult(params, fitted.train_mae, val_mae, fitted.trials,
-                                   fitted.seconds, outputs[model], fitted.interrupted))
+                                   fitted.seconds, output, fitted.interrupted))
         if fitted.interrupted:
-            print(f"interrupted: kept the best {model} parameters found", file=sys.stderr)
             break
     report = write_report(args.report, results, validation.logs, train.logs, warnings,
                           provenance)
     files = "\n".join(f"  {r.model}: {r.output}" for r in results)
-    return f"{mae_table(results)}\nparameters:\n{files}\nreport: {report}"
+    summary = f"{mae_table(results)}\nparameters:\n{files}\nreport: {report}"
+    if results and results[-1].interrupted:
+        raise FitInterrupted(summary)
+    return summary
+
+
+class FitInterrupted(Exception):
+    """Ctrl-C stopped a fit; its summary says what was written (exit status 130)."""
+
+
+def _save_fit(params, output: Path, force: bool, interrupted: bool) -> Path:
+    """Write a fitted set; an interrupted fit never replaces an existing file, even with
+    ``force``: it goes beside it, as ``<name>.interrupted.yaml``."""
+    if interrupted and output.exists():
+        kept = output
+        output = output.with_name(f"{output.stem}.interrupted{output.suffix or '.yaml'}")
+        print(f"interrupted: the best {params.model} parameters found are in {output}; "
+              f"{kept} is kept", file=sys.stderr)
+    elif interrupted:
+        print(f"interrupted: the best {params.model} parameters found are in {output}",
+              file=sys.stderr)
+    return save(params, output, overwrite=force or interrupted)
 
 
 def _fit_one(space, logs, settings, quiet: bool, identify):
@@ -312,6 +332,9 @@ def _main(parser: argparse.ArgumentParser, run, argv: list[str] | None) -> int:
     args = parser.parse_args(argv)
     try:
         print(run(args))
+    except FitInterrupted as exc:
+        print(exc)
+        return 130
     except BamError as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 2

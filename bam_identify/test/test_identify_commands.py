@@ -145,3 +145,28 @@ def test_fit_job_defaults_are_the_command_line_defaults():
                                     "--target-mae", "1e-4", "--no-offset"])
     job = FitJob.from_args(args)
     assert job.set == ("kt=1", "R=2") and job.target_mae == 1e-4 and job.no_offset
+
+
+def test_an_interrupted_fit_never_replaces_a_parameter_file(bag, tmp_path, capsys,
+                                                            monkeypatch):
+    """Ctrl-C during a fit (raised in its first generation's progress report): exit 130,
+    the existing file kept even with --force, the best set found written beside it."""
+    from bam_identify import cli
+
+    def interrupted(space, logs, settings, quiet, identify):
+        def progress(count, best):
+            raise KeyboardInterrupt
+        return identify(space, logs, settings, progress)
+
+    monkeypatch.setattr(cli, "_fit_one", interrupted)
+    out = tmp_path / "m1.yaml"
+    out.write_text("precious")
+    code, stdout, err = run(fit_main, ["--bags", bag, "--models", "m1", "m4", "--trials", 50,
+                                       "--output", tmp_path / "{model}.yaml", "--report",
+                                       tmp_path / "r", "--quiet", "--force"], capsys)
+    assert code == 130, err
+    assert out.read_text() == "precious"
+    beside = load(tmp_path / "m1.interrupted.yaml")
+    assert beside.model == "m1" and beside.provenance["interrupted"] is True
+    assert not (tmp_path / "m4.yaml").exists()  # the fit stopped before the next model
+    assert "m1.interrupted.yaml" in err and f"{out} is kept" in err
