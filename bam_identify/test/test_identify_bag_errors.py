@@ -96,6 +96,17 @@ def test_nan_position_names_trial_and_time(tmp_path, session):
           "0.035000 s into the trial")
 
 
+def test_an_absurd_position_or_velocity_names_trial_and_time(tmp_path, session):
+    """A position of 1e308 (a corrupt sample) is refused, not fitted to an MAE of 1e303."""
+    for field, value, what in (("position", 1e308, "position of joint 'joint' is 1e+308"),
+                               ("velocity", -5e3, "velocity of joint 'joint' is -5000.0")):
+        messages = bench_messages([session])
+        states = [msg for topic, _, msg in messages if topic == TOPIC_JOINT_STATES]
+        getattr(states[3], field)[0] = value
+        bag = write_messages(tmp_path / field, messages)
+        fails(bag, field, "trial 1", what, "beyond", "0.015000 s into the trial")
+
+
 def test_non_monotonic_joint_state_stamps(tmp_path, session):
     messages = bench_messages([session])
     states = [msg for topic, _, msg in messages if topic == TOPIC_JOINT_STATES]

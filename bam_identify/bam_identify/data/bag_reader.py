@@ -262,14 +262,21 @@ def _pick(series: dict, wanted: str, what: str, topic: str, where: str) -> str:
                    f"(names: {names}); fix the bench's joint_name")
 
 
+# Beyond these a recording is corrupt or not of a bench (rad, rad/s, V or A).
+PLAUSIBLE = {"position": 1.0e4, "velocity": 1.0e3, "goal position": 1.0e4, "control": 1.0e3}
+
+
 def _finite_or_fail(values: np.ndarray, stamps: np.ndarray, start: int, what: str,
                     where: str) -> None:
-    bad = np.flatnonzero(~np.isfinite(values))
+    """Every value finite and within :data:`PLAUSIBLE` for ``what`` (else BamError)."""
+    bound = next(b for key, b in PLAUSIBLE.items() if what.startswith(key))
+    bad = np.flatnonzero(~(np.abs(values) <= bound))
     if bad.size:
         i = int(bad[0])
-        raise BamError(f"{where}: {what} is {values[i]} at {(stamps[i] - start) * 1e-9:.6f} s "
-                       f"into the trial (stamp {stamps[i] * 1e-9:.6f} s); repair or drop that "
-                       "trial")
+        problem = "not finite" if not np.isfinite(values[i]) else f"beyond ±{bound:g}"
+        raise BamError(f"{where}: {what} is {values[i]} ({problem}) at "
+                       f"{(stamps[i] - start) * 1e-9:.6f} s into the trial (stamp "
+                       f"{stamps[i] * 1e-9:.6f} s); repair or drop that trial")
 
 
 def read_bag(path: str | Path, dt: float = 0.005,
