@@ -348,5 +348,28 @@ def fit_main(argv: list[str] | None = None) -> int:
     return _main(fit_parser(), lambda args: run_fit(FitJob.from_args(args)), argv)
 
 
+def recover_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="recover", description="Recover a bag whose recording stopped without closing "
+        "it (no metadata.yaml, MCAP without its end): its complete records become a new, "
+        "complete bag beside it; the original is left as it is.")
+    parser.add_argument("bag", type=Path, help="the unterminated bag folder or .mcap file")
+    parser.add_argument("--output", type=Path, help="the new bag (default: <bag>_recovered)")
+    return parser
+
+
+def run_recover(args: argparse.Namespace) -> str:
+    from bam_identify.data.bag_recovery import needs_recovery, recover_bag
+
+    if not needs_recovery(args.bag):
+        raise BamError(f"{args.bag} is not an unterminated mcap bag (it has its metadata and "
+                       "end, or is not an mcap recording); nothing to recover")
+    return recover_bag(args.bag, args.output).summary()
+
+
+def recover_main(argv: list[str] | None = None) -> int:
+    return _main(recover_parser(), run_recover, argv)
+
+
 def eval_main(argv: list[str] | None = None) -> int:
     return _main(eval_parser(), run_eval, argv)

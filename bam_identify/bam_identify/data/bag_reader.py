@@ -10,6 +10,7 @@ under any namespace (:func:`bam_identify.data.bag_topics.bench_topics`).
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ from rosbags.typesys import Stores, get_types_from_idl, get_types_from_msg, get_
 from rosbags.typesys.store import Typestore
 
 from bam_identify.data import resample
+from bam_identify.data.bag_recovery import needs_recovery
 from bam_identify.data.bag_topics import (
     BAG_SUFFIXES,
     END,
@@ -37,6 +39,8 @@ from bam_sim.bench.bench_log import BenchLog
 from bam_sim.bench.geometry import Bench
 from bam_sim.common.errors import BamError, one_line
 from bam_sim.models.actuators import VOLTAGE, get_actuator
+
+LOG = logging.getLogger(__name__)
 
 
 def _stamp(header) -> int:
@@ -79,6 +83,9 @@ def _open_reader(path: Path) -> Reader:
     if not path.exists():
         raise BamError(f"bag {label} does not exist; give a rosbag2 folder (with metadata.yaml) "
                        "or a .mcap/.db3 file")
+    if needs_recovery(path):
+        raise BamError(f"bag {label} was not closed (the recording stopped before writing its "
+                       f"end); recover what it holds with: recover {label}")
     if path.is_dir() and not (path / "metadata.yaml").is_file():
         raise BamError(f"{label} is not a rosbag2 bag (no metadata.yaml); give a bag folder or "
                        "a .mcap/.db3 file")
@@ -232,11 +239,10 @@ def _pair_markers(markers: list, label: str) -> list[_Marker]:
             start, first = open_.pop(tid)
             pairs.append(_Marker(tid, start, stamp, str(first.trajectory), float(first.gain),
                                  int(first.repetition), bool(msg.success)))
-    if open_:
-        tid, (stamp, msg) = min(open_.items(), key=lambda item: item[1][0])
-        raise BamError(f"bag {label}: trial {tid} ('{msg.trajectory}', started at "
-                       f"{stamp * 1e-9:.6f} s) has no END marker; the recording stopped "
-                       "during the run, re-record it or cut the bag before that trial")
+    for tid, (stamp, msg) in sorted(open_.items(), key=lambda item: item[1][0]):
+        LOG.warning(f"bag {label}: trial {tid} ('{msg.trajectory}', started at "
+                    f"{stamp * 1e-9:.6f} s) has no END marker (the recording stopped during "
+                    "the run); that trial is left out")
     return sorted(pairs, key=lambda p: p.start)
 
 
