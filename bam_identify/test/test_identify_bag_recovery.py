@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from identify_cases import mx64_session
 
 from bam_identify.cli import recover_main
 from bam_identify.data.bag_reader import read_bag
 from bam_identify.data.bag_recovery import needs_recovery, recover_bag
 from bam_identify.data.bag_writer import write_bag
 from bam_sim.common.errors import BamError
-from identify_cases import mx64_session
 
 
 def crashed(tmp_path, cut: int):
