@@ -171,3 +171,20 @@ def test_bad_storage_url_is_a_clear_error(m1_logs):
     space = SearchSpace.build("mx64", "m1")
     with pytest.raises(BamError, match="cannot open the optuna storage 'nosuchdb://x'"):
         identify(space, m1_logs, FitSettings(trials=10, storage="nosuchdb://x"))
+
+
+def test_a_fit_whose_every_rollout_diverges_says_so(m1_logs, monkeypatch):
+    """Non-finite or absurd errors (a rollout gone to 1e57 rad) are reported as divergence,
+    never written as a result."""
+    from bam_identify.fitting import fit
+
+    class Diverging(Objective):
+        def __call__(self, population):
+            scores = np.full(len(population), 1e57)
+            scores[::2] = np.nan
+            return scores
+
+    monkeypatch.setattr(fit, "Objective", Diverging)
+    with pytest.raises(BamError, match=r"every one of the 20 candidates evaluated diverged"):
+        identify(SearchSpace.build("mx64", "m1"), m1_logs[:2],
+                 FitSettings(trials=20, seed=0, popsize=10))

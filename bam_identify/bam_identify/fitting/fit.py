@@ -228,6 +228,18 @@ def _existing_runs(settings: FitSettings) -> int:
     return k
 
 
+# A mean position error beyond a turn: the simulation does not follow the bench at all
+# (a diverged rollout). Such candidates score a finite penalty (CMA-ES needs numbers) and
+# a fit whose best candidate diverged is reported as such.
+DIVERGED_MAE = 2.0 * np.pi
+DIVERGED_SCORE = 1.0e3 * DIVERGED_MAE
+
+
+def _penalize_diverged(scores: np.ndarray) -> np.ndarray:
+    scores = np.asarray(scores, dtype=float)
+    return np.where(np.isfinite(scores) & (scores <= DIVERGED_MAE), scores, DIVERGED_SCORE)
+
+
 def identify(space: SearchSpace, logs: list[BenchLog], settings: FitSettings,
              progress: Callable[[int, float], None] | None = None) -> FitResult:
     """Run CMA-ES with restarts on the training logs; Ctrl-C keeps the best found."""
@@ -250,7 +262,7 @@ def identify(space: SearchSpace, logs: list[BenchLog], settings: FitSettings,
             run = runs[-1]
             trials = [run.study.ask(distributions)
                       for _ in range(min(run.popsize, settings.trials - done))]
-            scores = objective([trial.params for trial in trials])
+            scores = _penalize_diverged(objective([trial.params for trial in trials]))
             for trial, score in zip(trials, scores, strict=True):
                 run.study.tell(trial, float(score))
             done += len(trials)
@@ -266,6 +278,10 @@ def identify(space: SearchSpace, logs: list[BenchLog], settings: FitSettings,
                                  _random_point(space, settings.seed, run.k + 1)))
     except KeyboardInterrupt:
         interrupted = True
+    if done and not best <= DIVERGED_MAE:
+        raise BamError(f"every one of the {done} candidates evaluated diverged (a mean "
+                       f"position error beyond {DIVERGED_MAE:g} rad or not finite): check the "
+                       "parameters held fixed (--set) and the recorded data")
     if best_params is None:
         raise BamError("the fit was stopped before any candidate was evaluated; nothing to write")
     return FitResult(space=space, values=best_params, train_mae=best, trials=done,
