@@ -14,8 +14,9 @@ from bam_sim.testing.ros_graph import wait_for
 TIMEOUT = 20.0  # s: generous, the emulator runs in real time beside a busy machine
 
 # dynamixel-sdk waits 2·LATENCY_TIMER + 2 ms for a status (USB adapters buffer 16 ms);
-# the pty answers in well under a millisecond, so a few ms keep failures quick.
-LATENCY_TIMER_MS = 4
+# the pty answers in well under a millisecond, but a busy machine may delay the
+# emulator by tens of ms: 62 ms keeps the tests exact and failures still quick.
+LATENCY_TIMER_MS = 30
 COUNTS = 4096 / (2 * math.pi)
 
 

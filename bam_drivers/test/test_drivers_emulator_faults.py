@@ -16,7 +16,7 @@ from serial import SerialException
 from bam_drivers.emulators.client import EmulatorProcess
 from bam_sim.common.errors import BamError
 
-LATENCY_TIMER_MS = 4  # SDK status timeout = 2·4 + 2 = 10 ms
+LATENCY_TIMER_MS = 30  # SDK status timeout = 2·30 + 2 = 62 ms: room for a busy machine
 
 
 @pytest.fixture(autouse=True)
@@ -85,7 +85,7 @@ def test_corrupted_checksum(emulator, link) -> None:
 
 def test_added_latency_beyond_the_sdk_timeout(emulator, link) -> None:
     port, ph = link
-    emulator.inject(latency=0.05)  # 50 ms > the 10 ms the SDK waits
+    emulator.inject(latency=0.3)  # 300 ms > the 62 ms the SDK waits
     assert ph.ping(port, 1)[1] == sdk.COMM_RX_TIMEOUT
     emulator.inject(latency=0.0)
     # The late status still arrives; the SDK flushes it before a next packet.

@@ -37,6 +37,9 @@ def stamp_ns(msg) -> int:
     return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
 
 
+PROBE_DEPTH = 10000  # messages a probe subscription may hold before they are taken
+
+
 def wait_for(predicate: Callable[[], object], what: str, timeout: float,
              pause: Callable[[], None] | None = None) -> None:
     """Return once ``predicate()`` holds; an AssertionError naming ``what`` after ``timeout`` s.
@@ -135,6 +138,10 @@ class ActuatorProbe:
             keep = store.append
         if isinstance(topic, contract.Topic):
             topic, qos = topic.name, profile(topic.qos)
+            # A deep reader queue: DDS acknowledges into it while a busy machine delays
+            # the executor, so the publisher's history never drops what the probe has not
+            # taken (QoS matching ignores depth).
+            qos.depth = max(qos.depth, PROBE_DEPTH)
         self.probe.create_subscription(msg_type, topic, keep, qos)
         return store
 
