@@ -5,6 +5,12 @@ from setuptools import find_packages, setup
 
 package_name = 'bam_bringup'
 
+
+def data(pattern):
+    # Existing files only: a symlink install keeps links to files removed since.
+    return [path for path in glob(pattern) if os.path.isfile(path)]
+
+
 setup(
     name=package_name,
     version='0.1.0',
@@ -12,8 +18,8 @@ setup(
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),
-        (os.path.join('share', package_name, 'launch'), glob('launch/*.launch.py')),
-        (os.path.join('share', package_name, 'config'), glob('config/*.yaml')),
+        (os.path.join('share', package_name, 'launch'), data('launch/*.launch.py')),
+        (os.path.join('share', package_name, 'config'), data('config/*.yaml')),
     ],
     install_requires=['setuptools', 'pyyaml', 'tqdm'],
     zip_safe=True,

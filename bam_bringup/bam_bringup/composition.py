@@ -1,130 +1,132 @@
-"""Composition: launch arguments -> the nodes to start and their parameters.
+"""Typed compositions: launch arguments in, the nodes to start (with parameters) out.
 
-The single reader of the configurations in ``config/`` (``bench.yaml``: the
-pendulum bench; ``arm.yaml``: the 2R arm). A launch file
-(``launch/bench.launch.py``, ``launch/arm.launch.py``) turns the result into
-``launch_ros`` Node actions; the in-process runner (``bench serve --config
-NAME``) builds the same nodes in one process. No ROS import here.
+A composition is a frozen dataclass of its launch arguments (each field a
+default and a description, see :func:`argument`), a function from an instance
+to the :class:`NodeSpec` list, and the :class:`Refusal` list of argument
+combinations that cannot work. The in-process runner (``bench serve``) starts
+what :meth:`Composition.compose` returns; the launch files declare the same
+arguments and nodes in plain ROS 2 launch vocabulary, and
+test_bringup_launch_agreement.py parses them to keep the two in agreement.
 
-A configuration holds:
-
-* ``arguments``: name -> ``default``, ``description``, optional ``type`` and
-  ``sets`` (node parameters ``node.parameter`` the argument's value goes to;
-  an empty string or list keeps the node's own default). Launch arguments
-  arrive as strings and are typed (parsed, never evaluated): like the default,
-  or by ``type``: ``bool``, ``int``, ``float``, ``string``, or the lists
-  ``strings``, ``floats``, ``ints`` — written ``a,b`` or ``[a, b]``;
-* ``nodes``: name -> ``package``, ``executable``, fixed ``parameters`` and
-  ``when``, the conditions that select the node; ``process: true`` marks a
-  plain executable (not a ROS node, e.g. a hardware emulator) that gets its
-  parameters as command-line options (:func:`command_line`);
-* ``refuse`` (optional): combinations of values that are errors, each
-  ``when`` (conditions) and ``message`` (the one-line error, naming the fix).
-
-A condition is ``name`` (the value is true: a true bool, a non-empty string or
-list), ``!name`` (false), ``name=value`` or ``name!=value`` (compared as text).
+Launch arguments arrive as strings and are typed here by the field's
+annotation (parsed, never evaluated): ``bool``, ``int``, ``float``, ``str`` or
+a tuple of those, a list written ``a,b`` or ``[a, b]``. No ROS import here.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
+import typing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import Any
 
 import yaml
 
 from bam_sim.common.errors import BamError
 
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "config"
-CONFIG = CONFIG_DIR / "bench.yaml"
-TYPES = ("bool", "int", "float", "string", "strings", "floats", "ints")
-_SCALARS = {"bool": bool, "int": int, "float": float, "string": str}
+_SCALARS = {bool: "bool", int: "int", float: "float", str: "string"}
+# A ROS namespace: tokens of letters, digits and underscores, not starting with a digit.
+_NAMESPACE = re.compile(r"/?([A-Za-z_][A-Za-z0-9_]*)(/[A-Za-z_][A-Za-z0-9_]*)*/?")
+
+
+def argument(default: object, description: str) -> Any:
+    """A launch argument as a dataclass field: its default and its description."""
+    return field(default=default, metadata={"description": description})
 
 
 @dataclass(frozen=True)
 class Argument:
+    """A launch argument: ``type`` is bool, int, float, string, or a list (ints, ...)."""
+
     name: str
     default: object
     description: str
-    sets: tuple[str, ...] = ()
     type: str = "string"
 
 
 @dataclass(frozen=True)
 class NodeSpec:
+    """A node to start: a ROS node, or (``process``) a plain executable taking options."""
+
     name: str
     package: str
     executable: str
     parameters: dict = field(default_factory=dict)
-    process: bool = False  # a plain executable, parameters as options (command_line)
+    namespace: str = ""  # absolute ("/bench1") or "" for none
+    process: bool = False  # parameters become command-line options (command_line)
     ready: str = ""  # process: the stdout line prefix that says it serves ("" = do not wait)
 
 
-def config_path(name: str | Path = "bench") -> Path:
-    """A configuration: a file path, or a name (installed share folder, else source tree)."""
-    text = str(name)
-    if text.endswith((".yaml", ".yml")) or "/" in text:
-        return Path(text)
-    try:
-        from ament_index_python.packages import get_package_share_directory
+@dataclass(frozen=True)
+class Refusal:
+    """Argument values that are an error: the test, and the one-line message naming the fix."""
 
-        installed = Path(get_package_share_directory("bam_bringup")) / "config" / f"{text}.yaml"
-        if installed.is_file():
-            return installed
-    except (ImportError, LookupError, ValueError):
-        pass
-    return CONFIG_DIR / f"{text}.yaml"
+    applies: Callable[[Any], bool]
+    message: str
 
 
-def load_config(path: str | Path | None = None) -> dict:
-    """A configuration by name or path (default: the bench); ``name`` is its file stem."""
-    path = config_path(path or "bench")
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        known = ", ".join(sorted(p.stem for p in CONFIG_DIR.glob("*.yaml")
-                                 if "\nnodes:" in p.read_text(encoding="utf-8")))
-        raise BamError(f"cannot read the configuration {path}: {str(exc).splitlines()[0]} "
-                       f"(known names: {known})") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("nodes"), dict):
-        raise BamError(f"{path} must hold 'arguments' and 'nodes' mappings")
-    return {"name": path.stem, **doc}
+@dataclass(frozen=True)
+class Composition:
+    """The arguments (a dataclass type), nodes and refusals of one launch file."""
+
+    name: str  # the launch file is launch/<name>.launch.py
+    arguments_type: type
+    nodes: Callable[[Any], list[NodeSpec]]
+    refusals: tuple[Refusal, ...] = ()
+
+    def arguments(self) -> dict[str, Argument]:
+        hints = typing.get_type_hints(self.arguments_type)
+        return {f.name: Argument(f.name, _plain(f.default), f.metadata["description"],
+                                 _kind(hints[f.name], f.name))
+                for f in dataclasses.fields(self.arguments_type)}
+
+    def parse(self, values: Mapping[str, object] | None = None) -> Any:
+        """The typed arguments: ``values`` (launch strings or typed values) over defaults."""
+        known = self.arguments()
+        unknown = sorted(set(values or {}) - set(known))
+        if unknown:
+            raise BamError(f"unknown {self.name} argument {unknown[0]}; known: "
+                           f"{', '.join(known)}")
+        typed_values = {name: typed(value, known[name].default, name, known[name].type)
+                        for name, value in (values or {}).items()}
+        return self.arguments_type(**{name: tuple(v) if isinstance(v, list) else v
+                                      for name, v in typed_values.items()})
+
+    def check(self, args: Any) -> None:
+        """Raise the first refusal that applies to ``args`` (a BamError of one line)."""
+        for refusal in self.refusals:
+            if refusal.applies(args):
+                raise BamError(refusal.message)
+
+    def compose(self, values: Mapping[str, object] | None = None) -> list[NodeSpec]:
+        """The nodes started for these argument values (the others take their defaults)."""
+        args = self.parse(values)
+        self.check(args)
+        return self.nodes(args)
 
 
-def _config(config: dict | str | Path | None) -> dict:
-    return config if isinstance(config, dict) else load_config(config)
+def _kind(hint: object, name: str) -> str:
+    if hint in _SCALARS:
+        return _SCALARS[hint]
+    item = typing.get_args(hint)[:1]
+    if typing.get_origin(hint) is tuple and item and item[0] in _SCALARS and item[0] is not bool:
+        return {"string": "strings", "int": "ints", "float": "floats"}[_SCALARS[item[0]]]
+    raise TypeError(f"argument {name}: annotate with bool, int, float, str or tuple[T, ...]")
 
 
-def arguments(config: dict | str | Path | None = None) -> dict[str, Argument]:
-    config = _config(config)
-    result = {}
-    for name, spec in (config.get("arguments") or {}).items():
-        default = spec.get("default", "")
-        kind = spec.get("type") or _type_of(default)
-        if kind not in TYPES:
-            raise BamError(f"argument {name} of the {config.get('name')} configuration has "
-                           f"type {kind!r}; use one of {', '.join(TYPES)}")
-        result[name] = Argument(name, typed(default, None, name, kind), spec.get("description", ""),
-                                tuple(spec.get("sets", ())), kind)
-    return result
+def _plain(default: object) -> object:
+    """A field default as arguments show it: tuples (immutable defaults) as lists."""
+    return list(default) if isinstance(default, tuple) else default
 
 
-def _type_of(default: object) -> str:
-    for kind, cls in (("bool", bool), ("int", int), ("float", float)):
-        if isinstance(default, cls):
-            return kind
-    if isinstance(default, list):
-        return "floats" if any(isinstance(v, float) for v in default) else \
-            "ints" if default and all(isinstance(v, int) for v in default) else "strings"
-    return "string"
-
-
-def typed(value: object, like: object, name: str, kind: str | None = None) -> object:
-    """A launch argument's string as its type (``kind``, else that of ``like``), parsed."""
-    kind = kind or _type_of(like)
+def typed(value: object, like: object, name: str, kind: str) -> object:
+    """A launch argument's value (a string, or already typed) as its ``kind``, parsed."""
     if kind.endswith("s") and kind != "string":  # a list
         return _typed_list(value, kind[:-1], name)
     if not isinstance(value, str) or kind == "string":
-        return value
+        return _scalar(value, kind, f"argument {name}:={value}")
     try:
         parsed = yaml.safe_load(value) if value.strip() else like
     except yaml.YAMLError:
@@ -149,7 +151,7 @@ def _scalar(parsed: object, kind: str, where: str) -> object:
 
 
 def _typed_list(value: object, kind: str, name: str) -> list:
-    """``a,b`` or ``[a, b]`` (or a list) as a list of ``kind``; "" is the empty list."""
+    """``a,b`` or ``[a, b]`` (or a sequence) as a list of ``kind``; "" is the empty list."""
     if isinstance(value, str):
         text = value.strip()
         if text.startswith("["):
@@ -162,61 +164,52 @@ def _typed_list(value: object, kind: str, name: str) -> list:
             items = [item.strip() for item in text.split(",")] if text else []
     elif isinstance(value, (list, tuple)):
         items = list(value)
-    elif value is None:
-        items = []
     else:
-        items = [value]
+        items = [] if value is None else [value]
     if not isinstance(items, list):
         raise BamError(f"argument {name}:={value} is not a list; write a,b or [a, b]")
-    result = []
-    for item in items:
-        parsed = item
-        if isinstance(item, str) and kind != "string":
-            try:
-                parsed = yaml.safe_load(item) if item else item
-            except yaml.YAMLError:
-                parsed = item
-        result.append(_scalar(parsed, kind, f"entry {item!r} of argument {name}"))
-    return result
+    return [_scalar(_item(item, kind), kind, f"entry {item!r} of argument {name}")
+            for item in items]
+
+
+def _item(item: object, kind: str) -> object:
+    if not isinstance(item, str) or kind == "string" or not item:
+        return item
+    try:
+        return yaml.safe_load(item)
+    except yaml.YAMLError:
+        return item
 
 
 def launch_default(argument: Argument) -> str:
-    """The default of ``argument`` as a launch argument string that types back to it."""
+    """The default of ``argument`` as the launch file declares it (types back to it).
+
+    Lists are YAML (``[1, 2]``), as launch_ros reads list parameters; an empty
+    list is "" (not given: the node keeps its own default).
+    """
     value = argument.default
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, list):
-        return ",".join(str(v) for v in value)
+        return f"[{', '.join(str(v) for v in value)}]" if value else ""
     return str(value)
 
 
-def compose(values: dict[str, object] | None = None,
-            config: dict | str | Path | None = None) -> list[NodeSpec]:
-    """The nodes a configuration starts for these argument values (others take defaults)."""
-    config = _config(config)
-    args = arguments(config)
-    unknown = sorted(set(values or {}) - set(args))
-    if unknown:
-        raise BamError(f"unknown {config.get('name', 'bench')} argument {unknown[0]}; known: "
-                       f"{', '.join(args)}")
-    chosen = {name: typed((values or {}).get(name, a.default), a.default, name, a.type)
-              for name, a in args.items()}
-    for refusal in config.get("refuse") or []:
-        if all(_holds(cond, chosen) for cond in refusal.get("when", [])):
-            raise BamError(str(refusal["message"]))
-    specs = []
-    for name, node in config["nodes"].items():
-        if not all(_holds(cond, chosen) for cond in node.get("when", [])):
-            continue
-        parameters = dict(node.get("parameters") or {})
-        for arg, value in chosen.items():
-            for target in args[arg].sets:
-                node_name, _, parameter = target.partition(".")
-                if node_name == name and value not in ("", []):
-                    parameters[parameter] = value
-        specs.append(NodeSpec(name, node["package"], node["executable"], parameters,
-                              bool(node.get("process", False)), str(node.get("ready", ""))))
-    return specs
+def namespace(text: str) -> str:
+    """A ``namespace:=`` value as an absolute namespace ("/bench1"), or "" for none."""
+    text = text.strip()
+    if text in ("", "/"):
+        return ""
+    if not _NAMESPACE.fullmatch(text):
+        raise BamError(f"namespace:={text} is not a ROS namespace; use letters, digits and "
+                       "underscores, e.g. bench1 or lab/bench1")
+    return "/" + text.strip("/")
+
+
+def given(**parameters: object) -> dict:
+    """Parameters without the empty ones: "" or an empty list keeps the node's own default."""
+    return {name: list(value) if isinstance(value, tuple) else value
+            for name, value in parameters.items() if value not in ("", (), [])}
 
 
 def command_line(spec: NodeSpec) -> list[str]:
@@ -231,17 +224,3 @@ def command_line(spec: NodeSpec) -> list[str]:
         else:
             options += [flag, str(value)]
     return options
-
-
-def _holds(condition: str, values: dict[str, object]) -> bool:
-    for operator, wanted in (("!=", False), ("=", True)):
-        name, sep, literal = condition.partition(operator)
-        if sep:
-            return (_text(values.get(name.strip())) == literal.strip()) == wanted
-    negated = condition.startswith("!")
-    value = bool(values.get(condition.lstrip("!")))
-    return not value if negated else value
-
-
-def _text(value: object) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)

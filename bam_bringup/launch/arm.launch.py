@@ -2,35 +2,125 @@
 
     ros2 launch bam_bringup arm.launch.py arm:=dynamixel params:=,out/mx64_m6.yaml
     ros2 launch bam_bringup arm.launch.py arm:=erob models:=m1 real_time_factor:=0.0
-    ros2 launch bam_bringup arm.launch.py sim:=false port:=/dev/ttyUSB0 ids:=1,2
+    ros2 launch bam_bringup arm.launch.py sim:=false port:=/dev/ttyUSB0 ids:="[1, 2]"
 
-Arguments and nodes come from config/arm.yaml through bam_bringup.composition,
-the same code the in-process runner (`bench serve --config arm`) uses, so the
-two start the same nodes with the same parameters. Per-joint arguments (params,
-models, gains, ids, joint_names) are lists in joint order, written a,b or [a, b].
+sim:=true starts the MuJoCo arm node (bam_sim); sim:=false the Dynamixel driver
+(bam_drivers) on the real arm. Both publish the same topics, in namespace:=
+with /clock remapped into it. Per-joint arguments of the simulated arm
+(params, models, gains, actuators, joint_names) are lists in joint order
+(shoulder, elbow), written a,b or [a, b]: one entry applies to every joint, an
+empty entry keeps that joint's default, "" the node's own; ids and the
+driver's joint_names are YAML lists.
+
+The in-process runner (`bench serve --config arm`) starts the same nodes from
+bam_bringup/arm_composition.py; test_bringup_launch_agreement.py checks that
+the two declare the same arguments, nodes and parameters.
 """
 
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
-from launch.substitutions import LaunchConfiguration
+from launch.conditions import IfCondition, UnlessCondition
+from launch.substitutions import LaunchConfiguration, PythonExpression
 from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
 
-from bam_bringup.composition import arguments, compose, launch_default, load_config
-
-CONFIG = "arm"
-
-
-def _nodes(context, config):
-    values = {name: LaunchConfiguration(name).perform(context) for name in arguments(config)}
-    return [Node(package=spec.package, executable=spec.executable, name=spec.name,
-                 parameters=[spec.parameters], output="screen", emulate_tty=True)
-            for spec in compose(values, config)]
+CLOCK = [("/clock", "clock")]  # the arm's clock, in its namespace
 
 
-def generate_launch_description():
-    config = load_config(CONFIG)
-    declared = [DeclareLaunchArgument(a.name, default_value=launch_default(a),
-                                      description=a.description)
-                for a in arguments(config).values()]
-    return LaunchDescription([*declared, OpaqueFunction(function=_nodes,
-                                                        args=[config])])
+def number(name: str) -> ParameterValue:
+    """A float argument as a double parameter (real_time_factor:=0 reads as 0.0)."""
+    return ParameterValue(LaunchConfiguration(name), value_type=float)
+
+
+def refuse(context) -> None:
+    """Argument combinations that cannot work: one line naming the fix."""
+    def value(name: str) -> str:
+        return LaunchConfiguration(name).perform(context)
+
+    sim = value("sim").lower() in ("true", "1")
+    if not sim and value("arm") != "dynamixel":
+        raise RuntimeError("sim:=false drives Dynamixel servos (bam_drivers) and this version "
+                           "has no eRob driver; use arm:=dynamixel on the real arm, or "
+                           "sim:=true")
+    if not sim and value("gains"):
+        raise RuntimeError("gains:= sets the simulated arm's initial gains; on the real arm "
+                           "(sim:=false) send gains on /bam/commands")
+
+
+def per_joint(text: str, kind: type = str) -> list:
+    """A per-joint list written a,b or [a, b] (an entry may be empty: that joint's default)."""
+    items = text.strip().removeprefix("[").removesuffix("]").split(",")
+    return [kind(item.strip().strip("'\"")) for item in items]
+
+
+def arm(context) -> list:
+    """The simulated arm; a function to leave out the per-joint lists not given ("" keeps
+    the node's own default), which launch_ros parameters cannot omit, and to read them."""
+    lists = {"params_files": ("params", str), "models": ("models", str),
+             "gains": ("gains", float), "actuators": ("actuators", str),
+             "joints": ("joint_names", str)}
+    given = {parameter: per_joint(text, kind) for parameter, (name, kind) in lists.items()
+             if (text := LaunchConfiguration(name).perform(context))}
+    return [Node(package="bam_sim", executable="arm", name="arm",
+                 namespace=LaunchConfiguration("namespace"),
+                 parameters=[{"publish_clock": True, "arm": LaunchConfiguration("arm"),
+                              "mjcf": LaunchConfiguration("mjcf"),
+                              "real_time_factor": number("real_time_factor"),
+                              "viewer": LaunchConfiguration("viewer"), **given}],
+                 remappings=CLOCK, output="screen")]
+
+
+def generate_launch_description() -> LaunchDescription:
+    sim = LaunchConfiguration("sim")
+    namespace = LaunchConfiguration("namespace")
+    return LaunchDescription([
+        DeclareLaunchArgument("arm", default_value="dynamixel", description=(
+            "shipped arm (dynamixel = MX-106 shoulder, MX-64 elbow; erob = eRob80:100 "
+            "shoulder, eRob80:50 elbow)")),
+        DeclareLaunchArgument("mjcf", default_value="", description=(
+            "MJCF file of another robot (\"\" = the shipped model of arm); with it, set "
+            "joint_names and actuators")),
+        DeclareLaunchArgument("params", default_value="", description=(
+            "parameter file per joint, in joint order, e.g. ['', out/mx64_m6.yaml] (\"\" or an "
+            "empty entry = the published set of the joint's actuator and model)")),
+        DeclareLaunchArgument("models", default_value="", description=(
+            "friction model m1..m6 per joint, e.g. [m1] (\"\" = the file's, else the arm's "
+            "default)")),
+        DeclareLaunchArgument("gains", default_value="", description=(
+            "initial gain kp per joint of the simulated arm, e.g. [32.0, 16.0] (\"\" = each "
+            "actuator's second Table I gain)")),
+        DeclareLaunchArgument("actuators", default_value="", description=(
+            "bam_sim actuator per joint, for an mjcf robot (\"\" = the arm's)")),
+        DeclareLaunchArgument("joint_names", default_value="", description=(
+            "joint names in order (\"\" = the arm's, [shoulder, elbow])")),
+        DeclareLaunchArgument("sim", default_value="true", description=(
+            "simulate the arm in MuJoCo (false = the Dynamixel driver on the real arm)")),
+        DeclareLaunchArgument("real_time_factor", default_value="1.0", description=(
+            "simulation speed relative to real time (0 = as fast as possible)")),
+        DeclareLaunchArgument("viewer", default_value="false", description=(
+            "open MuJoCo's viewer (needs a display; without one a warning only)")),
+        DeclareLaunchArgument("port", default_value="/dev/ttyUSB0", description=(
+            "serial port of the Dynamixel bus (sim:=false)")),
+        DeclareLaunchArgument("ids", default_value="[1, 2]", description=(
+            "Dynamixel ids per joint, in joint order (sim:=false)")),
+        DeclareLaunchArgument("servo_model", default_value="mx106_p1", description=(
+            "control table of the servos (sim:=false; the MX-64 and MX-106 share the protocol "
+            "1.0 table)")),
+        DeclareLaunchArgument("protocol", default_value="1", description=(
+            "Dynamixel protocol, 1 or 2, matching servo_model (sim:=false)")),
+        DeclareLaunchArgument("namespace", default_value="", description=(
+            "namespace of the arm's nodes and topics, e.g. arm1 (\"\" = none); /clock is "
+            "remapped into it")),
+        OpaqueFunction(function=refuse),
+
+        OpaqueFunction(function=arm, condition=IfCondition(sim)),
+
+        Node(package="bam_drivers", executable="dynamixel", name="dynamixel", namespace=namespace,
+             parameters=[{"port": LaunchConfiguration("port"), "ids": LaunchConfiguration("ids"),
+                          "servo_model": LaunchConfiguration("servo_model"),
+                          "protocol": LaunchConfiguration("protocol"),
+                          # "" = the shipped arms' joints (the driver would name them joint<id>)
+                          "joint_names": PythonExpression(["'", LaunchConfiguration(
+                              "joint_names"), "' or '[shoulder, elbow]'"])}],
+             remappings=CLOCK, output="screen", condition=UnlessCondition(sim)),
+    ])

@@ -1,46 +1,43 @@
-"""Arm composition: arm.launch.py and `bench serve --config arm` start the same nodes.
+"""Arm composition: the nodes `bench serve --config arm` starts, as arm.launch.py does.
 
-Every node the arm configuration can start names an existing executable and
-only parameters that node declares; launch arguments are typed (lists
+Every node the arm composition can start names an executable of its package
+and only parameters that node declares; launch arguments are typed (lists
 included) and reach the node as the values it expects; bad arguments are
-one-line errors. (The generic checks of every launch file are in
-test_bringup_launch.py.)
+one-line errors. (That the launch file agrees is checked in
+test_bringup_launch_agreement.py.)
 """
 
 from __future__ import annotations
 
 import itertools
-import re
-from pathlib import Path
 
 import pytest
 
-from bam_bringup.composition import (
-    arguments,
-    compose,
-    launch_default,
-    load_config,
-    typed,
-)
-from bam_bringup.runner import NODE_CLASSES, build_nodes, build_parser
+from bam_bringup.arm_composition import ARM
+from bam_bringup.bench_composition import BENCH
+from bam_bringup.composition import launch_default, typed
+from bam_bringup.process_bench import build_nodes, node_class
+from bam_bringup.runner import build_parser, composition
 from bam_sim.common.errors import BamError
 from bam_sim.models.parameter_file import published, save
 from bam_sim.testing.ros_context import private_context
 
-ROOT = Path(__file__).resolve().parents[2]
-CONFIG = load_config("arm")
+# Every optional argument given (values each node accepts, as the arm's own defaults).
+FULL = {"params": ",", "models": "m4", "gains": "8.0", "actuators": "mx106,mx64",
+        "joint_names": "shoulder,elbow", "mjcf": "", "namespace": "arm1"}
 
 
-def console_scripts(package: str) -> set[str]:
-    text = (ROOT / package / "setup.py").read_text()
-    return set(re.findall(r"'(\w+) = [\w.]+:\w+'", text))
+def compose(values: dict) -> list:
+    return ARM.compose(values)
 
 
 def every_composition(sim: str):
-    """compose() for every combination of the boolean arguments, sim fixed."""
-    flags = [a.name for a in arguments(CONFIG).values() if a.type == "bool" and a.name != "sim"]
+    """The arm for every combination of the boolean arguments, sim fixed, every optional
+    argument given (the real arm takes no gains)."""
+    flags = [a.name for a in ARM.arguments().values() if a.type == "bool" and a.name != "sim"]
+    full = FULL if sim == "true" else {k: v for k, v in FULL.items() if k != "gains"}
     for combo in itertools.product(["true", "false"], repeat=len(flags)):
-        yield compose({"sim": sim, **dict(zip(flags, combo, strict=True))}, CONFIG)
+        yield compose({**full, "sim": sim, **dict(zip(flags, combo, strict=True))})
 
 
 @pytest.fixture(scope="module")
@@ -50,28 +47,27 @@ def context():
 
 
 def test_sim_starts_the_arm_node_and_hardware_the_dynamixel_driver():
-    assert [s.name for s in compose({}, CONFIG)] == ["arm"]
-    (driver,) = compose({"sim": "false", "port": "/dev/ttyUSB3", "ids": "3,4"}, CONFIG)
+    assert [s.name for s in compose({})] == ["arm"]
+    (driver,) = compose({"sim": "false", "port": "/dev/ttyUSB3", "ids": "3,4"})
     assert (driver.package, driver.executable) == ("bam_drivers", "dynamixel")
     assert driver.parameters["port"] == "/dev/ttyUSB3"
     assert driver.parameters["ids"] == [3, 4]
     assert driver.parameters["joint_names"] == ["shoulder", "elbow"]
-    (driver,) = compose({"sim": "false", "joint_names": "[a, b]"}, CONFIG)
+    (driver,) = compose({"sim": "false", "joint_names": "[a, b]"})
     assert driver.parameters["joint_names"] == ["a", "b"]
 
 
 @pytest.mark.parametrize("sim", ["true", "false"])
-def test_every_node_names_an_existing_executable(sim):
+def test_every_node_names_an_executable_with_a_node_class(sim):
     for specs in every_composition(sim):
         for spec in specs:
-            assert spec.executable in console_scripts(spec.package), spec
-            assert (spec.package, spec.executable) in NODE_CLASSES, spec
+            assert node_class(spec.package, spec.executable).__name__, spec
 
 
 def test_the_arm_node_takes_every_composed_parameter_with_its_type(context, tmp_path):
     mine = save(published("mx64", "m6"), tmp_path / "mx64_m6.yaml")
     specs = compose({"params": f",{mine}", "models": "m2,", "gains": "32,16",
-                     "real_time_factor": "0", "viewer": "false"}, CONFIG)
+                     "real_time_factor": "0", "viewer": "false"})
     node = build_nodes(specs, context)["arm"]  # what `bench serve --config arm` builds
     try:
         for name, value in specs[0].parameters.items():
@@ -87,9 +83,7 @@ def test_every_arm_parameter_is_declared(context):
     for specs in every_composition("true"):
         for spec in specs:
             seen.update(spec.parameters)
-    for argument in arguments(CONFIG).values():  # every argument that targets the arm
-        seen.update(t.partition(".")[2] for t in argument.sets if t.startswith("arm."))
-    node = build_nodes(compose({}, CONFIG), context)["arm"]
+    node = build_nodes(compose({}), context)["arm"]
     try:
         missing = sorted(p for p in seen if not node.has_parameter(p))
         assert not missing, f"arm does not declare {missing}"
@@ -99,7 +93,7 @@ def test_every_arm_parameter_is_declared(context):
 
 def test_the_driver_node_takes_every_composed_parameter_with_its_type(context):
     specs = compose({"sim": "false", "port": "/nonexistent/ttyDXL", "ids": "3,4",
-                     "joint_names": "shoulder,elbow"}, CONFIG)
+                     "joint_names": "shoulder,elbow"})
     node = build_nodes(specs, context)["dynamixel"]  # starts without its port (retries)
     try:
         for name, value in specs[0].parameters.items():
@@ -111,7 +105,7 @@ def test_the_driver_node_takes_every_composed_parameter_with_its_type(context):
 def test_arguments_are_typed():
     specs = {s.name: s for s in compose({"arm": "erob", "params": "a.yaml,", "models": "[m1, m6]",
                                          "gains": "[32, 16.5]", "real_time_factor": "2",
-                                         "viewer": "true", "mjcf": "robot.xml"}, CONFIG)}
+                                         "viewer": "true", "mjcf": "robot.xml"})}
     arm = specs["arm"].parameters
     assert arm["arm"] == "erob" and arm["mjcf"] == "robot.xml"
     assert arm["params_files"] == ["a.yaml", ""]
@@ -119,14 +113,14 @@ def test_arguments_are_typed():
     assert arm["gains"] == [32.0, 16.5] and all(isinstance(g, float) for g in arm["gains"])
     assert arm["real_time_factor"] == 2.0 and isinstance(arm["real_time_factor"], float)
     assert arm["viewer"] is True
-    defaults = compose({}, CONFIG)[0].parameters
+    defaults = compose({})[0].parameters
     for unset in ("params_files", "models", "gains", "mjcf", "joints", "actuators"):
         assert unset not in defaults  # "" keeps the node's own default
 
 
 def test_launch_defaults_type_back_to_the_defaults():
-    for config in ("arm", "bench"):
-        for argument in arguments(config).values():
+    for config in (ARM, BENCH):
+        for argument in config.arguments().values():
             text = launch_default(argument)
             assert isinstance(text, str)
             assert typed(text, argument.default, argument.name, argument.type) == \
@@ -146,12 +140,12 @@ def test_launch_defaults_type_back_to_the_defaults():
 ])
 def test_bad_arguments(values, message):
     with pytest.raises(BamError, match=message):
-        compose(values, CONFIG)
+        compose(values)
 
 
 def test_unknown_configuration_names_the_known_ones():
     with pytest.raises(BamError, match="known names: .*arm.*bench"):
-        load_config("scara")
+        composition("scara")
 
 
 def test_the_runner_serves_either_configuration():

@@ -1,59 +1,44 @@
-"""Bench composition: the launch file and the in-process runner start the same nodes.
+"""Bench composition: the nodes `bench serve` starts, as bench.launch.py does.
 
-Every node the launch file can start names an existing executable and only
-parameters that node declares (checked on the real node classes).
+Every node the bench can start names an executable of its package (a console
+script, whose module holds the node class) and only parameters that node
+declares (checked on the real node classes). Launch arguments are typed and
+bad values are one-line errors. (That the launch file agrees is checked in
+test_bringup_launch_agreement.py.)
 """
 
 from __future__ import annotations
 
-import ast
 import itertools
-import re
-from pathlib import Path
 
 import pytest
 
-from bam_bringup.composition import arguments, command_line, compose
-from bam_bringup.runner import NODE_CLASSES, node_class
+from bam_bringup.bench_composition import BENCH
+from bam_bringup.composition import command_line
+from bam_bringup.process_bench import build_nodes, node_class
 from bam_sim.common.errors import BamError
 from bam_sim.testing.ros_context import private_context
 
-ROOT = Path(__file__).resolve().parents[2]
-LAUNCH_FILES = sorted((ROOT / "bam_bringup" / "launch").glob("*.launch.py"))
-
-
-def console_scripts(package: str) -> set[str]:
-    text = (ROOT / package / "setup.py").read_text()
-    return set(re.findall(r"'(\w+) = [\w.]+:\w+'", text))
+FULL = {"params": "p.yaml", "bag": "/nonexistent/bag", "protocol": "p.yaml",
+        "port": "/nonexistent/ttyDXL"}  # every optional argument given
 
 
 def every_composition():
-    """compose() for every combination of the boolean arguments (sim stays true), and the
-    hardware benches (real and emulated)."""
-    flags = [a.name for a in arguments().values()
-             if isinstance(a.default, bool) and a.name != "sim"]
+    """The bench for every combination of the boolean arguments (sim stays true), and the
+    hardware benches (real and emulated), with every optional argument given."""
+    flags = [a.name for a in BENCH.arguments().values() if a.type == "bool" and a.name != "sim"]
     for combo in itertools.product(["true", "false"], repeat=len(flags)):
-        yield compose(dict(zip(flags, combo, strict=True)))
-    yield compose({"sim": "false", "record": "true"})
-    yield compose({"sim": "false", "hardware": "emulated", "port": "/nonexistent/ttyDXL"})
+        yield BENCH.compose(dict(zip(flags, combo, strict=True)))
+    yield BENCH.compose({**FULL, "sim": "false", "record": "true"})
+    yield BENCH.compose({**FULL, "sim": "false", "hardware": "emulated", "ids": "1,2"})
+    yield BENCH.compose({**FULL, "record": "true", "namespace": "bench1"})
 
 
-def test_launch_files_are_thin_and_use_the_composition():
-    assert LAUNCH_FILES, "no launch file"
-    for path in LAUNCH_FILES:
-        tree = ast.parse(path.read_text())
-        imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-                    and node.module == "bam_bringup.composition" for alias in node.names}
-        assert {"arguments", "compose"} <= imported, path.name
-        functions = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
-        assert "generate_launch_description" in functions
-
-
-def test_every_node_names_an_existing_executable():
+def test_every_node_names_an_executable_with_a_node_class():
     for specs in every_composition():
         for spec in specs:
-            assert spec.executable in console_scripts(spec.package), spec
-            assert spec.process or (spec.package, spec.executable) in NODE_CLASSES
+            if not spec.process:  # processes are plain executables (found like ros2 run)
+                assert node_class(spec.package, spec.executable).__name__, spec
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +59,7 @@ def test_every_parameter_is_declared_by_its_node(context, tmp_path):
             from rclpy.parameter import Parameter
 
             kwargs["parameter_overrides"] = [Parameter("output", value=str(tmp_path / "b"))]
-        node = node_class(spec)(**kwargs)
+        node = node_class(spec.package, spec.executable)(**kwargs)
         try:
             missing = sorted(p for p in parameters if not node.has_parameter(p))
             assert not missing, f"{name} does not declare {missing}"
@@ -82,23 +67,47 @@ def test_every_parameter_is_declared_by_its_node(context, tmp_path):
             node.destroy_node()
 
 
+def test_the_runner_builds_each_node_with_its_name_namespace_and_parameters(context):
+    specs = [s for s in BENCH.compose({"namespace": "bench7", "mass": "0.5"})]
+    nodes = build_nodes(specs, context)
+    try:
+        for spec in specs:
+            node = nodes[spec.name]
+            assert (node.get_name(), node.get_namespace()) == (spec.name, "/bench7")
+            for parameter, value in spec.parameters.items():
+                assert node.get_parameter(parameter).value == value, (spec.name, parameter)
+    finally:
+        for node in nodes.values():
+            node.destroy_node()
+
+
 def test_arguments_set_parameters_with_their_types():
-    specs = {s.name: s for s in compose({"real_time_factor": "2", "mass": "0.5",
-                                         "record": "true", "protocol": "p.yaml"})}
+    specs = {s.name: s for s in BENCH.compose({"real_time_factor": "2", "mass": "0.5",
+                                               "record": "true", "protocol": "p.yaml"})}
     assert specs["pendulum"].parameters["real_time_factor"] == 2.0
     assert isinstance(specs["pendulum"].parameters["real_time_factor"], float)
     assert specs["pendulum"].parameters["mass"] == 0.5
     assert specs["trajectory"].parameters["protocol_file"] == "p.yaml"
     assert specs["trajectory"].parameters["use_sim_time"] is True
     assert "recorder" in specs
-    assert "recorder" not in {s.name for s in compose({})}
+    assert "recorder" not in {s.name for s in BENCH.compose({})}
     assert "params_file" not in specs["pendulum"].parameters  # "" keeps the node's default
+
+
+def test_namespace_puts_every_node_in_it():
+    assert {s.namespace for s in BENCH.compose({"namespace": "bench1", "record": "true"})} == \
+        {"/bench1"}
+    assert {s.namespace for s in BENCH.compose({"namespace": "/lab/bench2/"})} == {"/lab/bench2"}
+    assert {s.namespace for s in BENCH.compose({})} == {""}
 
 
 @pytest.mark.parametrize(("values", "message"), [
     ({"colour": "red"}, "unknown bench argument colour"),
     ({"record": "maybe"}, "record:=maybe must be true or false"),
     ({"mass": "heavy"}, "mass:=heavy must be a number"),
+    ({"ids": "1,x"}, "entry 'x' of argument ids must be a number"),
+    ({"namespace": "1bench"}, "namespace:=1bench is not a ROS namespace"),
+    ({"namespace": "bench-1"}, "namespace:=bench-1 is not a ROS namespace"),
     ({"sim": "false", "driver": "erob"}, "through driver:=dynamixel"),
     ({"sim": "false", "hardware": "emulated"}, "hardware:=emulated needs port:=PATH"),
     ({"hardware": "emulated", "port": "/tmp/ttyDXL"}, "give sim:=false"),
@@ -106,15 +115,16 @@ def test_arguments_set_parameters_with_their_types():
 ])
 def test_bad_arguments(values, message):
     with pytest.raises(BamError, match=message):
-        compose(values)
+        BENCH.compose(values)
 
 
 def test_hardware_composes_the_driver_and_its_emulator():
     from bam_drivers.emulators.dynamixel_emulator import parse_args
 
-    specs = {s.name: s for s in compose({"sim": "false", "port": "/dev/ttyUSB1", "ids": "3",
-                                         "mass": "0.5", "length": "0.2", "actuator": "mx106",
-                                         "servo_model": "mx106_p1"})}
+    specs = {s.name: s for s in BENCH.compose({"sim": "false", "port": "/dev/ttyUSB1",
+                                               "ids": "3", "mass": "0.5", "length": "0.2",
+                                               "actuator": "mx106",
+                                               "servo_model": "mx106_p1"})}
     assert set(specs) == {"dynamixel", "trajectory"}
     driver = specs["dynamixel"]
     assert (driver.package, driver.executable) == ("bam_drivers", "dynamixel")
@@ -123,9 +133,10 @@ def test_hardware_composes_the_driver_and_its_emulator():
         "port": "/dev/ttyUSB1", "ids": [3], "mass": 0.5, "length": 0.2, "actuator": "mx106",
         "servo_model": "mx106_p1"}
     assert specs["trajectory"].parameters["use_sim_time"] is False
-    assert "port" not in compose({"sim": "false"})[0].parameters  # the driver's default
-    specs = {s.name: s for s in compose({"sim": "false", "hardware": "emulated",
-                                         "port": "/tmp/ttyDXL", "ids": "1,2", "mass": "1.5"})}
+    assert "port" not in BENCH.compose({"sim": "false"})[0].parameters  # the driver's default
+    specs = {s.name: s for s in BENCH.compose({"sim": "false", "hardware": "emulated",
+                                               "port": "/tmp/ttyDXL", "ids": "[1, 2]",
+                                               "mass": "1.5"})}
     emulator = specs["dynamixel_emulator"]
     assert emulator.process and not specs["dynamixel"].process
     config = parse_args(command_line(emulator))  # the emulator's own parser takes them

@@ -181,7 +181,8 @@ def run_fit(args: FitJob) -> str:
     if args.trials < 1:
         raise BamError(f"--trials must be at least 1, got {args.trials}")
     # Simpler models first: each richer one can start from a nested simpler fit.
-    models = sorted(dict.fromkeys(m.lower() for m in args.models), key=list(MODELS).index)
+    models = sorted(dict.fromkeys(get_model(m).name for m in args.models),
+                    key=list(MODELS).index)
     fixed = parse_assignments(args.set)
     check_report_folder(args.report, args.force)
     dataset = _load(args)

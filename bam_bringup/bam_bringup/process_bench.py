@@ -1,0 +1,260 @@
+"""A composition's nodes in one process: each built from its package's entry point.
+
+Where the ros2 CLI is absent, the runner (``bench serve``, ``bench session``)
+builds the nodes a launch file would start as objects of this process: the
+node class comes from the package's console-script entry point, and each node
+gets the name, namespace, parameters and ROS arguments (/clock remapped into
+the namespace) that ros2 launch would give it. Plain executables (a hardware
+emulator) run as child processes. SIGINT and SIGTERM are stop requests
+(:class:`StopSignal`), so a bench always shuts down in order.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.metadata
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from bam_bringup.composition import NodeSpec, command_line
+from bam_sim.common.errors import BamError
+from bam_sim.common.ready_line import NotReady, await_ready_line
+
+# Every node of a bench takes the bench's clock: /clock resolved in its namespace.
+CLOCK_REMAP = "/clock:=clock"
+
+
+def _distribution(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+@functools.lru_cache(maxsize=None)
+def node_class(package: str, executable: str) -> type:
+    """The node class behind ``package``'s console script ``executable``.
+
+    The entry point names the module whose ``main`` runs the node; that module
+    defines exactly one rclpy Node subclass, which the runner builds in-process.
+    """
+    from rclpy.node import Node
+
+    for entry in importlib.metadata.entry_points(group="console_scripts", name=executable):
+        if entry.dist is None or _distribution(entry.dist.name) != package:
+            continue
+        module = importlib.import_module(entry.module)
+        classes = [c for c in vars(module).values() if isinstance(c, type)
+                   and issubclass(c, Node) and c.__module__ == module.__name__]
+        if len(classes) != 1:
+            raise BamError(f"{package}/{executable}: {entry.value} defines {len(classes)} node "
+                           "classes; the runner needs exactly one")
+        return classes[0]
+    raise BamError(f"no executable {executable} in package {package}; build the workspace "
+                   "(tools/workspace.sh build)")
+
+
+def ros_arguments(spec: NodeSpec) -> list[str]:
+    """The node's ROS arguments, as ros2 launch gives them: its name and the clock remap."""
+    return ["--ros-args", "-r", f"__node:={spec.name}", "-r", CLOCK_REMAP]
+
+
+def build_nodes(specs: list[NodeSpec], context) -> dict:
+    """The nodes of ``specs``, created in ``context`` with their parameters and namespace."""
+    from rclpy.parameter import Parameter
+
+    nodes = {}
+    for spec in specs:
+        if spec.process:  # not a node: ProcessBench starts it as a process
+            continue
+        overrides = [Parameter(k, value=v) for k, v in spec.parameters.items()]
+        nodes[spec.name] = node_class(spec.package, spec.executable)(
+            context=context, parameter_overrides=overrides, namespace=spec.namespace or None,
+            cli_args=ros_arguments(spec))
+    return nodes
+
+
+class ProcessBench:
+    """Nodes of one process, each spun by its own single-threaded executor thread.
+
+    One executor per node, not one multi-threaded executor for all: under sim
+    time rclpy's MultiThreadedExecutor handles a fraction of the /clock
+    messages a SingleThreadedExecutor does, which starves the trajectory node.
+    ``context``: an initialized rclpy context to share (kept open on shutdown);
+    by default the bench makes its own.
+    """
+
+    def __init__(self, specs: list[NodeSpec], context=None):
+        import rclpy
+        from rclpy.signals import SignalHandlerOptions
+
+        self._owns_context = context is None
+        if context is None:
+            context = rclpy.Context()
+            # args=[]: the command line holds launch arguments (arm:=erob), not ROS rules;
+            # no rclpy signal handlers: the runner stops the bench itself.
+            rclpy.init(context=context, args=[],
+                       signal_handler_options=SignalHandlerOptions.NO)
+        self.context = context
+        self.nodes: dict = {}
+        self.spinners: dict = {}
+        # Processes first (a hardware emulator), stopped last (after the driver's torque off).
+        self.processes: list[subprocess.Popen] = []
+        built: dict = {}
+        try:  # an error or an interrupt half way leaves nothing running
+            for spec in specs:
+                if spec.process:
+                    self.processes.append(start_process(spec))
+            built = build_nodes(specs, self.context)
+            for name, node in built.items():
+                self.add(node, name)
+        except BaseException:
+            for name, node in built.items():
+                if name not in self.nodes:  # built, not spinning yet
+                    node.destroy_node()
+            self.shutdown()
+            raise
+
+    def add(self, node, name: str | None = None) -> None:
+        from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+
+        executor = SingleThreadedExecutor(context=self.context)
+        executor.add_node(node)
+
+        def spin() -> None:
+            try:
+                executor.spin()
+            except ExternalShutdownException:
+                pass
+
+        name = name or node.get_name()
+        thread = threading.Thread(target=spin, daemon=True, name=name)
+        self.nodes[name] = node
+        self.spinners[name] = (executor, thread)
+        thread.start()
+
+    @property
+    def running(self) -> bool:
+        return all(thread.is_alive() for _, thread in self.spinners.values()) and \
+            all(process.poll() is None for process in self.processes)
+
+    def close(self, name: str) -> None:
+        """Stop and destroy one node (a recorder closes its bag)."""
+        node = self.nodes.pop(name)
+        executor, thread = self.spinners.pop(name)
+        executor.shutdown()
+        thread.join(timeout=5.0)
+        node.destroy_node()
+
+    def shutdown(self) -> None:
+        import rclpy
+
+        try:
+            for name in list(self.nodes):
+                self.close(name)
+            if self._owns_context:
+                rclpy.try_shutdown(context=self.context)
+        finally:
+            for process in self.processes:
+                _stop(process)
+
+
+def _stop(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=5.0)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def start_process(spec: NodeSpec) -> subprocess.Popen:
+    """A process spec's executable (as ``ros2 run`` finds it) with its options."""
+    try:
+        from ament_index_python.packages import get_package_prefix
+
+        path = Path(get_package_prefix(spec.package)) / "lib" / spec.package / spec.executable
+    except (ImportError, LookupError, ValueError):
+        path = None
+    if path is None or not path.is_file():
+        raise BamError(f"no executable {spec.executable} of package {spec.package}; build the "
+                       "workspace (tools/workspace.sh build)")
+    # A session of its own: Ctrl-C stops the nodes first (the driver turns the torque off on
+    # the emulator), then shutdown() stops the process.
+    process = subprocess.Popen([str(path), *command_line(spec)], stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE if spec.ready else None, text=True,
+                               start_new_session=True)
+    if spec.ready:
+        try:
+            _await_ready(process, spec)
+        except BaseException:  # an interrupt while waiting leaves no process behind
+            _stop(process)
+            raise
+    return process
+
+
+def _await_ready(process: subprocess.Popen, spec: NodeSpec, timeout: float = 15.0) -> None:
+    """Wait for the process's ready line (nodes that use it start after), then echo its output."""
+    try:
+        line = await_ready_line(process, spec.ready, timeout,
+                                echo=lambda text: print(text, file=sys.stderr))
+    except NotReady as exc:
+        raise BamError(f"{spec.executable} {exc}; see its messages above") from None
+    print(line, file=sys.stderr)
+
+    def pump() -> None:  # the rest of its stdout to our stderr, as ros2 launch shows it
+        for text in process.stdout:
+            print(text, end="", file=sys.stderr)
+
+    threading.Thread(target=pump, name=f"{spec.name}-stdout", daemon=True).start()
+
+
+class StopSignal:
+    """SIGINT and SIGTERM as a request to stop, checked between steps.
+
+    A signal never interrupts the runner half way through starting or stopping
+    a node: it sets :attr:`requested`, and the runner stops at its next check,
+    shutting the bench down in order (a second signal changes nothing). Inside
+    :meth:`interrupting` a signal raises KeyboardInterrupt instead, for work
+    that handles Ctrl-C itself (the fit keeps the best parameters found).
+    """
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+        self.signum = 0
+        self._raising = False
+
+    def _handle(self, signum: int, frame) -> None:
+        self.signum = self.signum or signum
+        self.requested.set()
+        if self._raising:
+            raise KeyboardInterrupt
+
+    def check(self) -> None:
+        """KeyboardInterrupt if a stop was requested."""
+        if self.requested.is_set():
+            raise KeyboardInterrupt
+
+    @contextmanager
+    def installed(self) -> Iterator[StopSignal]:
+        """The handler of SIGINT and SIGTERM inside the block (main thread only)."""
+        previous = {sig: signal.signal(sig, self._handle)
+                    for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield self
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    @contextmanager
+    def interrupting(self) -> Iterator[None]:
+        self.check()
+        self._raising = True
+        try:
+            yield
+        finally:
+            self._raising = False

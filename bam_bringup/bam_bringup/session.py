@@ -1,0 +1,190 @@
+"""``bench session``: record the simulated bench over a session, then fit and report.
+
+The session (config/session.yaml, found through the ament index) names the
+simulated actuator, the bench setups and the protocol: for each setup the
+runner plays the protocol through the ``bam/run_trajectory`` action of the
+trajectory node, the recorder writes everything into one rosbag2 bag, then the
+models are fitted to the bag and the report is written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import sys
+import threading
+import time
+from pathlib import Path
+
+import yaml
+
+from bam_bringup.bench_composition import BENCH
+from bam_bringup.composition import NodeSpec
+from bam_bringup.process_bench import ProcessBench, StopSignal
+from bam_sim.common.errors import BamError, one_line
+from bam_sim.common.numbers import number
+from bam_sim.common.share import share_file
+
+SOURCE_ROOT = Path(__file__).resolve().parent.parent  # the package's source folder
+
+
+def session_config() -> Path:
+    """config/session.yaml of the installed package (else of the source tree)."""
+    return share_file("bam_bringup", "config", "session.yaml", source_root=SOURCE_ROOT)
+
+
+def load_session(path: Path) -> dict:
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise BamError(f"cannot read session {path}: {one_line(str(exc).splitlines()[0])}") \
+            from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("session"), dict):
+        raise BamError(f"{path} must hold a 'session' mapping")
+    return doc["session"]
+
+
+def _wait(future, timeout: float, stop: StopSignal):
+    """The future's result; KeyboardInterrupt as soon as a stop is requested."""
+    done = threading.Event()
+    future.add_done_callback(lambda _: done.set())
+    deadline = time.monotonic() + timeout
+    while not done.wait(0.1):
+        stop.check()
+        if time.monotonic() > deadline:
+            raise BamError(f"no answer from the bench within {timeout:.0f} s")
+    return future.result()
+
+
+def _play(client, trajectory: str, gain: float, repetition: int, timeout: float,
+          stop: StopSignal) -> None:
+    from bam_msgs.action import RunTrajectory
+
+    goal = RunTrajectory.Goal(trajectory=trajectory, gain=gain, repetition=repetition)
+    handle = _wait(client.send_goal_async(goal), timeout, stop)
+    if not handle.accepted:
+        raise BamError(f"the bench refused to play {trajectory} at kp={gain:g}")
+    result = _wait(handle.get_result_async(), timeout, stop).result
+    if not result.success:
+        raise BamError(f"{trajectory} at kp={gain:g} failed: {result.message}")
+
+
+def session_specs(config: dict, bag: Path, settle: float, duration: float,
+                  bench_namespace: str = "") -> list[NodeSpec]:
+    """The simulated bench of a session: recording to ``bag``, at the session's rate."""
+    first = (config.get("setups") or [{"mass": 1.0, "length": 0.15}])[0]
+    specs = BENCH.compose({
+        "actuator": config.get("actuator", "mx64"), "model": config.get("truth_model", "m4"),
+        "sim": True, "record": True, "bag": str(bag),
+        "real_time_factor": float(config.get("real_time_factor", 1)),
+        "mass": float(first["mass"]), "length": float(first["length"]),
+        "arm_mass": float(config.get("arm_mass", 0.0)), "namespace": bench_namespace})
+    extra = {"pendulum": {"rate": float(config.get("rate", 1000.0))},
+             "trajectory": {"duration": duration, "settle": settle}}
+    return [dataclasses.replace(s, parameters={**s.parameters, **extra.get(s.name, {})})
+            for s in specs]
+
+
+def run_session(config: dict, output_dir: Path, quiet: bool = False,
+                bench_namespace: str = "", stop: StopSignal | None = None) -> str:
+    """Record the simulated bench over the session's setups, then fit and report."""
+    from bam_identify.protocol import parse_protocol
+
+    stop = stop or StopSignal()
+    folder = output_dir / datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    if folder.exists():
+        raise BamError(f"{folder} already exists; wait a second or choose --output-dir")
+    protocol = parse_protocol(config.get("protocol", {}), "session protocol")
+    duration = protocol.duration or 6.0
+    settle = protocol.settle if protocol.settle is not None else 1.0
+    bag = folder / "bag"
+    specs = session_specs(config, bag, settle, duration, bench_namespace)
+    folder.mkdir(parents=True)
+    start = time.monotonic()
+    recorded = _record(specs, config, protocol, duration, quiet, stop)
+    seconds = time.monotonic() - start
+    with stop.interrupting():
+        fit_text = _fit(config, bag, folder, quiet)
+    runs = len(config.get("setups") or [None]) * len(protocol)
+    counts = ", ".join(f"{k} {v}" for k, v in recorded.items()) if recorded else "?"
+    return (f"recorded {runs} runs in {seconds:.0f} s: {bag}\n"
+            f"  messages: {counts}\n{fit_text}")
+
+
+def _record(specs: list[NodeSpec], config: dict, protocol, duration: float,
+            quiet: bool, stop: StopSignal) -> dict:
+    """Play the protocol on every setup; the recorder's message counts once its bag closed."""
+    import rclpy
+    from rclpy.action import ActionClient
+
+    from bam_msgs.action import RunTrajectory
+    from bam_sim.common.contract import RUN_TRAJECTORY_ACTION
+
+    bench = ProcessBench(specs)
+    client = None
+    try:
+        pendulum = bench.nodes["pendulum"]
+        client_node = rclpy.create_node("session", context=bench.context,
+                                        namespace=pendulum.get_namespace())
+        bench.add(client_node)
+        client = ActionClient(client_node, RunTrajectory, RUN_TRAJECTORY_ACTION)
+        _await_server(client, 20.0, stop)
+        _play_setups(pendulum, client, config, protocol, 60.0 + 20.0 * duration, quiet, stop)
+        recorder = bench.nodes["recorder"]
+        bench.close("recorder")  # writes what it still holds, then closes the bag
+        return dict(getattr(recorder, "counts", {}))
+    finally:
+        if client is not None:  # before its node: a goal may still be in flight
+            client.destroy()
+        bench.shutdown()
+
+
+def _play_setups(pendulum, client, config: dict, protocol, timeout: float, quiet: bool,
+                 stop: StopSignal) -> None:
+    """Each setup of the session in turn, the whole protocol on each."""
+    from rclpy.parameter import Parameter
+    from tqdm import tqdm
+
+    setups = config.get("setups") or [{"mass": 1.0, "length": 0.15}]
+    with tqdm(total=len(setups) * len(protocol), desc="bench session", unit="run",
+              disable=quiet, file=sys.stderr) as bar:
+        for setup in setups:
+            # Atomically: one bench description for the whole new setup.
+            result = pendulum.set_parameters_atomically([
+                Parameter("mass", value=float(setup["mass"])),
+                Parameter("length", value=float(setup["length"]))])
+            if not result.successful:
+                raise BamError(f"bench setup {setup} refused: {result.reason}")
+            for run in protocol:
+                bar.set_postfix_str(f"m={setup['mass']} kg l={setup['length']} m "
+                                    f"{run.trajectory} kp={run.gain:g}", refresh=False)
+                _play(client, run.trajectory, run.gain, run.repetition, timeout, stop)
+                bar.update(1)
+
+
+def _await_server(client, timeout: float, stop: StopSignal) -> None:
+    deadline = time.monotonic() + timeout
+    while not client.wait_for_server(timeout_sec=0.1):
+        stop.check()
+        if time.monotonic() > deadline:
+            raise BamError("the trajectory action server did not come up")
+
+
+def _fit(config: dict, bag: Path, folder: Path, quiet: bool) -> str:
+    """The session's fit, as ``fit`` would run it: one typed job, no command line."""
+    from bam_identify.cli import FitJob, run_fit
+
+    fit = config.get("fit", {})
+    models = fit.get("models", list(FitJob.models))
+    if isinstance(models, str) or not all(isinstance(m, str) for m in models):
+        raise BamError(f"session fit.models must be a list of model names, got {models!r}")
+    job = FitJob(
+        bags=(bag,), models=tuple(models),
+        trials=int(number(fit.get("trials", 1500), "session fit.trials", low=1)),
+        seed=int(number(fit.get("seed", 0), "session fit.seed", low=0)),
+        validation_fraction=number(fit.get("validation_fraction", 0.25),
+                                   "session fit.validation_fraction", low=0.0, high=1.0,
+                                   high_open=True),
+        output=str(folder / "params" / "{actuator}_{model}.yaml"),
+        report=folder / "report", quiet=quiet)
+    return run_fit(job)
