@@ -291,12 +291,11 @@ def test_bad_parameters(context, tmp_path, parameters, fragment):
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_executable_closes_the_bag_on_a_signal(context, tmp_path, signum):
-    """``recorder`` as launched: records a latched topic; Ctrl-C or SIGTERM writes the
+    """``recorder`` as launched: records what it receives; Ctrl-C or SIGTERM writes the
     metadata and exits with 128 + the signal."""
     path = tmp_path / "cli"
     node = rclpy.create_node(f"bam_test_recorder_cli_{uuid.uuid4().hex[:8]}", context=context)
     pub = node.create_publisher(BenchInfo, BENCH_INFO.name, profile(BENCH_INFO.qos))
-    pub.publish(stamped(BenchInfo(actuator="mx64", source="sim"), 5 * 10**9))
     env = dict(os.environ, ROS_DOMAIN_ID=str(os.getpid() % 100 + 1))
     code = ("import sys; from bam_identify.nodes.recorder_node import main; "
             "sys.exit(main(sys.argv))")
@@ -305,6 +304,9 @@ def test_executable_closes_the_bag_on_a_signal(context, tmp_path, signum):
          "-p", "topics:=['bam/bench_info', 'bam/trial']"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
+        wait_for(lambda: pub.get_subscription_count() > 0, "the recorder's subscription",
+                 TIMEOUT)
+        pub.publish(stamped(BenchInfo(actuator="mx64", source="sim"), 5 * 10**9))
         lines = read_until(proc, f"first message on {BENCH_INFO.absolute()}", TIMEOUT)
         proc.send_signal(signum)
         output, _ = proc.communicate(timeout=TIMEOUT)
