@@ -111,6 +111,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, stop: StopSignal) -> int:
+    """The command; 0, 2 for bad input, or 128 + the signal that stopped it."""
+    from bam_identify.cli import FitInterrupted
+
     try:
         if args.command == "serve":
             print(serve(_launch_values(args.arguments), args.config, stop))
@@ -122,10 +125,13 @@ def _run(args: argparse.Namespace, stop: StopSignal) -> int:
     except BamError as exc:
         print(f"bench: error: {one_line(exc)}", file=sys.stderr)
         return 2
+    except FitInterrupted as exc:  # the bag is closed; the best parameters found are kept
+        print(exc)
+        return 128 + (stop.signum or signal.SIGINT)
     except KeyboardInterrupt:
         print("bench: interrupted", file=sys.stderr)
         return 128 + (stop.signum or signal.SIGINT)
-    return 0
+    return 128 + stop.signum if stop.signum else 0
 
 
 if __name__ == "__main__":

@@ -99,7 +99,7 @@ def test_serve_stops_cleanly_on_a_signal(tmp_path, signum):
         output, _ = process.communicate(timeout=TIMEOUT)
     finally:
         process.kill()
-    assert process.returncode == 0, output
+    assert process.returncode == 128 + signum, output
     assert output.rstrip().endswith("bench: stopped"), output
     assert (bag / "metadata.yaml").is_file()  # the recorder closed its bag
 
@@ -174,3 +174,22 @@ def test_the_node_table_comes_from_the_entry_points(monkeypatch):
         assert node_class("bam_sim", "pendulum") is TrajectoryNode
     finally:
         process_bench.node_class.cache_clear()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_serve_on_the_emulator_turns_torque_off_and_ends_the_emulator(tmp_path, signum):
+    """sim:=false hardware:=emulated, stopped by a signal: the driver turns the torque off
+    and reads it back, the emulator (a child process) ends and removes its port."""
+    port = tmp_path / "ttyDXL"
+    process = bench("serve", "sim:=false", "hardware:=emulated", f"port:={port}",
+                    "namespace:=emulated_stop")
+    try:
+        wait_line(process, "connected to ids [1]")
+        assert port.is_symlink()
+        process.send_signal(signum)
+        output, _ = process.communicate(timeout=TIMEOUT)
+    finally:
+        process.kill()
+    assert process.returncode == 128 + signum, output
+    assert "torque off on every servo" in output, output
+    assert not os.path.lexists(port), "the emulator did not end"
