@@ -21,13 +21,13 @@ import argparse
 import signal
 import sys
 from pathlib import Path
-from typing import NoReturn
 
 from bam_bringup.arm_composition import ARM
 from bam_bringup.bench_composition import BENCH
 from bam_bringup.composition import Composition, launch_default, namespace
 from bam_bringup.process_bench import ProcessBench, StopSignal
 from bam_bringup.session import load_session, run_session, session_config
+from bam_sim.common.arguments import ArgumentParser
 from bam_sim.common.errors import BamError, one_line
 
 COMPOSITIONS = {c.name: c for c in (BENCH, ARM)}
@@ -65,13 +65,6 @@ def _launch_values(items: list[str]) -> dict[str, str]:
     return values
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors: ``bench: error: ...`` and exit code 2."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
 def _arguments_help() -> str:
     lines = []
     for comp in COMPOSITIONS.values():
@@ -84,7 +77,7 @@ def _arguments_help() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="bench", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="bench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command")
     serve_parser = sub.add_parser(
         "serve", help="start the bench like bench.launch.py (--config arm: the arm, like "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import difflib
 import sys
 import threading
 import time
@@ -23,7 +24,9 @@ from bam_bringup.composition import NodeSpec
 from bam_bringup.process_bench import ProcessBench, StopSignal
 from bam_sim.common.errors import BamError, one_line
 from bam_sim.common.numbers import number
+from bam_sim.common.output_paths import check_writable
 from bam_sim.common.share import share_file
+from bam_sim.models.model_registry import get_model
 
 SOURCE_ROOT = Path(__file__).resolve().parent.parent  # the package's source folder
 
@@ -41,7 +44,49 @@ def load_session(path: Path) -> dict:
             from None
     if not isinstance(doc, dict) or not isinstance(doc.get("session"), dict):
         raise BamError(f"{path} must hold a 'session' mapping")
-    return doc["session"]
+    return check_session(doc["session"], str(path))
+
+
+SESSION_KEYS = ("actuator", "truth_model", "rate", "real_time_factor", "arm_mass", "setups",
+                "protocol", "fit")
+FIT_KEYS = ("models", "trials", "seed", "validation_fraction")
+
+
+def _known_keys(mapping: dict, known: tuple[str, ...], where: str) -> None:
+    for key in mapping:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = f"did you mean '{close[0]}'? " if close else ""
+            raise BamError(f"{where}: unknown key '{key}'; {hint}known keys: {', '.join(known)}")
+
+
+def check_session(config: dict, where: str) -> dict:
+    """The session ``config`` checked before anything is recorded (BamError, one line)."""
+    from bam_identify.protocol import parse_protocol
+    from bam_sim.bench.geometry import Bench
+    from bam_sim.models.actuators import get_actuator
+
+    where = f"session {where}"
+    _known_keys(config, SESSION_KEYS, where)
+    get_actuator(config.get("actuator", "mx64"))
+    get_model(config.get("truth_model", "m4"))
+    number(config.get("rate", 1000.0), f"{where}: rate", low=1.0, high=1.0e5)
+    number(config.get("real_time_factor", 1.0), f"{where}: real_time_factor", low=0.0,
+           high=1.0e5)
+    arm_mass = config.get("arm_mass", 0.0)
+    setups = config.get("setups") or [{"mass": 1.0, "length": 0.15}]
+    if not isinstance(setups, list):
+        raise BamError(f"{where}: setups must be a list of {{mass, length}}, got {setups!r}")
+    for setup in setups:
+        if not isinstance(setup, dict) or set(setup) != {"mass", "length"}:
+            raise BamError(f"{where}: each setup is {{mass: kg, length: m}}, got {setup!r}")
+        Bench(mass=setup["mass"], length=setup["length"], arm_mass=arm_mass)
+    parse_protocol(config.get("protocol", {}), f"{where}: protocol")
+    fit = config.get("fit", {})
+    if not isinstance(fit, dict):
+        raise BamError(f"{where}: fit must be a mapping of {', '.join(FIT_KEYS)}")
+    _known_keys(fit, FIT_KEYS, f"{where}: fit")
+    return config
 
 
 def _wait(future, timeout: float, stop: StopSignal):
@@ -91,6 +136,7 @@ def run_session(config: dict, output_dir: Path, quiet: bool = False,
     from bam_identify.protocol import parse_protocol
 
     stop = stop or StopSignal()
+    check_writable(output_dir, "--output-dir")
     folder = output_dir / datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     if folder.exists():
         raise BamError(f"{folder} already exists; wait a second or choose --output-dir")
@@ -99,12 +145,17 @@ def run_session(config: dict, output_dir: Path, quiet: bool = False,
     settle = protocol.settle if protocol.settle is not None else 1.0
     bag = folder / "bag"
     specs = session_specs(config, bag, settle, duration, bench_namespace)
-    folder.mkdir(parents=True)
+    job = _fit_job(config, bag, folder, quiet)  # a bad fit request fails before recording
+    try:
+        folder.mkdir(parents=True)
+    except OSError as exc:
+        raise BamError(f"cannot create {folder} ({exc.strerror}); choose a writable "
+                       "--output-dir") from None
     start = time.monotonic()
     recorded = _record(specs, config, protocol, duration, quiet, stop)
     seconds = time.monotonic() - start
     with stop.interrupting():
-        fit_text = _fit(config, bag, folder, quiet)
+        fit_text = _fit(job)
     runs = len(config.get("setups") or [None]) * len(protocol)
     counts = ", ".join(f"{k} {v}" for k, v in recorded.items()) if recorded else "?"
     return (f"recorded {runs} runs in {seconds:.0f} s: {bag}\n"
@@ -170,21 +221,28 @@ def _await_server(client, timeout: float, stop: StopSignal) -> None:
             raise BamError("the trajectory action server did not come up")
 
 
-def _fit(config: dict, bag: Path, folder: Path, quiet: bool) -> str:
-    """The session's fit, as ``fit`` would run it: one typed job, no command line."""
-    from bam_identify.cli import FitJob, run_fit
+def _fit_job(config: dict, bag: Path, folder: Path, quiet: bool):
+    """The session's fit, as ``fit`` would run it: one typed job, checked."""
+    from bam_identify.cli import FitJob
 
     fit = config.get("fit", {})
     models = fit.get("models", list(FitJob.models))
     if isinstance(models, str) or not all(isinstance(m, str) for m in models):
         raise BamError(f"session fit.models must be a list of model names, got {models!r}")
-    job = FitJob(
+    for model in models:
+        get_model(model)
+    return FitJob(
         bags=(bag,), models=tuple(models),
-        trials=int(number(fit.get("trials", 1500), "session fit.trials", low=1)),
-        seed=int(number(fit.get("seed", 0), "session fit.seed", low=0)),
+        trials=int(number(fit.get("trials", 1500), "session fit.trials", low=1, high=1e7)),
+        seed=int(number(fit.get("seed", 0), "session fit.seed", low=0, high=2**32 - 1)),
         validation_fraction=number(fit.get("validation_fraction", 0.25),
                                    "session fit.validation_fraction", low=0.0, high=1.0,
                                    high_open=True),
         output=str(folder / "params" / "{actuator}_{model}.yaml"),
         report=folder / "report", quiet=quiet)
+
+
+def _fit(job) -> str:
+    from bam_identify.cli import run_fit
+
     return run_fit(job)

@@ -134,10 +134,11 @@ def test_the_session_config_is_found_through_the_ament_index(tmp_path, monkeypat
     (tmp_path / "share" / "ament_index" / "resource_index" / "packages" / "bam_bringup").touch()
     (tmp_path / "share" / "bam_bringup" / "config").mkdir(parents=True)
     copy = tmp_path / "share" / "bam_bringup" / "config" / "session.yaml"
-    copy.write_text("session: {actuator: mx106}\n")
+    copy.write_text("session: {actuator: mx106, protocol: {trajectories: [steps], "
+                    "gains: [8]}}\n")
     monkeypatch.setenv("AMENT_PREFIX_PATH", str(tmp_path))
     assert session_config() == copy
-    assert load_session(session_config()) == {"actuator": "mx106"}
+    assert load_session(session_config())["actuator"] == "mx106"
 
 
 def test_the_session_bench_runs_in_its_namespace():
@@ -193,3 +194,37 @@ def test_serve_on_the_emulator_turns_torque_off_and_ends_the_emulator(tmp_path, 
     assert process.returncode == 128 + signum, output
     assert "torque off on every servo" in output, output
     assert not os.path.lexists(port), "the emulator did not end"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("session: {actuator: mx64, protcol: {}}", "unknown key 'protcol'; did you mean 'protocol'"),
+    ("session: {setups: [{mass: -1.0, length: 0.15}], protocol: {trajectories: [steps], "
+     "gains: [8]}}", "mass"),
+    ("session: {real_time_factor: fast, protocol: {trajectories: [steps], gains: [8]}}",
+     "real_time_factor must be a number"),
+    ("session: {protocol: {trajectories: [steps], gains: [8]}, fit: {trials: 0}}",
+     "fit.trials must be"),
+    ("session: {protocol: {trajectories: [steps], gains: [8]}, fit: {models: [m9]}}",
+     "unknown friction model 'm9'"),
+    ("session: {protocol: {trajectories: [steps], gains: [8]}, fit: {trails: 10}}",
+     "unknown key 'trails'; did you mean 'trials'"),
+])
+def test_a_bad_session_is_refused_before_recording(tmp_path, text, message):
+    """One line, exit 2, and nothing recorded: the output folder stays empty."""
+    config = tmp_path / "session.yaml"
+    config.write_text(text + "\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    process = bench("session", "--config", str(config), "--output-dir", str(out), "--quiet")
+    output, _ = process.communicate(timeout=TIMEOUT)
+    assert process.returncode == 2, output
+    assert message in output and output.strip().count("\n") == 0, output
+    assert not any(out.iterdir())
+
+
+def test_session_output_dir_that_cannot_be_written(tmp_path):
+    (tmp_path / "file").write_text("keep me")
+    process = bench("session", "--output-dir", str(tmp_path / "file" / "out"), "--quiet")
+    output, _ = process.communicate(timeout=TIMEOUT)
+    assert process.returncode == 2 and "is a file, not a folder" in output, output
+    assert (tmp_path / "file").read_text() == "keep me"

@@ -244,6 +244,7 @@ def test_a_servo_of_another_model_is_reported(rigs):
     ({"servo_model": "ax12"}, "unknown servo model 'ax12'"),
     ({"actuator": "erob80_50"}, "current-controlled"),
     ({"ids": [1, 1]}, "ids must differ"),
+    ({"ids": []}, "ids is empty"),
     ({"directions": [2]}, "directions must hold 1 values"),
     ({"baud_rate": 250000}, "baud rate 250000 is not supported"),
     ({"baud_rate": 1234}, r"baud_rate must be in \[9600, 4.5e\+06\], got 1234"),

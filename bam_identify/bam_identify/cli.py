@@ -23,7 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
+from bam_sim.common.arguments import ArgumentParser
 from bam_sim.common.errors import BamError
+from bam_sim.common.output_paths import check_writable
 from bam_sim.models.model_registry import MODELS, get_model
 from bam_sim.models.parameter_file import load, save, write_atomic
 
@@ -35,6 +37,9 @@ def version() -> str:
         return metadata.version("bam_identify")
     except metadata.PackageNotFoundError:
         return "unknown"
+
+
+MIN_DT = 1.0e-4  # s: the finest resampling step; 10 kHz is beyond any bench
 
 
 def _data_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,8 +56,9 @@ def _load(args: FitJob | argparse.Namespace):
 
     if not args.bags and not args.logs:
         raise BamError("no data: give --bags and/or --logs")
-    if not (0.0 < args.dt < 1.0):
-        raise BamError(f"--dt must be in (0, 1) s, got {args.dt}")
+    if not (MIN_DT <= args.dt < 1.0):
+        raise BamError(f"--dt must be in [{MIN_DT:g}, 1) s (a smaller step would not fit in "
+                       f"memory), got {args.dt}")
     return load_dataset(bags=args.bags, logs=args.logs, dt=args.dt, actuator=args.actuator)
 
 
@@ -94,7 +100,7 @@ class FitJob:
 
 
 def fit_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="fit", description="Identify friction models M1..M6 from bench recordings "
         "(CMA-ES on the simulated-control position error).")
     _data_arguments(parser)
@@ -180,6 +186,12 @@ def run_fit(args: FitJob) -> str:
 
     if args.trials < 1:
         raise BamError(f"--trials must be at least 1, got {args.trials}")
+    if args.popsize is not None and not 2 <= args.popsize <= 100_000:
+        raise BamError(f"--popsize must be in [2, 100000] (CMA-ES samples at least two "
+                       f"candidates), got {args.popsize}")
+    check_writable(args.report, "--report")
+    for model in args.models:
+        check_writable(output_paths(args.output, "actuator", [model])[model], "--output")
     # Simpler models first: each richer one can start from a nested simpler fit.
     models = sorted(dict.fromkeys(get_model(m).name for m in args.models),
                     key=list(MODELS).index)
@@ -288,7 +300,7 @@ def _provenance(args, dataset, train, validation) -> dict:
 
 
 def eval_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="eval", description="Score parameter files (YAML or legacy JSON) on logs: "
         "mean absolute position error of simulated-control rollouts.")
     parser.add_argument("--params", nargs="+", type=Path, required=True, metavar="FILE")
@@ -304,6 +316,8 @@ def run_eval(args: argparse.Namespace) -> str:
 
     if args.json and args.json.exists() and not args.force:
         raise BamError(f"{args.json} already exists; choose another path or pass --force")
+    if args.json:
+        check_writable(args.json, "--json")
     sets = [(path, load(path)) for path in args.params]
     dataset = _load(args)
     weights = [len(log) for log in dataset.logs]
@@ -350,7 +364,7 @@ def fit_main(argv: list[str] | None = None) -> int:
 
 
 def recover_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="recover", description="Recover a bag whose recording stopped without closing "
         "it (no metadata.yaml, MCAP without its end): its complete records become a new, "
         "complete bag beside it; the original is left as it is.")
@@ -362,6 +376,8 @@ def recover_parser() -> argparse.ArgumentParser:
 def run_recover(args: argparse.Namespace) -> str:
     from bam_identify.data.bag_recovery import needs_recovery, recover_bag
 
+    if args.output:
+        check_writable(args.output, "--output")
     if not needs_recovery(args.bag):
         raise BamError(f"{args.bag} is not an unterminated mcap bag (it has its metadata and "
                        "end, or is not an mcap recording); nothing to recover")

@@ -35,6 +35,7 @@ from bam_sim.common.errors import BamError, one_line
 
 PROTOCOL_KEYS = ("trajectories", "gains", "repetitions", "duration", "settle", "runs")
 RUN_KEYS = ("trajectory", "gain", "repetitions")
+MAX_RUNS = 100_000  # runs a schedule may hold: beyond, a typo rather than a plan
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,10 @@ def parse_protocol(data: object, where: str = "protocol") -> Protocol:
                       check_gain(item["gain"], label), _count(item.get("repetitions", 1), label)))
     if not pairs:
         raise BamError(f"{where}: the schedule is empty; give trajectories and gains, or runs")
+    size = sum(count for _, _, count in pairs)
+    if size > MAX_RUNS:
+        raise BamError(f"{where}: the schedule holds {size} runs, more than {MAX_RUNS} "
+                       "(weeks of bench time); lower the repetitions")
     done: dict[tuple[str, float], int] = {}
     schedule = []
     for name, gain, count in pairs:

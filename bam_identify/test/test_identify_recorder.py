@@ -280,6 +280,7 @@ def test_existing_output_is_refused_and_left_alone(context, tmp_path):
     ({"storage": "bag"}, "unknown storage 'bag'"),
     ({"topics": ["/joint_states", "/tf"]}, "cannot record '/tf'"),
     ({"queue_depth": 0}, "queue_depth"),
+    ({"topics": []}, "parameter topics is empty"),
 ])
 def test_bad_parameters(context, tmp_path, parameters, fragment):
     overrides = [Parameter("output", value=str(tmp_path / "bag"))]

@@ -62,6 +62,7 @@ from bam_drivers.dynamixel.control_table import TABLES, get_table
 from bam_drivers.emulators.dynamixel_servos import EmulatedBus, EmulatedServo
 from bam_sim.bench.geometry import Bench
 from bam_sim.bench.stepper import BenchStepper
+from bam_sim.common.arguments import ArgumentParser
 from bam_sim.common.errors import BamError
 from bam_sim.models.parameter_file import load, published
 from bam_sim.models.parameter_set import ParameterSet
@@ -126,7 +127,7 @@ def _hardware_error(text: str) -> tuple[int, int]:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> EmulatorConfig:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="dynamixel_emulator",
         description="Dynamixel servos on a pseudo-terminal, driven by bam_sim physics.")
     parser.add_argument("--servo-model", default="mx64_p1", choices=sorted(TABLES))

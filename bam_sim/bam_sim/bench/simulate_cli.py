@@ -20,14 +20,16 @@ import numpy as np
 from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import Rollout, rollout
 from bam_sim.bench.trajectory import TRAJECTORIES, command_log
+from bam_sim.common.arguments import ArgumentParser
 from bam_sim.common.errors import BamError
+from bam_sim.common.output_paths import check_writable
 from bam_sim.models.actuators import ACTUATORS, get_actuator
 from bam_sim.models.model_registry import MODELS
 from bam_sim.models.parameter_file import load, published
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="simulate", description="Simulate the pendulum bench with M1 and a chosen model.")
     parser.add_argument("--actuator", default="mx64", choices=sorted(ACTUATORS))
     parser.add_argument("--model", default="m4", choices=sorted(MODELS),
@@ -49,6 +51,8 @@ def _check_writable(paths: list[Path | None], force: bool) -> None:
     for path in paths:
         if path is not None and path.exists() and not force:
             raise BamError(f"{path} already exists; pass --force to overwrite it")
+        if path is not None:
+            check_writable(path, "the figure")
 
 
 def run(args: argparse.Namespace) -> str:

@@ -56,18 +56,25 @@ def declare(node: Node, params: Sequence[Param], defaults: dict | None = None) -
 
 
 def _declare_one(node: Node, param: Param, default: object) -> object:
+    given = getattr(node, "_parameter_overrides", {}).get(param.name)
+    if isinstance(default, (list, tuple)) and given is not None \
+            and given.value in (None, [], (), b""):
+        # An empty array has no element type (rclpy calls it a byte array, or not set):
+        # the node gets [] and refuses it or falls back to its default itself.
+        node.declare_parameter(param.name, default, descriptor(param), ignore_override=True)
+        return []
     try:
-        return node.declare_parameter(param.name, default, descriptor(param)).value
+        value = node.declare_parameter(param.name, default, descriptor(param)).value
     except InvalidParameterTypeException as exc:
         raise BamError(f"parameter {param.name}: {one_line(exc)} (write doubles with a "
                        "decimal point, e.g. mass:=1.0, and lists as [a, b])") from None
     except ParameterException as exc:
-        given = getattr(node, "_parameter_overrides", {}).get(param.name)
         value = given.value if given is not None else default
         if param.low is not None and isinstance(value, (int, float)):
             raise BamError(f"parameter {param.name} must be in [{param.low:g}, "
                            f"{param.high:g}], got {value!r}") from None
         raise BamError(f"parameter {param.name}: {one_line(exc)}") from None
+    return value
 
 
 def usage(program: str, title: str, params: Sequence[Param], computed: str = "computed") -> str:

@@ -29,7 +29,6 @@ a fixed exponent 2: not the paper's static budget, so it is not used.)
 
 from __future__ import annotations
 
-import argparse
 import math
 import re
 import sys
@@ -41,7 +40,9 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
+from bam_sim.common.arguments import ArgumentParser
 from bam_sim.common.errors import BamError
+from bam_sim.common.output_paths import check_writable
 from bam_sim.models import actuators
 from bam_sim.models.dcmotor import read_mjcf_text
 from bam_sim.models.friction import friction_budget
@@ -217,7 +218,7 @@ def write_dcmotor(mjcf: str | Path, joints: Sequence[ExportJoint], output: str |
     """:func:`export_dcmotor` and write the MJCF to ``output`` (never replaced unless asked)."""
     from bam_sim.models.parameter_file import write_atomic
 
-    output = Path(output)
+    output = check_writable(output, "--output")
     if output.exists() and not overwrite:
         raise BamError(f"{output} already exists; choose another path or allow overwriting "
                        "(--force)")
@@ -326,7 +327,7 @@ def _num(x: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m bam_sim.mujoco_arm.dcmotor_export``: export an MJCF, print what it loses."""
-    parser = argparse.ArgumentParser(prog="python -m bam_sim.mujoco_arm.dcmotor_export",
+    parser = ArgumentParser(prog="python -m bam_sim.mujoco_arm.dcmotor_export",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("mjcf", type=Path, help="MJCF whose <motor> actuators are replaced")
     parser.add_argument("--joint", action="append", required=True, metavar="NAME=PARAMS[@GAIN]",
