@@ -31,7 +31,9 @@ class Rig(ActuatorProbe):
     """
 
     def __init__(self, context, port: str, **params) -> None:
-        params = {"port": port, "rate": 200.0, "command_timeout": 0.0, **params}
+        # latency_timer_ms: room for a busy machine delaying the emulator's replies.
+        params = {"port": port, "rate": 200.0, "command_timeout": 0.0,
+                  "latency_timer_ms": 10.0, **params}
         overrides = [Parameter(k, value=v) for k, v in params.items()]
         super().__init__(DynamixelNode(context=context, parameter_overrides=overrides),
                          "driver", TIMEOUT, received=True)

@@ -24,6 +24,9 @@ MODELS = {1: "mx64_p1", 2: "xm430_w350"}
 
 
 def open_bus(emulator, model, ids, **kwargs) -> DynamixelBus:
+    # 20 ms for a status: the emulator answers in well under 1 ms, but a busy machine
+    # may delay it (the pty's detected 1 ms would then fail reads at random).
+    kwargs.setdefault("latency_timer_ms", 20.0)
     bus = DynamixelBus(emulator.port, model, ids, **kwargs)
     bus.open()
     return bus
@@ -38,7 +41,7 @@ def test_the_latency_timer_is_detected(tmp_path):
         os.close(slave)
     assert detect_latency_timer(str(tmp_path / "none")) == (16.0, "dynamixel-sdk default")
     with EmulatorProcess() as emulator:
-        assert open_bus(emulator, "mx64_p1", [1]).latency_timer_ms == 1.0  # 0: detected
+        assert open_bus(emulator, "mx64_p1", [1], latency_timer_ms=0.0).latency_timer_ms == 1.0
         bus = DynamixelBus(emulator.port, "mx64_p1", [1], latency_timer_ms=5.0)
         bus.open()
         assert (bus.latency_timer_ms, bus.latency_timer_source) == (5.0, "given")

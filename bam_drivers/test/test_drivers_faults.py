@@ -63,7 +63,7 @@ def recovered(rig: Rig) -> None:
 @pytest.mark.parametrize(("fault", "counter"), [
     ({"drop": 0.5}, "timeouts"),
     ({"corrupt": 0.5}, "corrupt replies"),
-    ({"latency": 0.01}, "timeouts"),  # later than the packet timeout (2·1 + 2 ms)
+    ({"latency": 0.05}, "timeouts"),  # later than the packet timeout (2·10 + 2 ms)
 ])
 def test_communication_faults_are_counted_and_survived(bench, fault, counter):
     rig, emulator = bench
