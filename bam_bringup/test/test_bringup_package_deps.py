@@ -32,6 +32,7 @@ ROS_PACKAGES = {
 # from PyPI where the distributions have no package).
 ROSDEP_KEYS = {
     "catkin_pkg": "python3-catkin-pkg",
+    "hypothesis": "python3-hypothesis",
     "matplotlib": "python3-matplotlib",
     "mujoco": "python3-mujoco-pip",
     "numba": "python3-numba",

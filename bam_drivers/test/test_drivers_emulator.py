@@ -15,8 +15,8 @@ TIMEOUT = 20.0  # s: generous, the emulator runs in real time beside a busy mach
 
 # dynamixel-sdk waits 2·LATENCY_TIMER + 2 ms for a status (USB adapters buffer 16 ms);
 # the pty answers in well under a millisecond, but a busy machine may delay the
-# emulator by tens of ms: 62 ms keeps the tests exact and failures still quick.
-LATENCY_TIMER_MS = 30
+# emulator by tens of ms: 202 ms keeps the tests exact and failures still quick.
+LATENCY_TIMER_MS = 100
 COUNTS = 4096 / (2 * math.pi)
 
 

@@ -16,7 +16,7 @@ from serial import SerialException
 from bam_drivers.emulators.client import EmulatorProcess
 from bam_sim.common.errors import BamError
 
-LATENCY_TIMER_MS = 30  # SDK status timeout = 2·30 + 2 = 62 ms: room for a busy machine
+LATENCY_TIMER_MS = 60  # SDK status timeout = 2·60 + 2 = 122 ms: room for a busy machine
 
 
 @pytest.fixture(autouse=True)
@@ -92,7 +92,7 @@ def test_corrupted_checksum(emulator, link) -> None:
 
 def test_added_latency_beyond_the_sdk_timeout(emulator, link) -> None:
     port, ph = link
-    emulator.inject(latency=0.3)  # 300 ms > the 62 ms the SDK waits
+    emulator.inject(latency=0.4)  # 400 ms > the 122 ms the SDK waits
     assert ph.ping(port, 1)[1] == sdk.COMM_RX_TIMEOUT
     emulator.inject(latency=0.0)
     # The late status still arrives: a ping may read it (the SDK then fails on its short
