@@ -68,7 +68,7 @@ def test_dropped_replies_time_out(emulator, link) -> None:
     emulator.inject(drop=1.0)
     assert ph.ping(port, 1)[1] == sdk.COMM_RX_TIMEOUT
     emulator.inject(drop=0.0)
-    assert ph.ping(port, 1)[1] == sdk.COMM_SUCCESS
+    assert wait_for(lambda: _pings(ph, port, 1))  # a loaded machine may answer late once
 
 
 def test_drop_probability_is_seeded_and_counted(emulator, link) -> None:
