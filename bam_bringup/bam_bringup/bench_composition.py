@@ -21,7 +21,8 @@ class BenchArgs:
 
     actuator: str = argument("mx64", "actuator type (mx64, mx106, erob80_50, erob80_100; "
                              "sim:=false mx64, mx106)")
-    model: str = argument("m4", "friction model of the simulated actuator (m1..m6)")
+    model: str = argument("m4", "friction model of the simulated actuator (m1..m6; ep_* "
+                          "with params:=FILE)")
     params: str = argument("", "parameter file of the simulated actuator (\"\" = published "
                            "defaults; with hardware:=emulated, the emulator's physics)")
     sim: bool = argument(True, "simulate the bench (false = hardware drivers)")

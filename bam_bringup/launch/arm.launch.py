@@ -84,8 +84,8 @@ def generate_launch_description() -> LaunchDescription:
             "parameter file per joint, in joint order, e.g. ['', out/mx64_m6.yaml] (\"\" or an "
             "empty entry = the published set of the joint's actuator and model)")),
         DeclareLaunchArgument("models", default_value="", description=(
-            "friction model m1..m6 per joint, e.g. [m1] (\"\" = the file's, else the arm's "
-            "default)")),
+            "friction model per joint (m1..m6; ep_* with a parameter file), e.g. [m1] (\"\" = "
+            "the file's, else the arm's default)")),
         DeclareLaunchArgument("gains", default_value="", description=(
             "initial gain kp per joint of the simulated arm, e.g. [32.0, 16.0] (\"\" = each "
             "actuator's second Table I gain)")),

@@ -83,7 +83,7 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument("actuator", default_value="mx64", description=(
             "actuator type (mx64, mx106, erob80_50, erob80_100; sim:=false mx64, mx106)")),
         DeclareLaunchArgument("model", default_value="m4", description=(
-            "friction model of the simulated actuator (m1..m6)")),
+            "friction model of the simulated actuator (m1..m6; ep_* with params:=FILE)")),
         DeclareLaunchArgument("params", default_value="", description=(
             "parameter file of the simulated actuator (\"\" = published defaults; with "
             "hardware:=emulated, the emulator's physics)")),

@@ -101,11 +101,13 @@ class FitJob:
 
 def fit_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
-        prog="fit", description="Identify friction models M1..M6 from bench recordings "
+        prog="fit", description="Identify friction models (M1..M6, elasto-plastic ep_*) from "
+        "bench recordings "
         "(CMA-ES on the simulated-control position error).")
     _data_arguments(parser)
     parser.add_argument("--models", nargs="+", default=list(FitJob.models),
-                        choices=sorted(MODELS), metavar="MODEL", help="m1 .. m6")
+                        choices=sorted(MODELS), metavar="MODEL",
+                        help=f"among {', '.join(MODELS)}")
     parser.add_argument("--trials", type=int, default=FitJob.trials, help="candidates per model")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, help="threads for the simulation (default: cores)")
@@ -224,7 +226,8 @@ def run_fit(args: FitJob) -> str:
                                study_name=f"bam_{dataset.actuator}_{model}_seed{args.seed}",
                                start=nested_start(spaces[model], base.params.values)
                                if base else None)
-        fitted = _fit_one(spaces[model], train.logs, settings, args.quiet, identify)
+        fitted = _fit_one(spaces[model], train.logs, settings, args.quiet, identify,
+                          validation.logs)
         val_mae = (float(np.average(Objective(spaces[model], validation.logs).per_log(
             fitted.values), weights=[len(log) for log in validation.logs]))
             if validation.logs else None)
@@ -270,7 +273,7 @@ def _save_fit(params, output: Path, force: bool, interrupted: bool) -> Path:
     return save(params, output, overwrite=force or interrupted)
 
 
-def _fit_one(space, logs, settings, quiet: bool, identify):
+def _fit_one(space, logs, settings, quiet: bool, identify, check_logs=None):
     from tqdm import tqdm
 
     with tqdm(total=settings.trials, desc=f"fit {space.model}", unit="trial", disable=quiet,
@@ -279,7 +282,9 @@ def _fit_one(space, logs, settings, quiet: bool, identify):
             bar.update(count)
             bar.set_postfix_str(f"best MAE {best:.3e} rad", refresh=False)
 
-        return identify(space, logs, settings, progress)
+        # The validation logs are checked too: an ep_* set valid on every training
+        # bench must also run on the validation ones.
+        return identify(space, logs, settings, progress, check_logs=check_logs or None)
 
 
 def _provenance(args, dataset, train, validation) -> dict:

@@ -36,7 +36,7 @@ from bam_sim.bench.rollouts import rollout
 from bam_sim.bench.trajectory import TRAJECTORIES, command_log
 from bam_sim.models import parameters as P
 from bam_sim.models.friction import applied_friction, friction_budget
-from bam_sim.models.model_registry import MODELS
+from bam_sim.models.model_registry import BAM_MODELS
 from bam_sim.models.parameter_file import published
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo import servo_torque
@@ -89,7 +89,7 @@ def semi_implicit_reference(params: ParameterSet, log: BenchLog) -> np.ndarray:
     return out
 
 
-@pytest.mark.parametrize("model", list(MODELS))
+@pytest.mark.parametrize("model", BAM_MODELS)
 @pytest.mark.parametrize("actuator", list(BENCHES))
 def test_arm_pendulum_matches_numba_pendulum(actuator: str, model: str) -> None:
     bench, kp = BENCHES[actuator]
@@ -104,7 +104,7 @@ def test_arm_pendulum_matches_numba_pendulum(actuator: str, model: str) -> None:
         assert mae <= MAX_MAE, f"{actuator} {model} {name}: MAE {mae * 1e3:.3f} mrad"
 
 
-@pytest.mark.parametrize("model", list(MODELS))
+@pytest.mark.parametrize("model", BAM_MODELS)
 @pytest.mark.parametrize("actuator", list(BENCHES))
 def test_arm_pendulum_default_integrator_is_algorithm1_with_euler(actuator: str,
                                                                     model: str) -> None:

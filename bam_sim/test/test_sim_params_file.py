@@ -14,6 +14,7 @@ import pytest
 from bam_msgs.msg import ActuatorCommand
 from bam_sim.common.errors import BamError
 from bam_sim.models.parameter_file import published, save
+from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.nodes.arm_node import ArmNode
 from bam_sim.nodes.pendulum_node import PendulumNode
 from bam_sim.testing.ros_context import private_context
@@ -55,6 +56,20 @@ def test_pendulum_takes_a_fitted_file(tmp_path, how):
     params = {"params_file": str(path)} if how == "params_file" else {}
     with private_context(DOMAIN, args=args) as ctx:
         held = travel(ctx, PendulumNode, "pendulum", {"pendulum": 0.8}, **params)
+    assert held["pendulum"] < 1e-3
+
+
+def test_pendulum_takes_an_elasto_plastic_file(tmp_path):
+    """An ep_stribeck file whose static friction far exceeds the servo's torque holds the
+    joint, within the pre-sliding deflection τ/K (K = 2e4 N·m/rad: < 0.5 mrad)."""
+    m1 = published("mx64", "m1").values
+    params = ParameterSet.build("mx64", "ep_stribeck", {
+        **{k: m1[k] for k in ("kt", "R", "armature")}, "friction_base": STUCK,
+        "friction_stribeck": 5.0, "dtheta_stribeck": 0.5, "friction_viscous": 0.02,
+        "contact_stiffness": 2.0e4, "contact_damping": 0.6})
+    path = save(params, tmp_path / "mx64_ep.yaml")
+    with private_context(DOMAIN, args=["--ros-args", "--params-file", str(path)]) as ctx:
+        held = travel(ctx, PendulumNode, "pendulum", {"pendulum": 0.8})
     assert held["pendulum"] < 1e-3
 
 

@@ -15,6 +15,9 @@ from bam_sim.bench.bench_log import BenchLog
 from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import rollout
 from bam_sim.bench.trajectory import command_log
+from bam_sim.common.errors import BamError
+from bam_sim.models.model_registry import get_model
+from bam_sim.models.parameter_file import published
 from bam_sim.models.parameter_set import ParameterSet
 
 PAPER_TRAJECTORIES = ("accelerated_oscillations", "slow_oscillations", "raise_lower", "lift_drop")
@@ -58,3 +61,33 @@ def paper_like_set(truth: ParameterSet, n_logs: int, arm_mass: float = 0.0,
         logs.append(record(truth, bench, kp, trajectories[i % len(trajectories)], dt, duration,
                            noise, rng))
     return logs
+
+
+# A synthetic elasto-plastic friction in units of the actuator's scales (see
+# model_registry.ParamSpec): F_C, F_S − F_C, D, K, B, and v_S in rad/s.
+_EP_EXAMPLE = {"friction_base": (0.12, "friction"), "friction_stribeck": (0.16, "friction"),
+               "friction_viscous": (0.1, "viscous"), "contact_stiffness": (0.3, "stiffness"),
+               "contact_damping": (0.2, "damping"), "dtheta_stribeck": (0.2, None),
+               "load_friction_base": (0.02, None), "load_friction_stribeck": (0.03, None)}
+
+
+def elastoplastic_example(actuator: str, model: str = "ep_stribeck") -> ParameterSet:
+    """A made-up ``ep_*`` set to simulate recordings from: not identified on any servo.
+
+    Motor parameters (k_t, R, J_m) of the actuator's published M2 set; a
+    stiction F_S = 2.3·F_C, sized to the actuator's friction scale, with the
+    spring-damper at the registry's defaults, so (14) and the coupling limit
+    hold on the Table I benches at a 5 ms step.
+    """
+    mdl = get_model(model)
+    if not mdl.elastoplastic:
+        raise BamError(f"{model} is not an elasto-plastic model; choose one of ep_cv, "
+                       "ep_stribeck, ep_rational, ep_load")
+    m2 = published(actuator, "m2")
+    scales = m2.actuator_def.scales
+    values = {name: m2.values[name] for name in m2.actuator_def.motor_bounds}
+    for name in mdl.params:
+        factor, scale = _EP_EXAMPLE[name]
+        values[name] = factor * scales.get(scale, 1.0)
+    return ParameterSet.build(actuator, mdl.name, values,
+                              {"source": "bam_identify.data.synthetic.elastoplastic_example"})

@@ -12,6 +12,19 @@ rollout per log.
 Identified: the actuator's motor parameters (k_t, R, J_m where they are not
 fixed constants), the bench offset q_offset and the friction parameters of
 the model, each within the registry's bounds; any of them can be held fixed.
+
+Elasto-plastic models (``ep_*``, Cisneros et al.): F_C, F_S − F_C, v_S, D,
+K, B (and K_l, K_l^s for ``ep_load``) are searched in the registry's box, but
+a candidate is simulated only if condition (14), K·T + B ≥ (F_S − F_C)/v_S − D,
+and the coupling limit T·(K·T + 2B) < 4J hold at the logs' step T, for the
+smallest J and the largest load of the training logs
+(:func:`bam_sim.bench.rollouts.batch_violation`). The constraint couples B to
+four other searched parameters (and J to the searched armature), so no fixed
+box or simple bound on B keeps it; a candidate outside is not simulated and
+scores ``INFEASIBLE``·(1 + its relative violation) instead: worse than any
+simulated one, and the less it violates the better, which CMA-ES (rank-based)
+follows back into the valid region. Every set the fit reports therefore
+satisfies both conditions at the step of the logs it was fitted on.
 """
 
 from __future__ import annotations
@@ -25,7 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bam_sim.bench.bench_log import BenchLog, LogBatch
-from bam_sim.bench.rollouts import batch_mae
+from bam_sim.bench.rollouts import batch_mae, batch_violation
 from bam_sim.common.errors import BamError
 from bam_sim.models import parameters as P
 from bam_sim.models.actuators import get_actuator
@@ -37,6 +50,10 @@ from bam_sim.models.parameter_set import (
 )
 
 Q_OFFSET_BOUNDS = (-0.2, 0.2)  # rad: a bench mounting error, not a free rotation
+# Score of an elasto-plastic candidate that violates (14) or the coupling limit
+# (times 1 + its violation): above any simulated MAE, which the ±100 rad/s
+# velocity clip bounds by 100 rad/s times the log's duration.
+INFEASIBLE = 1.0e6  # also above the score of a diverged rollout (DIVERGED_SCORE)
 
 
 @dataclass(frozen=True)
@@ -109,24 +126,45 @@ def parse_assignments(items: list[str] | None) -> dict[str, float]:
 class Objective:
     """Training MAE of a population: one batched simulation of every log."""
 
-    def __init__(self, space: SearchSpace, logs: list[BenchLog], replay: bool = False):
+    def __init__(self, space: SearchSpace, logs: list[BenchLog], replay: bool = False,
+                 check_logs: list[BenchLog] | None = None):
+        """``check_logs``: more logs (e.g. the validation logs) on which an ``ep_*``
+        candidate must be valid too, though they are not scored."""
         if not logs:
             raise BamError("no training logs to identify from")
         self.space = space
         self.batch = LogBatch.pack(logs, get_actuator(space.actuator))
+        self.check_batch = (LogBatch.pack([*logs, *check_logs], self.batch.actuator)
+                            if check_logs else self.batch)
         self.weights = self.batch.lengths / self.batch.lengths.sum()
         self.replay = replay
         self.evaluations = 0
 
     def __call__(self, candidates: list[dict[str, float]]) -> np.ndarray:
-        """Step-weighted MAE over all logs, for each candidate (rad)."""
-        errors = batch_mae(self.space.model, self.space.population(candidates), self.batch,
-                           self.replay)
+        """Step-weighted MAE over all logs, for each candidate (rad).
+
+        An ``ep_*`` candidate that may not be simulated at the logs' step scores
+        ``INFEASIBLE``·(1 + violation) (see the module docstring).
+        """
+        population = self.space.population(candidates)
+        violation = self.violation(candidates)
+        valid = violation == 0.0
+        scores = INFEASIBLE * (1.0 + violation)
+        if valid.any():
+            errors = batch_mae(self.space.model, population[valid], self.batch, self.replay)
+            simulated = errors @ self.weights
+            scores[valid] = np.where(np.isfinite(simulated), simulated, np.inf)
         self.evaluations += len(candidates)
-        scores = errors @ self.weights
-        return np.where(np.isfinite(scores), scores, np.inf)
+        return scores
+
+    def violation(self, candidates: list[dict[str, float]]) -> np.ndarray:
+        """0 for each candidate that may be simulated, else its relative violation of
+        (14) or the coupling limit (``ep_*`` only: always 0 for M1..M6)."""
+        return batch_violation(self.space.model, self.space.population(candidates),
+                               self.check_batch)
 
     def per_log(self, values: dict[str, float]) -> np.ndarray:
+        """MAE of each log for one set; a one-line BamError if an ep_* set may not run."""
         return batch_mae(self.space.model, self.space.population([values]), self.batch,
                          self.replay)[0]
 
@@ -241,12 +279,17 @@ def _penalize_diverged(scores: np.ndarray) -> np.ndarray:
 
 
 def identify(space: SearchSpace, logs: list[BenchLog], settings: FitSettings,
-             progress: Callable[[int, float], None] | None = None) -> FitResult:
-    """Run CMA-ES with restarts on the training logs; Ctrl-C keeps the best found."""
+             progress: Callable[[int, float], None] | None = None,
+             check_logs: list[BenchLog] | None = None) -> FitResult:
+    """Run CMA-ES with restarts on the training logs; Ctrl-C keeps the best found.
+
+    ``check_logs`` (e.g. the validation logs) must admit an ``ep_*`` result too
+    (condition (14) and the coupling limit), so that it can be evaluated on them.
+    """
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    objective = Objective(space, logs, settings.replay)
+    objective = Objective(space, logs, settings.replay, check_logs)
     distributions = {name: optuna.distributions.FloatDistribution(lo, hi)
                      for name, (lo, hi) in space.bounds.items()}
     popsize0 = settings.popsize or _default_popsize(len(space.names))
@@ -262,7 +305,12 @@ def identify(space: SearchSpace, logs: list[BenchLog], settings: FitSettings,
             run = runs[-1]
             trials = [run.study.ask(distributions)
                       for _ in range(min(run.popsize, settings.trials - done))]
-            scores = _penalize_diverged(objective([trial.params for trial in trials]))
+            candidates = [trial.params for trial in trials]
+            raw = objective(candidates)
+            # Invalid ep_* candidates keep their graded INFEASIBLE score (not simulated,
+            # so not "diverged"): CMA-ES follows it back into the valid region.
+            scores = np.where(objective.violation(candidates) > 0.0, raw,
+                              _penalize_diverged(raw))
             for trial, score in zip(trials, scores, strict=True):
                 run.study.tell(trial, float(score))
             done += len(trials)
@@ -278,6 +326,10 @@ def identify(space: SearchSpace, logs: list[BenchLog], settings: FitSettings,
                                  _random_point(space, settings.seed, run.k + 1)))
     except KeyboardInterrupt:
         interrupted = True
+    if done and INFEASIBLE <= best < np.inf:
+        raise BamError(f"none of the {done} candidates evaluated satisfied condition (14) "
+                       f"and the coupling limit T·(K·T + 2B) < 4J at the logs' step; check "
+                       "the parameters held fixed (--set) and the step (--dt)")
     if done and not best <= DIVERGED_MAE:
         raise BamError(f"every one of the {done} candidates evaluated diverged (a mean "
                        f"position error beyond {DIVERGED_MAE:g} rad or not finite): check the "
@@ -307,9 +359,14 @@ def _best_of(runs: list[_Run]) -> tuple[float, dict | None]:
     return float(trial.value), dict(trial.params)
 
 
-# Each model's nearest simpler models: M1 ⊂ M2, M3 ⊂ M4 ⊂ M5 ⊂ M6 (section III).
+# Each model's nearest simpler models: M1 ⊂ M2, M3 ⊂ M4 ⊂ M5 ⊂ M6 (section III);
+# elasto-plastic: ep_load with K_l = K_l^s = 0 is ep_stribeck (the same K, B carry
+# over). ep_cv ⊂ ep_stribeck too (F_S = F_C), but that start sits on the edge
+# F_S − F_C = 0 of the box, a local optimum the search rarely leaves: without
+# stiction is not a good guess of stiction, so ep_stribeck and ep_rational start cold.
 NESTED_IN = {"m2": ("m1",), "m3": ("m1",), "m4": ("m2", "m3", "m1"),
-             "m5": ("m4", "m3", "m2", "m1"), "m6": ("m5", "m4", "m3", "m2", "m1")}
+             "m5": ("m4", "m3", "m2", "m1"), "m6": ("m5", "m4", "m3", "m2", "m1"),
+             "ep_load": ("ep_stribeck",)}
 
 
 def nested_start(space: SearchSpace, fitted: dict[str, float]) -> dict[str, float]:
@@ -321,7 +378,9 @@ def nested_start(space: SearchSpace, fitted: dict[str, float]) -> dict[str, floa
     is equation 8); the Stribeck shape keeps the simpler model's v_s and α or
     the registry's defaults. Values are only clipped into the bounds, so the
     start reproduces the simpler model exactly: evaluated first, it guarantees
-    the richer fit ends no worse than the simpler one.
+    the richer fit ends no worse than the simpler one. ep_stribeck → ep_load
+    is exact too (K_l = K_l^s = 0), and so is ep_cv → ep_stribeck
+    (F_S − F_C = 0 turns Φ_Z (30) into (20)).
     """
     mdl = get_model(space.model)
     defaults = mdl.defaults(get_actuator(space.actuator).scales)

@@ -2,7 +2,11 @@
 
 Figures follow the paper: the training/validation MAE per model (Fig. 5),
 simulated against recorded positions on validation logs (Fig. 1) and the
-drive/backdrive diagrams of the fitted models (Fig. 4).
+drive/backdrive diagrams of the fitted models (Fig. 4). Added: the friction
+of every fitted model against the joint velocity at zero load (the budget of
+M1..M6, Φ(v) of ``ep_*``) and, for the elasto-plastic models, the pre-sliding
+curve: applied torque against displacement under a slow torque ramp, elastic
+(slope K) up to the breakaway at F_S, i.e. at the displacement F_S/K.
 """
 
 from __future__ import annotations
@@ -16,10 +20,11 @@ import numpy as np
 
 from bam_sim.bench.bench_log import BenchLog
 from bam_sim.bench.rollouts import rollout
+from bam_sim.common.errors import BamError
 from bam_sim.models.parameter_file import write_atomic
 from bam_sim.models.parameter_set import ParameterSet
 
-LOAD_DEPENDENT = ("m3", "m4", "m5", "m6")
+LOAD_DEPENDENT = ("m3", "m4", "m5", "m6", "ep_load")
 
 
 @dataclass
@@ -73,6 +78,7 @@ def write_report(folder: Path, results: list[ModelResult], validation: list[Benc
     if validation:
         figures["validation"] = _plot_validation(folder / "validation.png", results, validation)
     figures["diagrams"] = _plot_diagrams(folder / "drive_backdrive.png", results)
+    figures["friction"] = _plot_friction(folder / "friction.png", results, train)
     summary = {
         "provenance": provenance,
         "warnings": warnings,
@@ -83,6 +89,10 @@ def write_report(folder: Path, results: list[ModelResult], validation: list[Benc
                              "file": str(r.output)} for r in results},
         "figures": {k: v.name for k, v in figures.items()},
     }
+    elastoplastic = {r.model: _elastoplastic_summary(r.params, train)
+                     for r in results if r.params.model_def.elastoplastic}
+    if elastoplastic:
+        summary["elastoplastic"] = elastoplastic
     write_atomic(folder / "summary.json", json.dumps(summary, indent=2, default=_jsonable) + "\n")
     path = folder / "report.md"
     write_atomic(path, _markdown(summary, results))
@@ -131,10 +141,24 @@ def _markdown(summary: dict, results: list[ModelResult]) -> str:
                    f"{r.seconds:.1f} | `{r.output}` |")
     if summary["warnings"]:
         out += ["", "## Warnings", ""] + [f"- {w}" for w in summary["warnings"]]
+    if "elastoplastic" in summary:
+        out += ["", "## Elasto-plastic models", "",
+                "Stiction F_S, pre-sliding displacement F_S/K at zero load, and the two "
+                "conditions at the logs' step T: (14) holds when K·T + B ≥ r = "
+                "(F_S − F_C)/v_S − D, sticking is stable when T·(K·T + 2B) < 4J "
+                "(smallest J of the training logs).", "",
+                "| model | F_S [N·m] | F_S/K [rad] | K·T + B | r | T·(K·T + 2B)/(4J) |",
+                "|---|---|---|---|---|---|"]
+        for name, ep in summary["elastoplastic"].items():
+            out.append(f"| {name} | {ep['static_friction']:.4g} | "
+                       f"{ep['pre_sliding_displacement']:.3e} | {ep['admittance']:.4g} | "
+                       f"{ep['required_admittance']:.4g} | {ep['coupling_ratio']:.3f} |")
     out += ["", "## Figures", ""]
     titles = {"mae": "MAE per model (paper Fig. 5)",
               "validation": "Simulated vs recorded positions on validation logs (Fig. 1)",
-              "diagrams": "Drive/backdrive diagrams of the fitted models (Fig. 4)"}
+              "diagrams": "Drive/backdrive diagrams of the fitted models (Fig. 4)",
+              "friction": "Friction against velocity at zero load; pre-sliding "
+                          "displacement of the elasto-plastic models"}
     for key, name in summary["figures"].items():
         out += [f"### {titles[key]}", "", f"![{titles[key]}]({name})", ""]
     out += ["## Parameters", ""]
@@ -220,6 +244,113 @@ def _plot_diagrams(path: Path, results: list[ModelResult]) -> Path:
 
     title = f"{results[0].params.actuator_def.title}: fitted models"
     return plot_diagram([r.params for r in results], path, title=title)
+
+
+def _ep_params(params: ParameterSet, max_load: float = 0.0):
+    from bam_sim.models.elastoplastic import ElastoPlasticParams
+    from bam_sim.models.ep_validity import ep_form
+
+    return ElastoPlasticParams.from_vector(ep_form(params.model_def), params.vector(), max_load)
+
+
+def _smallest_inertia(params: ParameterSet, logs: list[BenchLog]) -> float:
+    return min(log.bench.inertia(params.values["armature"]) for log in logs)
+
+
+def _elastoplastic_summary(params: ParameterSet, train: list[BenchLog]) -> dict:
+    """Static friction, pre-sliding displacement and the margins of (14) and the coupling."""
+    ep = _ep_params(params)
+    dt = train[0].dt
+    inertia = _smallest_inertia(params, train)
+    return {"static_friction": ep.F_S, "pre_sliding_displacement": ep.F_S / ep.K,
+            "step": dt, "admittance": ep.K * dt + ep.B,
+            "required_admittance": ep.required_admittance(),
+            "coupling_ratio": dt * (ep.K * dt + 2.0 * ep.B) / (4.0 * inertia)}
+
+
+def _static_level(params: ParameterSet, speed: float) -> float:
+    from bam_sim.models.diagram import static_level
+
+    return float(static_level(params.model_id, params.vector(), 0.0, 0.0, abs(speed)))
+
+
+def friction_curve(params: ParameterSet, velocity: np.ndarray) -> np.ndarray:
+    """Friction at zero load against velocity ≠ 0: the budget (M1..M6) or Φ(v) (ep_*)."""
+    level = np.array([_static_level(params, float(v)) for v in velocity])
+    return np.sign(velocity) * level
+
+
+def pre_sliding_curve(params: ParameterSet, dt: float, inertia: float,
+                      steps: int = 4000) -> tuple[np.ndarray, np.ndarray]:
+    """(displacement, applied torque) of a joint under a slow torque ramp to 1.5·F_S.
+
+    The core's 1-DOF joint (:func:`bam_sim.models.elastoplastic.simulate_joint`)
+    at the fit's step and the smallest inertia of its logs, starting at rest:
+    elastic up to F_S, then breakaway. For ``ep_load`` the ramp is the motor
+    torque, so F_S grows along it as the load does.
+    """
+    from bam_sim.models.elastoplastic import EP_LOAD, simulate_joint
+
+    ep = _ep_params(params)
+    growth = ep.K_l + ep.K_ls if ep.form == EP_LOAD else 0.0
+    if growth >= 0.9:  # F_S would grow as fast as the torque: no breakaway to draw
+        raise BamError("load-dependent stiction grows as fast as the load")
+    top = 1.5 * ep.F_S / (1.0 - growth)
+    ep = _ep_params(params, max_load=top)
+    torque = np.linspace(0.0, top, steps)
+    run = simulate_joint(ep, dt, inertia, torque)
+    return run.q, torque
+
+
+def _plot_friction(path: Path, results: list[ModelResult], train: list[BenchLog]) -> Path:
+    plt = _pyplot()
+    ep_results = [r for r in results if r.params.model_def.elastoplastic]
+    cols = 2 if ep_results else 1
+    fig, axes = plt.subplots(1, cols, figsize=(5.5 * cols, 4.0), squeeze=False)
+    ax = axes[0, 0]
+    speeds = [np.abs(log.velocity).max() for log in train if log.velocity is not None]
+    top = max(speeds) if speeds else 3.0
+    velocity = np.linspace(0.0, top, 300)[1:]
+    for r in results:
+        level = friction_curve(r.params, velocity)
+        (line,) = ax.plot(velocity, level, lw=1.2, label=r.model.upper())
+        ax.plot(-velocity, -level, lw=1.2, color=line.get_color())
+        # At rest friction holds anything up to its static level: a vertical segment.
+        at_rest = _static_level(r.params, 0.0)
+        ax.plot([0.0, 0.0], [-at_rest, at_rest], color=line.get_color(), lw=0.8, ls=":")
+    ax.set_xlabel(r"joint velocity $\dot q$ [rad/s]")
+    ax.set_ylabel("friction at zero load [N·m]")
+    ax.set_title("budget (M1..M6) / Φ(v) (elasto-plastic)", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    if ep_results:
+        _plot_pre_sliding(axes[0, 1], ep_results, train)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _plot_pre_sliding(ax, results: list[ModelResult], train: list[BenchLog]) -> None:
+    widest = 0.0
+    for r in results:
+        ep = _ep_params(r.params)
+        try:
+            q, torque = pre_sliding_curve(r.params, train[0].dt,
+                                          _smallest_inertia(r.params, train))
+        except BamError:
+            continue  # not drawable at this step (the fit's logs did not check it)
+        (line,) = ax.plot(q * 1e3, torque, lw=1.2,
+                          label=f"{r.model.upper()}: F_S/K = {ep.F_S / ep.K * 1e3:.3g} mrad")
+        ax.axvline(ep.F_S / ep.K * 1e3, color=line.get_color(), lw=0.8, ls=":")
+        widest = max(widest, ep.F_S / ep.K)
+    if widest > 0.0:
+        ax.set_xlim(0.0, 4.0 * widest * 1e3)
+    ax.set_xlabel("displacement [mrad]")
+    ax.set_ylabel("applied torque [N·m]")
+    ax.set_title("pre-sliding: slow torque ramp from rest", fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
 
 
 def _jsonable(value):

@@ -25,6 +25,21 @@ When the joint is at rest and |τ_m + τ_e| ≤ τ_f^m, τ_f is exactly −(τ_m
 and q̈ is exactly zero in floating point: the sums below are written so that
 they are evaluated in the same order, which is what keeps a static joint
 static for ever (no drift, no chattering).
+
+The elasto-plastic models (``ep_*``, :func:`step_ep`) replace lines (4)-(5)
+by Algorithm 1 of Cisneros et al. (``reference/chattering-free-stiction.md``)
+and carry its deflection e_k from step to step; the joint is integrated as
+:func:`bam_sim.models.elastoplastic.simulate_joint` does, semi-implicit Euler
+without the ½q̈Δt² term, the integration for which the core's holding tests
+and its stability bound T·(K·T + 2B) < 4J (the sticking spring-damper read
+explicitly) were derived::
+
+    f_k, e_k = Φ_Z(q̇_k + Z·K·e_k−1), Z·(B·e_k−1 + f_k·Δt)     (13), (17), (18)
+    q̇_k+1   = clip(q̇_k + Δt·(τ_m + τ_e − f_k)/J, ±100 rad/s)
+    q_k+1   = q_k + Δt·q̇_k+1
+
+Holding needs no special care there: while sticking the joint is the
+spring-damper (K, B), which neither drifts nor chatters.
 """
 
 from __future__ import annotations
@@ -33,10 +48,22 @@ import numba as nb
 import numpy as np
 
 from bam_sim.models import parameters as P
+from bam_sim.models.elastoplastic import ep_step
 from bam_sim.models.friction import applied_friction, friction_budget
+from bam_sim.models.model_registry import EP_FIRST
 from bam_sim.models.servo import _clip, servo_torque, torque_from_control
 
 MAX_VELOCITY = 100.0  # rad/s, velocity clip of the published implementation
+
+
+@nb.njit(cache=True, inline="always")
+def _motor(family: int, p: np.ndarray, c: np.ndarray, kp: float, q: float, dq: float,
+           goal: float, enabled: bool, replay: bool, control: float) -> tuple[float, float]:
+    """(τ_m, control): the servo law, or the recorded ``control`` with ``replay``."""
+    if replay:
+        tau_m = torque_from_control(family, p, c, control, dq, enabled)
+        return tau_m, (control if enabled else 0.0)
+    return servo_torque(family, p, c, kp, q, dq, goal, enabled)
 
 
 @nb.njit(cache=True, inline="always")
@@ -63,11 +90,7 @@ def step(
     ``replay`` the recorded ``control`` (V or A) drives the motor model
     instead of the control law, which then is not evaluated.
     """
-    if replay:
-        tau_m = torque_from_control(family, p, c, control, dq, enabled)
-        applied = control if enabled else 0.0
-    else:
-        tau_m, applied = servo_torque(family, p, c, kp, q, dq, goal, enabled)
+    tau_m, applied = _motor(family, p, c, kp, q, dq, goal, enabled, replay, control)
     tau_e = -gravity_torque * np.sin(q + p[P.Q_OFFSET])
     budget = friction_budget(model, p, tau_m, tau_e, dq)
     tau_f = applied_friction(-(inertia / dt * dq + tau_m + tau_e), budget)
@@ -76,3 +99,63 @@ def step(
     q_next = q + dq_next * dt + 0.5 * ddq * dt * dt
     return q_next, dq_next, tau_m, applied
 
+
+
+@nb.njit(cache=True, inline="always")
+def step_ep(
+    model: int,
+    family: int,
+    p: np.ndarray,
+    c: np.ndarray,
+    kp: float,
+    inertia: float,
+    gravity_torque: float,
+    q: float,
+    dq: float,
+    e: float,
+    goal: float,
+    enabled: bool,
+    replay: bool,
+    control: float,
+    dt: float,
+) -> tuple[float, float, float, float, float]:
+    """One step with an elasto-plastic model: returns (q_k+1, q̇_k+1, e_k, τ_m, control).
+
+    ``e`` is the deflection e_k−1 of the previous step (0 at the start,
+    Algorithm 1 line 1). The velocity and position updates are written as in
+    :func:`bam_sim.models.elastoplastic.simulate_joint`, operation for
+    operation, so both give the same trajectory to the last bit.
+    """
+    tau_m, applied = _motor(family, p, c, kp, q, dq, goal, enabled, replay, control)
+    tau_e = -gravity_torque * np.sin(q + p[P.Q_OFFSET])
+    f, e_next = ep_step(model - EP_FIRST, p, dt, dq, e, tau_m, tau_e)
+    dq_next = _clip(dq + dt * (tau_m + tau_e - f) / inertia, -MAX_VELOCITY, MAX_VELOCITY)
+    q_next = q + dt * dq_next
+    return q_next, dq_next, e_next, tau_m, applied
+
+
+@nb.njit(cache=True, inline="always")
+def step_any(
+    model: int,
+    family: int,
+    p: np.ndarray,
+    c: np.ndarray,
+    kp: float,
+    inertia: float,
+    gravity_torque: float,
+    q: float,
+    dq: float,
+    e: float,
+    goal: float,
+    enabled: bool,
+    replay: bool,
+    control: float,
+    dt: float,
+) -> tuple[float, float, float, float, float]:
+    """:func:`step` (M1..M6, ``e`` passed through) or :func:`step_ep` (``ep_*``), by id."""
+    if model >= EP_FIRST:
+        return step_ep(model, family, p, c, kp, inertia, gravity_torque, q, dq, e, goal,
+                       enabled, replay, control, dt)
+    q_next, dq_next, tau_m, applied = step(model, family, p, c, kp, inertia, gravity_torque,
+                                           q, dq, goal, enabled, replay, control, dt)
+    return q_next, dq_next, e, tau_m, applied

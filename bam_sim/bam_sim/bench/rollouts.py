@@ -17,6 +17,14 @@ independent, so the result does not depend on the number of threads. All
 kernels share one inlined per-log loop (:func:`_simulate`), so a batched
 rollout is bit-for-bit the single rollout of the same pair. Compiled code is
 cached on disk (``cache=True``): numba compiles once per installation.
+
+The elasto-plastic models (``ep_*``) carry a deflection e between steps: a
+local of that loop, 0 at the start of every log (Algorithm 1 line 1 of
+Cisneros et al.), so a log's rollout still depends on nothing but its own
+inputs. The loop branches once per step on the model id, the same way for the
+whole log, and M1..M6 run exactly the arithmetic they ran without it. A set
+that violates condition (14) or the coupling limit at the logs' step is
+refused before any simulation (:mod:`bam_sim.models.ep_validity`).
 """
 
 from __future__ import annotations
@@ -27,10 +35,12 @@ import numba as nb
 import numpy as np
 
 from bam_sim.bench.bench_log import BenchLog, LogBatch
-from bam_sim.bench.pendulum import step
+from bam_sim.bench.pendulum import step_any
 from bam_sim.common.errors import BamError
+from bam_sim.models import actuators
 from bam_sim.models import parameters as P
-from bam_sim.models.model_registry import get_model
+from bam_sim.models.ep_validity import check_step, violation
+from bam_sim.models.model_registry import FrictionModel, get_model
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo import servo_torque, torque_from_control
 
@@ -47,7 +57,7 @@ def _simulate(
     Outputs are written only where the arrays are non-empty, so the error
     kernel runs the same loop without storing anything.
     """
-    q, dq = q0, dq0
+    q, dq, e = q0, dq0, 0.0  # e: elasto-plastic deflection (ep_* only)
     store, store_all, score = out_q.size > 0, out_tau.size > 0, recorded.size > 0
     error = 0.0
     for k in range(n - 1):
@@ -55,8 +65,8 @@ def _simulate(
             out_q[k] = q
         if score:
             error += abs(q - recorded[k])
-        q_next, dq_next, tau_m, applied = step(
-            model, family, p, c, kp, inertia, gravity_torque, q, dq,
+        q_next, dq_next, e, tau_m, applied = step_any(
+            model, family, p, c, kp, inertia, gravity_torque, q, dq, e,
             goal[k], enabled[k], replay, control[k], dt,
         )
         if store_all:
@@ -136,10 +146,13 @@ def rollout(params: ParameterSet, log: BenchLog, replay: bool = False) -> Rollou
     n = len(log)
     q, dq, tau, ctrl = (np.empty(n) for _ in range(4))
     q0, dq0 = log.initial_state
-    _rollout_kernel(params.model_id, act.family, p, log.consts(act), float(log.kp),
-                    log.bench.inertia(p[P.ARMATURE]), log.bench.gravity_torque, q0, dq0,
-                    log.goal, log.enabled, _control_of(log, replay), log.dt, replay,
-                    q, dq, tau, ctrl)
+    consts = log.consts(act)
+    inertia = log.bench.inertia(p[P.ARMATURE])
+    check_step(params.model_def, act, p, log.dt, inertia, log.bench.gravity_torque,
+               consts[actuators.C_SUPPLY])
+    _rollout_kernel(params.model_id, act.family, p, consts, float(log.kp), inertia,
+                    log.bench.gravity_torque, q0, dq0, log.goal, log.enabled,
+                    _control_of(log, replay), log.dt, replay, q, dq, tau, ctrl)
     return Rollout(log.time, q, dq, tau, ctrl)
 
 
@@ -154,13 +167,43 @@ def _population(population: np.ndarray) -> np.ndarray:
     return population
 
 
+def batch_violation(model: str, population: np.ndarray, batch: LogBatch) -> np.ndarray:
+    """0 for each set that may run on every log of ``batch``, else how far it is from it.
+
+    Condition (14) and the coupling limit of the ``ep_*`` models at the batch's
+    step, for the smallest inertia and the largest load of its logs (0 for M1..M6).
+    """
+    mdl = get_model(model)
+    population = _population(population)
+    inertia = batch.load_inertia.min() + population[:, P.ARMATURE]
+    return violation(mdl, batch.actuator, population, batch.dt, inertia,
+                     float(batch.gravity_torque.max()),
+                     float(batch.consts[:, actuators.C_SUPPLY].max()))
+
+
+def _check_batch(mdl: FrictionModel, population: np.ndarray, batch: LogBatch) -> None:
+    """Raise the one-line error of the first set that may not run on the batch."""
+    bad = np.flatnonzero(batch_violation(mdl.name, population, batch) > 0.0)
+    if bad.size:
+        p = population[bad[0]]
+        inertia = batch.load_inertia.min() + p[P.ARMATURE]
+        check_step(mdl, batch.actuator, p, batch.dt, inertia, float(batch.gravity_torque.max()),
+                   float(batch.consts[:, actuators.C_SUPPLY].max()))
+        # check_step agrees with violation(); should rounding ever differ, still refuse.
+        raise BamError(f"{mdl.name} parameter set {bad[0]} violates condition (14) or the "
+                       f"coupling limit at the step {batch.dt:g} s")
+
+
 def _run_batch(model: str, population: np.ndarray, batch: LogBatch, replay: bool,
                recorded: np.ndarray, out_q: np.ndarray) -> np.ndarray:
     if replay:
         for log in batch.logs:
             _control_of(log, True)
+    mdl = get_model(model)
+    if mdl.elastoplastic:
+        _check_batch(mdl, population, batch)
     errors = np.zeros((population.shape[0], len(batch)))
-    _batch_kernel(get_model(model).model_id, batch.actuator.family, batch.consts, population,
+    _batch_kernel(mdl.model_id, batch.actuator.family, batch.consts, population,
                   batch.kp, batch.load_inertia, batch.gravity_torque, batch.q0, batch.dq0,
                   batch.goal, batch.enabled, batch.control, batch.lengths, batch.dt, replay,
                   recorded, out_q, errors)

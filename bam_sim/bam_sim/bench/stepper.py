@@ -28,6 +28,13 @@ law sees the true state): a read latency of L ticks reports state k − L (the
 initial state until L ticks have passed); Gaussian noise of a given standard
 deviation is added to the position (a seeded numpy Generator); the position
 is then rounded to the encoder's step. Velocity is only delayed.
+
+With an elasto-plastic model (``ep_*``) the state also holds the friction
+element's deflection e (:func:`bam_sim.bench.pendulum.step_ep`), 0 at the
+start like a rollout's; it is kept when only the values of the set change and
+reset when the model changes. Such a set must satisfy condition (14) and the
+coupling limit at this Δt and bench (:func:`bam_sim.models.ep_validity.check_step`),
+checked whenever the set or the bench changes.
 """
 
 from __future__ import annotations
@@ -37,12 +44,13 @@ from typing import NamedTuple
 import numpy as np
 
 from bam_sim.bench.geometry import Bench
-from bam_sim.bench.pendulum import step
+from bam_sim.bench.pendulum import step_any
 from bam_sim.common.errors import BamError
 from bam_sim.common.numbers import number
 from bam_sim.models import actuators
 from bam_sim.models import parameters as P
 from bam_sim.models.actuators import Actuator
+from bam_sim.models.ep_validity import check_step
 from bam_sim.models.parameter_set import ParameterSet
 
 _NOISE_BLOCK = 1024  # normal draws generated at once (deterministic for a seed)
@@ -127,6 +135,7 @@ class BenchStepper:
         self._family = int(self._actuator.family)
         self._q = _finite("initial position", position)
         self._dq = _finite("initial velocity", velocity)
+        self._e = 0.0  # elasto-plastic deflection (ep_* models; Algorithm 1 line 1)
         self._k = 0
         self._params = params
         self._bench = bench
@@ -156,8 +165,8 @@ class BenchStepper:
         """Compile the kernel, or load it from numba's cache, now rather than at tick 0."""
         goal, enabled, kp = self._command
         model, p, inertia, gravity = self._kernel
-        step(model, self._family, p, self._consts, kp, inertia, gravity, self._q, self._dq,
-             goal, enabled, False, 0.0, self._dt)
+        step_any(model, self._family, p, self._consts, kp, inertia, gravity, self._q,
+                 self._dq, self._e, goal, enabled, False, 0.0, self._dt)
 
     # -- read-only views ---------------------------------------------------------------
 
@@ -195,6 +204,11 @@ class BenchStepper:
     def state(self) -> tuple[float, float]:
         """True (q, q̇) of the next tick, rad and rad/s."""
         return self._q, self._dq
+
+    @property
+    def deflection(self) -> float:
+        """Elasto-plastic deflection e of the next tick, rad (0 for M1..M6)."""
+        return self._e
 
     @property
     def command(self) -> Command:
@@ -279,7 +293,11 @@ class BenchStepper:
         p = params.vector()
         # The same expressions as simulator.rollout, so both step bit-identically.
         inertia = bench.inertia(p[P.ARMATURE])
+        check_step(params.model_def, self._actuator, p, self._dt, inertia,
+                   bench.gravity_torque, self._supply_voltage)
         kernel = (int(params.model_id), p, float(inertia), float(bench.gravity_torque))
+        if params.model != self._params.model:
+            self._e = 0.0  # another model: the old deflection means nothing to it
         self._params = params
         self._bench = bench
         self._kernel = kernel  # one assignment, read once per tick
@@ -292,8 +310,8 @@ class BenchStepper:
         model, p, inertia, gravity = self._kernel
         q, dq, k = self._q, self._dq, self._k
         # step returns servo_torque's (τ_m, control) for state k with this command.
-        q_next, dq_next, tau_m, control = step(
-            model, self._family, p, self._consts, kp, inertia, gravity, q, dq,
+        q_next, dq_next, e_next, tau_m, control = step_any(
+            model, self._family, p, self._consts, kp, inertia, gravity, q, dq, self._e,
             goal, enabled, False, 0.0, self._dt)
         mq, mdq = q, dq
         if self._latency:
@@ -306,7 +324,7 @@ class BenchStepper:
             mq += self._noise_std * self._next_normal()
         if self._quantization > 0.0:
             mq = round(mq / self._quantization) * self._quantization
-        self._q, self._dq, self._k = q_next, dq_next, k + 1
+        self._q, self._dq, self._e, self._k = q_next, dq_next, e_next, k + 1
         return Sample(k, k * self._dt, mq, mdq, goal, enabled, kp, control, tau_m)
 
     def _next_normal(self) -> float:

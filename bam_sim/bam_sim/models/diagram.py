@@ -16,6 +16,11 @@ the equilibrium until friction no longer holds, then bisecting. A boundary
 that is not reached within ``limit`` (a self-locking transmission, K_e ≥ 1)
 is returned as ±inf. Evaluating the budget at a speed |q̇| > 0 gives the
 velocity-shifted boundaries drawn with lower opacity in the paper's Fig. 4.
+
+The elasto-plastic models (``ep_*``) hold the joint while |τ_m + τ_e| ≤ F_S
+at that load, and slide steadily at |q̇| where the applied torque equals Φ(|q̇|)
+(:func:`bam_sim.models.elastoplastic.friction_level`): that level takes the
+budget's place, so their diagrams read the same way.
 """
 
 from __future__ import annotations
@@ -27,13 +32,23 @@ import numba as nb
 import numpy as np
 
 from bam_sim.models import actuators
+from bam_sim.models.elastoplastic import friction_level
 from bam_sim.models.friction import friction_budget
+from bam_sim.models.model_registry import EP_FIRST
 from bam_sim.models.parameter_set import ParameterSet
 
 
 @nb.njit(cache=True)
+def static_level(model: int, p: np.ndarray, tau_m: float, tau_e: float, dq: float) -> float:
+    """What friction can hold at speed |q̇|: the budget (M1..M6) or |Φ(q̇)| at the load (ep_*)."""
+    if model >= EP_FIRST:
+        return friction_level(model - EP_FIRST, p, tau_m, tau_e, dq)
+    return friction_budget(model, p, tau_m, tau_e, dq)
+
+
+@nb.njit(cache=True)
 def _holds(model: int, p: np.ndarray, tau_m: float, tau_e: float, dq: float) -> bool:
-    return abs(tau_m + tau_e) <= friction_budget(model, p, tau_m, tau_e, dq)
+    return abs(tau_m + tau_e) <= static_level(model, p, tau_m, tau_e, dq)
 
 
 @nb.njit(cache=True)

@@ -46,9 +46,12 @@ levels follow the friction budget of BAM's model M4 (friction.py)::
 evaluated each step from that step's torques, with D = K_v and v_S as in M4
 (with α = 1, which the closed form needs). Φ_Z stays the Stribeck form (30).
 
-Parameter vector layout (``EP_*`` indices), with the meaning of BAM's names:
-K_c (F_C at zero load), K_c^s (F_S − F_C at zero load), K_l, K_l^s, K_v (D),
-v_s, K, B. The Coulomb-viscous form uses F = K_c.
+Parameter vector: BAM's own (:mod:`bam_sim.models.parameters`), so the
+bench kernels hand it over unchanged; the ``EP_*`` indices name the entries
+read here, with the meaning of BAM's names: K_c (F_C at zero load), K_c^s
+(F_S − F_C at zero load), K_l, K_l^s, K_v (D), v_s, and the spring-damper
+K (``contact_stiffness``), B (``contact_damping``). The Coulomb-viscous form
+uses F = K_c.
 """
 
 from __future__ import annotations
@@ -62,14 +65,16 @@ import numba as nb
 import numpy as np
 
 from bam_sim.common.errors import BamError
+from bam_sim.models import parameters as P
 from bam_sim.models.lambert_w import SERIES_LIMIT, lambert_w0, lambert_w0_branch
 
 EP_CV, EP_STRIBECK, EP_RATIONAL, EP_LOAD = 0, 1, 2, 3
 FORM_NAMES = {EP_CV: "Coulomb-viscous", EP_STRIBECK: "Stribeck", EP_RATIONAL: "rational",
               EP_LOAD: "load-dependent Stribeck"}
 
-EP_KC, EP_KCS, EP_KL, EP_KLS, EP_KV, EP_VS, EP_K, EP_B = range(8)
-EP_N_PARAMS = 8
+EP_KC, EP_KCS, EP_KL, EP_KLS, EP_KV, EP_VS = P.KC, P.KCS, P.KL, P.KLS, P.KV, P.VS
+EP_K, EP_B = P.CONTACT_K, P.CONTACT_B
+EP_N_PARAMS = P.N_PARAMS
 
 INV_E = 1.0 / math.e
 
@@ -207,6 +212,17 @@ def phi_z(form: int, x: float, Z: float, F_S: float, F_C: float, v_S: float, D: 
 
 
 @nb.njit(cache=True)
+def friction_level(form: int, p: np.ndarray, tau_m: float, tau_e: float, speed: float) -> float:
+    """|Φ(speed)| at this load's levels: F_S at rest, the sliding friction at |v| > 0.
+
+    The static threshold and the steady sliding friction of the scheme: a held
+    joint sticks while |τ_m + τ_e| ≤ F_S, and steady sliding at v has f = Φ(v).
+    """
+    F_S, F_C = friction_levels(form, p, tau_m, tau_e)
+    return abs(phi(form, abs(speed), F_S, F_C, p[EP_VS], p[EP_KV]))
+
+
+@nb.njit(cache=True)
 def hypothetical_velocity(u: float, e_prev: float, Z: float, K: float) -> float:
     """v*_k = u_k + Z·K·e_{k−1}, eq. (13): the velocity reached without friction."""
     return u + Z * K * e_prev
@@ -282,8 +298,20 @@ class ElastoPlasticParams:
             return cls(EP_CV, 1.0, 1.0, 0.04, 4.5, 5000.0, 50.0)
         return cls(form, 2.5, 0.2, 0.04, 4.5, 5000.0, 50.0)
 
+    @classmethod
+    def from_vector(cls, form: int, p: np.ndarray, max_load: float = 0.0) -> ElastoPlasticParams:
+        """The set held by a parameter vector (the inverse of :meth:`vector`)."""
+        f_c = float(p[EP_KC])
+        f_s = f_c if form == EP_CV else f_c + float(p[EP_KCS])
+        # (19) has no v_S: any positive value stands in for the unused entry.
+        v_s = 1.0 if form == EP_CV else float(p[EP_VS])
+        load = {"K_l": float(p[EP_KL]), "K_ls": float(p[EP_KLS]),
+                "max_load": float(max_load)} if form == EP_LOAD else {}
+        return cls(form, f_s, f_c, v_s, float(p[EP_KV]), float(p[EP_K]), float(p[EP_B]),
+                   **load)
+
     def vector(self) -> np.ndarray:
-        """The ``EP_*`` parameter vector read by the numba kernels."""
+        """The parameter vector read by the numba kernels (BAM's layout, ``EP_*`` entries)."""
         p = np.zeros(EP_N_PARAMS)
         p[EP_KC], p[EP_KCS] = self.F_C, self.F_S - self.F_C
         p[EP_KL], p[EP_KLS], p[EP_KV], p[EP_VS] = self.K_l, self.K_ls, self.D, self.v_S
@@ -412,7 +440,8 @@ class JointRun:
     sliding: np.ndarray
 
 
-def _check_coupling(params: ElastoPlasticParams, T: float, J: float) -> None:
+def check_coupling(params: ElastoPlasticParams, T: float, J: float) -> None:
+    """Raise :class:`BamError` unless T·(K·T + 2B) < 4J (:func:`coupling_step_limit`)."""
     _finite("J", J, 0.0, True)
     limit = coupling_step_limit(params.K, params.B, J)
     if not T < limit:
@@ -430,7 +459,7 @@ def simulate_joint(params: ElastoPlasticParams, T: float, J: float, tau_m: np.nd
     :func:`ep_step` with the current velocity, as in Algorithm 1.
     """
     params.validate(T)
-    _check_coupling(params, T, J)
+    check_coupling(params, T, J)
     tau_m = np.ascontiguousarray(tau_m, dtype=np.float64)
     ext = np.zeros_like(tau_m) if tau_ext is None else np.ascontiguousarray(tau_ext, np.float64)
     if tau_m.ndim != 1 or ext.shape != tau_m.shape:
@@ -502,7 +531,7 @@ def simulate_integral_compensation(params: ElastoPlasticParams,
     τ_r = τ_c + λM(∫q̈_r dt − q̇) is applied, friction −f subtracted.
     """
     params.validate(T)
-    _check_coupling(params, T, M)
+    check_coupling(params, T, M)
     n = int(round(_finite("duration", duration, 0.0, True) / T))
     out = _integral_kernel(params.form, params.vector(), float(M), float(T), n, float(kp),
                            float(kv), float(lam), float(goal))

@@ -3,6 +3,18 @@
 Plain data, no numerics: the CLI, the parameter files and the drivers read
 it without loading numba. The kernels of :mod:`bam_sim.models.friction`
 branch on the integer ids.
+
+Two families share the registry:
+
+* BAM's extended friction models M1..M6 (ids 1..6, Duclusaud, Passault et
+  al., equations 3, 6-10): a friction *budget* applied by Algorithm 1's clip;
+* the chattering-free elasto-plastic models ``ep_*`` (ids ``EP_FIRST`` + the
+  form of :mod:`bam_sim.models.elastoplastic`; Cisneros et al.,
+  ``reference/chattering-free-stiction.md``): a friction *force* from Φ_Z
+  (17) with a deflection state e carried between steps (Algorithm 1 of that
+  paper). Their parameters reuse BAM's names where the meaning is the same
+  (K_c = F_C, K_c^s = F_S − F_C, K_v = D, v_s = v_S, K_l, K_l^s) and add the
+  virtual spring-damper K, B (``contact_stiffness``, ``contact_damping``).
 """
 
 from __future__ import annotations
@@ -12,6 +24,10 @@ from dataclasses import dataclass
 from bam_sim.common.errors import BamError
 
 M1, M2, M3, M4, M5, M6 = 1, 2, 3, 4, 5, 6
+# Elasto-plastic ids: EP_FIRST + form (EP_CV, EP_STRIBECK, EP_RATIONAL, EP_LOAD = 0..3 of
+# elastoplastic.py), so a kernel gets the form by one subtraction.
+EP_FIRST = 10
+EP_CV_ID, EP_STRIBECK_ID, EP_RATIONAL_ID, EP_LOAD_ID = 10, 11, 12, 13
 
 
 @dataclass(frozen=True)
@@ -19,9 +35,10 @@ class ParamSpec:
     """One identifiable parameter: its bounds, default and unit.
 
     ``scale`` names an actuator-dependent scale ("friction" in N·m, "viscous"
-    in N·m·s/rad) by which ``lower``, ``upper`` and ``default`` are multiplied,
-    because a friction of 0.1 N·m is large for an MX-64 and negligible for an
-    eRob80:100. ``None`` means the numbers are absolute.
+    in N·m·s/rad, "stiffness" in N·m/rad, "damping" in N·m·s/rad) by which
+    ``lower``, ``upper`` and ``default`` are multiplied, because a friction of
+    0.1 N·m is large for an MX-64 and negligible for an eRob80:100. ``None``
+    means the numbers are absolute.
     """
 
     name: str
@@ -49,6 +66,11 @@ _SPECS = {
         ParamSpec("load_friction_external_quad", "K_e^q", "1/(N·m)", 0.0, 0.01, 0.001),
         ParamSpec("dtheta_stribeck", "v_s", "rad/s", 0.05, 5.0, 1.0),
         ParamSpec("alpha", "α", "-", 0.5, 3.0, 1.5),
+        # The actuator scales put the box where sticking is stable at the Table I
+        # benches and a 5 ms step (T·(K·T + 2B) < 4J); the fit refuses the rest
+        # (bam_identify.fitting.fit), so the bounds need not be exact.
+        ParamSpec("contact_stiffness", "K", "N·m/rad", 0.01, 1.0, 0.3, "stiffness"),
+        ParamSpec("contact_damping", "B", "N·m·s/rad", 0.001, 1.0, 0.2, "damping"),
     )
 }
 
@@ -63,13 +85,23 @@ _DIRECTIONAL = (
 
 @dataclass(frozen=True)
 class FrictionModel:
-    """A registry entry: the model's id, its parameters and their specs."""
+    """A registry entry: the model's id, its parameters and their specs.
+
+    ``equation`` is the number of the friction function in ``paper``: BAM's
+    (Duclusaud et al.) for M1..M6, Cisneros et al.'s for ``ep_*``.
+    """
 
     name: str
     model_id: int
     title: str
     equation: int
     params: tuple[str, ...]
+    paper: str = "Duclusaud et al."
+
+    @property
+    def elastoplastic(self) -> bool:
+        """True for the ``ep_*`` models: a friction force with a state, not a budget."""
+        return self.model_id >= EP_FIRST
 
     def specs(self) -> tuple[ParamSpec, ...]:
         return tuple(_SPECS[name] for name in self.params)
@@ -85,6 +117,10 @@ class FrictionModel:
 
 
 _BASE = ("friction_base", "friction_viscous")
+# Φ (21) and (33) have α = 1 (the closed forms of Φ_Z need it): no "alpha".
+_EP_STRIBECK = ("friction_stribeck", "dtheta_stribeck")
+_CONTACT = ("contact_stiffness", "contact_damping")
+_CISNEROS = "Cisneros et al."
 MODELS: dict[str, FrictionModel] = {
     m.name: m
     for m in (
@@ -101,12 +137,24 @@ MODELS: dict[str, FrictionModel] = {
             _BASE + _STRIBECK + _DIRECTIONAL
             + ("load_friction_motor_quad", "load_friction_external_quad"),
         ),
+        FrictionModel("ep_cv", EP_CV_ID, "elasto-plastic Coulomb-viscous", 19,
+                      _BASE + _CONTACT, _CISNEROS),
+        FrictionModel("ep_stribeck", EP_STRIBECK_ID, "elasto-plastic Stribeck", 21,
+                      _BASE + _EP_STRIBECK + _CONTACT, _CISNEROS),
+        FrictionModel("ep_rational", EP_RATIONAL_ID, "elasto-plastic rational", 33,
+                      _BASE + _EP_STRIBECK + _CONTACT, _CISNEROS),
+        # An extension: (21) with the levels of BAM's M4 budget (equation 8).
+        FrictionModel("ep_load", EP_LOAD_ID, "elasto-plastic load-dependent Stribeck", 21,
+                      _BASE + _EP_STRIBECK + ("load_friction_base", "load_friction_stribeck")
+                      + _CONTACT, _CISNEROS),
     )
 }
+BAM_MODELS = tuple(name for name, m in MODELS.items() if not m.elastoplastic)
+EP_MODELS = tuple(name for name, m in MODELS.items() if m.elastoplastic)
 
 
 def get_model(name: str) -> FrictionModel:
-    """Registry lookup by name ("m1".."m6", case-insensitive)."""
+    """Registry lookup by name ("m1".."m6", "ep_cv", ..., case-insensitive)."""
     key = str(name).strip().lower()
     if key not in MODELS:
         raise BamError(f"unknown friction model '{name}'; choose one of {', '.join(MODELS)}")

@@ -101,10 +101,12 @@ def dump_yaml(params: ParameterSet) -> str:
     body.update({k: float(v) for k, v in params.values.items()})
     if params.provenance:
         body["provenance"] = _ros_safe(params.provenance)
+    mdl = params.model_def
+    paper = f" of {mdl.paper}" if mdl.elastoplastic else ""
     header = (f"# BAM actuator parameters: {params.actuator_def.title}, friction model "
-              f"{params.model} ({params.model_def.title}, equation "
-              f"{params.model_def.equation}).\n# SI units (REP-103). Load with "
-              "bam_sim.models.parameter_file.load or as a ROS 2 --params-file.\n")
+              f"{params.model} ({mdl.title}, equation {mdl.equation}{paper}).\n"
+              "# SI units (REP-103). Load with bam_sim.models.parameter_file.load or as a "
+              "ROS 2 --params-file.\n")
     return header + yaml.safe_dump({"/**": {"ros__parameters": body}}, sort_keys=False)
 
 
@@ -156,6 +158,11 @@ def published(actuator: str, model: str) -> ParameterSet:
     from bam_sim.models.actuators import get_actuator
     from bam_sim.models.model_registry import get_model
 
-    name = f"{get_actuator(actuator).name}_{get_model(model).name}.yaml"
+    mdl = get_model(model)
+    if mdl.elastoplastic:
+        raise BamError(f"there is no published {mdl.name} set (the elasto-plastic models are "
+                       "not part of the published release); give a parameter file, e.g. "
+                       "one written by 'fit --models " + mdl.name + "'")
+    name = f"{get_actuator(actuator).name}_{mdl.name}.yaml"
     source = resources.files("bam_sim.models").joinpath("published", name)
     return parse_yaml(source.read_text(encoding="utf-8"), f"published/{name}")

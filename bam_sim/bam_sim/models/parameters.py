@@ -4,7 +4,11 @@ All models M1..M6 and both actuator families read their parameters from one
 flat float64 vector with a fixed layout, so that a population of candidate
 parameter sets is a 2-D array ``(population, N_PARAMS)`` that the numba kernels
 index without any Python objects. A model simply ignores the entries it does
-not use. Names follow ``reference/identified-parameters.md``:
+not use. Names follow ``reference/identified-parameters.md``; the last two
+are the virtual spring-damper of the elasto-plastic models (``ep_*``, Cisneros
+et al., ``reference/chattering-free-stiction.md`` (4)), which read the BAM
+names where the meaning is the same (K_c = F_C, K_c^s = F_S − F_C, K_v = D,
+v_s = v_S, K_l, K_l^s):
 
 =================================  ===========  ===========
 name                               paper        unit
@@ -27,6 +31,8 @@ dtheta_stribeck                    v_s          rad/s
 alpha                              α            –
 friction_viscous                   K_v          N·m·s/rad
 current_limit                      I_heat       A
+contact_stiffness                  K            N·m/rad
+contact_damping                    B            N·m·s/rad
 =================================  ===========  ===========
 """
 
@@ -58,6 +64,9 @@ PARAM_NAMES: tuple[str, ...] = (
     "alpha",
     "friction_viscous",
     "current_limit",
+    # Appended, so the indices above (and the published files) are unchanged.
+    "contact_stiffness",
+    "contact_damping",
 )
 N_PARAMS = len(PARAM_NAMES)
 INDEX: dict[str, int] = {name: i for i, name in enumerate(PARAM_NAMES)}
@@ -82,6 +91,8 @@ VS = INDEX["dtheta_stribeck"]
 ALPHA = INDEX["alpha"]
 KV = INDEX["friction_viscous"]
 I_HEAT = INDEX["current_limit"]
+CONTACT_K = INDEX["contact_stiffness"]
+CONTACT_B = INDEX["contact_damping"]
 
 # Physically plausible values (unit, low, high; low excluded where the parameter
 # divides something): far wider than the identification bounds, which must lie
@@ -106,9 +117,12 @@ PLAUSIBLE: dict[str, tuple[str, float, float]] = {
     "alpha": ("", 0.0, 100.0),
     "friction_viscous": ("N·m·s/rad", 0.0, 1.0e3),
     "current_limit": ("A", 0.0, 1.0e3),
+    "contact_stiffness": ("N·m/rad", 0.0, 1.0e8),
+    "contact_damping": ("N·m·s/rad", 0.0, 1.0e6),
 }
 # Parameters that must be strictly positive (they divide something).
-STRICTLY_POSITIVE = frozenset({"kt", "R", "dtheta_stribeck", "alpha"})
+STRICTLY_POSITIVE = frozenset({"kt", "R", "dtheta_stribeck", "alpha", "contact_stiffness",
+                               "contact_damping"})
 
 
 def check_value(name: str, value: object, where: str = "") -> float:

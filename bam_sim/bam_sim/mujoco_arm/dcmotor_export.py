@@ -45,7 +45,7 @@ from bam_sim.common.errors import BamError
 from bam_sim.common.output_paths import check_writable
 from bam_sim.models import actuators
 from bam_sim.models.dcmotor import read_mjcf_text
-from bam_sim.models.friction import friction_budget
+from bam_sim.models.diagram import static_level
 from bam_sim.models.model_registry import get_model
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.mujoco_arm.servo_arm import STIFF_IMPEDANCE
@@ -64,6 +64,8 @@ _EFFECTS = {
     "load_friction_external_stribeck": "directional Stribeck external friction K_e^s (eq. 9)",
     "load_friction_motor_quad": "quadratic motor friction K_m^q (eq. 10)",
     "load_friction_external_quad": "quadratic external friction K_e^q (eq. 10)",
+    "contact_stiffness": "elasto-plastic pre-sliding stiffness K (Cisneros et al. (4))",
+    "contact_damping": "elasto-plastic pre-sliding damping B (Cisneros et al. (4))",
 }
 
 
@@ -163,7 +165,8 @@ def losses(params: ParameterSet) -> list[str]:
            for name in params.model_def.params if name not in M1_PARAMS]
     if out:
         p = params.vector()
-        rest = friction_budget(params.model_id, p, 0.0, 0.0, 0.0)
+        # ep_*: F_S, the level the elasto-plastic friction holds at rest.
+        rest = static_level(params.model_id, p, 0.0, 0.0, 0.0)
         out.append(f"{params.model} static budget at rest, no load: {_fmt(rest)} N·m; the "
                    f"export keeps K_c = {_fmt(v['friction_base'])} N·m (for a dcmotor, prefer a "
                    "set identified as M1)")

@@ -21,6 +21,17 @@ the creep becomes (1 − d)·Δt·w0·τ; ``stiff_friction=False`` keeps the MJC
 to the servo joints, to reproduce what the parameter sets were identified
 with; the default keeps MuJoCo's semi-implicit Euler for every joint (the
 residuals of both against the numba pendulum are in the README).
+
+Elasto-plastic joints (``ep_*``, Cisneros et al.) have no budget for MuJoCo's
+friction row: their friction force f_k = Φ_Z(q̇_k + Z·K·e_k−1) (Algorithm 1
+of ``reference/chattering-free-stiction.md``, deflection e kept per joint) is
+applied through the motor, ctrl ← (τ_m − f)·scale, with frictionloss and
+damping 0, and MuJoCo's semi-implicit Euler is the integration that model is
+validated with, so the ½q̈Δt² term is never added to those joints. Each such
+joint is checked at binding for condition (14) and the coupling limit
+T·(K·T + 2B) < 4J, with J its mass-matrix diagonal at qpos0 (``dof_M0``,
+armature included) and, for ``ep_load``, the load bound of the stall torque
+alone (the external torques of an arm are not known in advance).
 """
 
 from __future__ import annotations
@@ -39,7 +50,10 @@ from bam_sim.common.errors import BamError
 from bam_sim.common.numbers import number
 from bam_sim.models import actuators, servo
 from bam_sim.models import parameters as P
+from bam_sim.models.elastoplastic import ep_step, friction_level
+from bam_sim.models.ep_validity import check_step
 from bam_sim.models.friction import friction_budget
+from bam_sim.models.model_registry import EP_FIRST
 from bam_sim.models.parameter_set import ParameterSet
 
 FRICTION_DOF = int(mujoco.mjtConstraint.mjCNSTR_FRICTION_DOF)
@@ -54,7 +68,8 @@ N_INTS = 5
 W_GOAL, W_ENABLE, W_KP, W_CTRL_SCALE = 0, 1, 2, 3
 W_PREV_TAU_M, W_PREV_KV, W_PREV_DQ = 4, 5, 6
 W_CONTROL, W_TAU_M, W_TAU_E, W_BUDGET = 7, 8, 9, 10
-N_WORK = 11
+W_DEFLECTION = 11  # e_k−1 of an elasto-plastic joint
+N_WORK = 12
 
 
 @dataclass(frozen=True)
@@ -86,7 +101,7 @@ class ArmState(NamedTuple):
 
 @nb.njit(cache=True)
 def _update(ints, params, consts, work, qpos, qvel, qfrc_smooth, qfrc_constraint,
-            efc_type, efc_id, efc_force, ctrl, frictionloss, damping):
+            efc_type, efc_id, efc_force, ctrl, frictionloss, damping, dt):
     """Steps 1-3 of the module docstring for every servo joint (before mj_step)."""
     for i in range(ints.shape[0]):
         dof = ints[i, I_DADR]
@@ -104,7 +119,12 @@ def _update(ints, params, consts, work, qpos, qvel, qfrc_smooth, qfrc_constraint
             ints[i, I_FAMILY], p, consts[i], work[i, W_KP], q, dq, work[i, W_GOAL],
             work[i, W_ENABLE] != 0.0,
         )
-        budget = friction_budget(ints[i, I_MODEL], p, tau_m, tau_e, dq)
+        model = ints[i, I_MODEL]
+        if model >= EP_FIRST:
+            _update_elastoplastic(i, model - EP_FIRST, p, work, tau_m, tau_e, dq, control,
+                                  ctrl, ints[i, I_ACT], frictionloss, damping, dof, dt)
+            continue
+        budget = friction_budget(model, p, tau_m, tau_e, dq)
         viscous = p[P.KV]
         ctrl[ints[i, I_ACT]] = tau_m * work[i, W_CTRL_SCALE]
         # Rounding can make budget − K_v|q̇| a hair negative; MuJoCo wants ≥ 0.
@@ -119,6 +139,25 @@ def _update(ints, params, consts, work, qpos, qvel, qfrc_smooth, qfrc_constraint
         work[i, W_BUDGET] = budget
 
 
+@nb.njit(cache=True, inline="always")
+def _update_elastoplastic(i, form, p, work, tau_m, tau_e, dq, control, ctrl, act,
+                          frictionloss, damping, dof, dt):
+    """An ep_* joint: f of Algorithm 1 applied with τ_m through the motor, no friction row."""
+    f, e = ep_step(form, p, dt, dq, work[i, W_DEFLECTION], tau_m, tau_e)
+    ctrl[act] = (tau_m - f) * work[i, W_CTRL_SCALE]
+    frictionloss[dof] = 0.0
+    damping[dof] = 0.0
+    # τ_e of the next step leaves out what this joint applies itself: τ_m − f.
+    work[i, W_PREV_TAU_M] = tau_m - f
+    work[i, W_PREV_KV] = 0.0
+    work[i, W_PREV_DQ] = dq
+    work[i, W_DEFLECTION] = e
+    work[i, W_CONTROL] = control
+    work[i, W_TAU_M] = tau_m
+    work[i, W_TAU_E] = tau_e
+    work[i, W_BUDGET] = friction_level(form, p, tau_m, tau_e, dq)
+
+
 @nb.njit(cache=True)
 def _half_step(ints, work, qpos, qvel, dt):
     """The ½·q̈·Δt² position term of the identification integrator (after mj_step).
@@ -127,6 +166,8 @@ def _half_step(ints, work, qpos, qvel, dt):
     integrated (implicit damping included).
     """
     for i in range(ints.shape[0]):
+        if ints[i, I_MODEL] >= EP_FIRST:
+            continue  # validated with semi-implicit Euler (module docstring)
         qpos[ints[i, I_QADR]] += 0.5 * dt * (qvel[ints[i, I_DADR]] - work[i, W_PREV_DQ])
 
 
@@ -215,7 +256,7 @@ def _number(name: str, value: object) -> float:
 
 
 class ServoArm:
-    """A MuJoCo model whose hinge joints are servo actuators with M1..M6 friction.
+    """A MuJoCo model whose hinge joints are servo actuators with M1..M6 or ep_* friction.
 
     ``model`` is modified in place (armature, friction, damping, and with
     ``stiff_friction`` the friction constraint's solref/solimp of the servo
@@ -254,6 +295,8 @@ class ServoArm:
         # from it at qpos0, among them dof_invweight0, which scales the friction
         # constraint's regularisation (hence the creep at rest, see the docstring).
         mujoco.mj_setConst(model, self.data)
+        for spec in joints:
+            self._check_elastoplastic(spec)
         # Table I's second gain of each actuator, then the given ones (a map may
         # name only some joints).
         self._work[:, W_KP] = [j.params.actuator_def.gains[1] for j in joints]
@@ -308,6 +351,20 @@ class ServoArm:
             m.dof_solref[dof] = (2.0 * m.opt.timestep, 1.0)
             m.dof_solimp[dof, :2] = STIFF_IMPEDANCE
 
+    def _check_elastoplastic(self, spec: ArmJoint) -> None:
+        """Condition (14) and the coupling limit of an ep_* joint at this timestep."""
+        if not spec.params.model_def.elastoplastic:
+            return
+        m = self.model
+        dof = int(m.jnt_dofadr[_joint_index(m, spec.joint)])
+        try:
+            check_step(spec.params.model_def, spec.params.actuator_def, spec.params.vector(),
+                       float(m.opt.timestep), float(m.dof_M0[dof]), 0.0,
+                       spec.params.actuator_def.supply_voltage
+                       if spec.supply_voltage is None else float(spec.supply_voltage))
+        except BamError as exc:
+            raise BamError(f"joint '{spec.joint}': {exc}") from None
+
     def _gains(self, gains: object) -> np.ndarray:
         kp = _per_joint("gains", gains, len(self.names), self.names, self._work[:, W_KP])
         if np.any(kp < 0.0):
@@ -351,17 +408,17 @@ class ServoArm:
         ints, params, consts, work = self._ints, self._params, self._consts, self._work
         qpos, qvel, smooth, constraint = self._views
         ctrl, frictionloss, damping = self._outputs
+        dt = m.opt.timestep
         if self._half_step:
-            dt = m.opt.timestep
             for _ in range(n):
                 _update(ints, params, consts, work, qpos, qvel, smooth, constraint,
-                        d.efc_type, d.efc_id, d.efc_force, ctrl, frictionloss, damping)
+                        d.efc_type, d.efc_id, d.efc_force, ctrl, frictionloss, damping, dt)
                 mujoco.mj_step(m, d)
                 _half_step(ints, work, qpos, qvel, dt)
             return
         for _ in range(n):
             _update(ints, params, consts, work, qpos, qvel, smooth, constraint,
-                    d.efc_type, d.efc_id, d.efc_force, ctrl, frictionloss, damping)
+                    d.efc_type, d.efc_id, d.efc_force, ctrl, frictionloss, damping, dt)
             mujoco.mj_step(m, d)
 
     def state(self) -> ArmState:
@@ -381,7 +438,8 @@ class ServoArm:
 
     @property
     def friction_budget(self) -> np.ndarray:
-        """τ_f^m (N·m) of each joint in the last step (viscous part included)."""
+        """τ_f^m (N·m) of each joint in the last step (viscous part included); for an
+        ep_* joint |Φ(q̇)| at its load, F_S at rest."""
         return self._work[:, W_BUDGET].copy()
 
     def reset(self, q: object = None, dq: object = None) -> None:
@@ -408,4 +466,5 @@ class ServoArm:
         self._work[:, W_PREV_TAU_M] = 0.0
         self._work[:, W_PREV_KV] = 0.0
         self._work[:, W_PREV_DQ] = dq
+        self._work[:, W_DEFLECTION] = 0.0  # Algorithm 1 line 1
         mujoco.mj_forward(m, d)

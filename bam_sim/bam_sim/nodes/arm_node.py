@@ -193,7 +193,8 @@ class ArmNode(SimNode):
             raise BamError(f"the parameter set given is for {name}, but the joints are driven "
                            f"by {', '.join(a.name for a in self._actuators)}; give a "
                            "parameter file of one of them")
-        replacement = model_parameters.with_values(published(name, model), given)
+        replacement = model_parameters.with_values(
+            model_parameters.base_set(name, model, given), given)
         for i in chosen:
             sets[i] = replacement
             self._sources[i] = model_parameters.SOURCE

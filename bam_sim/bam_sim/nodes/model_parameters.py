@@ -19,6 +19,8 @@ from rclpy.node import Node
 from bam_sim.common.node_parameters import Param, declare
 from bam_sim.common.numbers import number
 from bam_sim.models import parameters as P
+from bam_sim.models.model_registry import get_model
+from bam_sim.models.parameter_file import published
 from bam_sim.models.parameter_set import ParameterSet
 
 SOURCE = "ROS parameters"
@@ -44,6 +46,14 @@ def declare_values(node: Node) -> dict[str, float]:
             continue
         given[name] = number(value, f"parameter {name}")
     return given
+
+
+def base_set(actuator: str, model: str, values: Mapping[str, float]) -> ParameterSet:
+    """What ``values`` complete: the published set, or for a model without one (the
+    elasto-plastic ``ep_*``) the set of ``values`` alone, which must then be complete."""
+    if get_model(model).elastoplastic and values:
+        return ParameterSet.build(actuator, model, values, {"source": SOURCE}, SOURCE)
+    return published(actuator, model)
 
 
 def with_values(base: ParameterSet, values: Mapping[str, float]) -> ParameterSet:

@@ -41,7 +41,7 @@ from bam_sim.common.numbers import finite_non_negative, number
 from bam_sim.common.runner import run_node
 from bam_sim.models.actuators import CURRENT, get_actuator
 from bam_sim.models.model_registry import get_model
-from bam_sim.models.parameter_file import load, published
+from bam_sim.models.parameter_file import load
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.nodes import model_parameters
 
@@ -51,7 +51,8 @@ NODE_NAME = "pendulum"
 PARAMETERS: tuple[Param, ...] = (
     Param("actuator", "mx64", "actuator simulated: mx64, mx106, erob80_50 or erob80_100",
           read_only=True),
-    Param("model", "m4", "friction model m1..m6 (the published set when params_file is ''; "
+    Param("model", "m4", "friction model m1..m6, or ep_cv, ep_stribeck, ep_rational, ep_load "
+          "(the published set when params_file is '', which the ep_* models do not have; "
           "set automatically to the model of params_file)"),
     Param("params_file", "", "parameter file (ROS 2 YAML or legacy BAM JSON) of the actuator; "
           "'' = the published set of actuator and model"),
@@ -112,7 +113,7 @@ class PendulumNode(SimNode):
         self._values = model_parameters.declare_values(self)
         params = model_parameters.with_values(
             self._resolve(values["params_file"], None if values["params_file"]
-                          else values["model"]), self._values)
+                          else values["model"], self._values), self._values)
         if params.model != values["model"]:
             self.set_parameters([Parameter("model", value=params.model)])
         self._params_file = values["params_file"]
@@ -143,11 +144,13 @@ class PendulumNode(SimNode):
         self._start_loop("pendulum-loop", self._rate, values["real_time_factor"],
                          values["thread_priority"])
 
-    def _resolve(self, path: str, model: str | None) -> ParameterSet:
-        """The parameter set of a file (checked against the actuator) or the published one."""
+    def _resolve(self, path: str, model: str | None,
+                 values: dict[str, float]) -> ParameterSet:
+        """The parameter set of a file (checked against the actuator) or the published one
+        (for an ep_* model, which has none, the given ``values`` alone)."""
         actuator = self._actuator.name
         if not path:
-            return published(actuator, model)
+            return model_parameters.base_set(actuator, model, values)
         peeked, self._peeked = getattr(self, "_peeked", None), None
         params = peeked[1] if peeked and peeked[0] == path else load(path)
         if params.actuator != actuator:
@@ -264,8 +267,8 @@ class PendulumNode(SimNode):
             for name in changed_values:
                 if _is_nan(new[name]):
                     values.pop(name, None)
-            plan["params"] = (model_parameters.with_values(self._resolve(path, model), values),
-                              path, values)
+            plan["params"] = (model_parameters.with_values(self._resolve(path, model, values),
+                                                           values), path, values)
         if {"mass", "arm_mass", "length"} & new.keys():
             merged = {**current, **new}
             plan["bench"] = Bench(mass=merged["mass"], length=merged["length"],

@@ -1,0 +1,110 @@
+"""When an elasto-plastic set (``ep_*``) may be simulated at a step: (14) and the coupling limit.
+
+Equation numbers refer to ``reference/chattering-free-stiction.md``. Two
+conditions, both depending on the step T, so they are checked where T is known
+(a rollout, a bench stepper, a fit, an evaluation), not when a file is read:
+
+* condition (14), Φ'(x) > −1/Z, i.e. K·T + B ≥ r with r = (F_S − F_C)/v_S − D
+  (:meth:`ElastoPlasticParams.satisfies_14`). It bounds T from *below*. For
+  ``ep_load`` the gap F_S − F_C grows with |τ_m − τ_e|, and it is checked at the
+  largest load of the bench: the actuator's stall torque plus the pendulum's
+  gravity torque (a backdriven motor can exceed its stall torque; such a step
+  may then see the Φ_Z discontinuity (14) guards against, nothing worse);
+* the coupling limit T·(K·T + 2B) < 4J (:func:`coupling_step_limit`): Algorithm 1
+  reads the current velocity and the joint is integrated explicitly, so the
+  sticking spring-damper is stable only below it. It bounds T from *above*.
+
+:func:`check_step` raises a one-line :class:`BamError` for one set;
+:func:`violation` scores a whole population at once (0 where both hold), with
+the very expressions of the core's checks, so the two always agree.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bam_sim.common.errors import BamError
+from bam_sim.models import actuators
+from bam_sim.models import parameters as P
+from bam_sim.models.actuators import Actuator
+from bam_sim.models.elastoplastic import (
+    EP_CV,
+    EP_LOAD,
+    ElastoPlasticParams,
+    check_coupling,
+)
+from bam_sim.models.model_registry import EP_FIRST, FrictionModel
+
+
+def ep_form(model: FrictionModel) -> int:
+    """The :mod:`~bam_sim.models.elastoplastic` form (EP_CV, ...) of an ``ep_*`` model."""
+    return model.model_id - EP_FIRST
+
+
+def stall_torque(actuator: Actuator, p: np.ndarray, supply_voltage: float) -> np.ndarray:
+    """Largest |τ_m| at rest for parameter vector(s) ``p`` (equations 13, 14-15 at q̇ = 0)."""
+    p = np.asarray(p, dtype=np.float64)
+    kt, resistance = p[..., P.KT], p[..., P.R]
+    if actuator.family == actuators.VOLTAGE:
+        return kt / resistance * supply_voltage * actuator.max_duty
+    return np.minimum(kt * p[..., P.I_HEAT], kt / resistance * actuator.max_voltage)
+
+
+def max_load(model: FrictionModel, actuator: Actuator, p: np.ndarray, gravity_torque: float,
+             supply_voltage: float) -> np.ndarray:
+    """The bound on |τ_m − τ_e| over which (14) is checked (0 unless ``ep_load``)."""
+    if ep_form(model) != EP_LOAD:
+        return np.zeros(np.shape(p)[:-1])
+    return stall_torque(actuator, p, supply_voltage) + gravity_torque
+
+
+def check_step(model: FrictionModel, actuator: Actuator, p: np.ndarray, dt: float,
+               inertia: float, gravity_torque: float, supply_voltage: float) -> None:
+    """Raise a one-line :class:`BamError` unless (14) and the coupling limit hold at ``dt``.
+
+    ``inertia`` is the joint's J (bench and armature); nothing is checked for M1..M6.
+    """
+    if not model.elastoplastic:
+        return
+    load = float(max_load(model, actuator, p, gravity_torque, supply_voltage))
+    try:
+        params = ElastoPlasticParams.from_vector(ep_form(model), p, load)
+        params.validate(dt)
+        check_coupling(params, dt, inertia)
+    except BamError as exc:
+        raise BamError(f"{model.name} parameters at the step {dt:g} s (J = {inertia:.4g} "
+                       f"kg·m²): {exc}") from None
+
+
+def violation(model: FrictionModel, actuator: Actuator, population: np.ndarray, dt: float,
+              inertia: np.ndarray, gravity_torque: float, supply_voltage: float) -> np.ndarray:
+    """How far each set of ``population`` is from (14) and the coupling limit; 0 if valid.
+
+    ``inertia`` is each set's smallest J over the logs and ``gravity_torque``,
+    ``supply_voltage`` the largest (the worst case of both conditions). The
+    measure is relative (the shortfall of K·T + B over r, the excess of
+    T·(K·T + 2B) over 4J), so candidates can be ranked by it.
+    """
+    population = np.asarray(population, dtype=np.float64)
+    out = np.zeros(population.shape[0])
+    if not model.elastoplastic:
+        return out
+    form = ep_form(model)
+    K, B = population[:, P.CONTACT_K], population[:, P.CONTACT_B]
+    if form == EP_CV:
+        required = -population[:, P.KV]
+    else:
+        # ElastoPlasticParams.from_vector, max_gap and required_admittance, in
+        # their order of operations: F_S − F_C + K_l^s·load, then −(D − gap/v_S).
+        f_c = population[:, P.KC]
+        load = max_load(model, actuator, population, gravity_torque, supply_voltage)
+        gap = (f_c + population[:, P.KCS]) - f_c + population[:, P.KLS] * load
+        required = -(population[:, P.KV] - gap / population[:, P.VS])
+    admittance = K * dt + B
+    short = np.where(admittance >= required, 0.0,
+                     (required - admittance) / np.maximum(np.abs(required), 1e-300))
+    # coupling_step_limit and check_coupling: T < (−B + √(B² + 4KJ))/K.
+    limit = (-B + np.sqrt(B * B + 4.0 * K * inertia)) / K
+    excess = np.where(dt < limit, 0.0, dt * (K * dt + 2.0 * B) / (4.0 * inertia) - 1.0)
+    # A set on the boundary itself is invalid too: never report exactly 0 for it.
+    return short + np.where(dt < limit, 0.0, np.maximum(excess, 1e-12))
