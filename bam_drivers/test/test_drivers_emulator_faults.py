@@ -185,4 +185,4 @@ def test_orphaned_emulator_stops_with_its_parent() -> None:
         except FileNotFoundError:
             return True
 
-    assert wait_for(gone) and not os.path.lexists(path)
+    assert wait_for(gone, timeout=30.0) and not os.path.lexists(path)
