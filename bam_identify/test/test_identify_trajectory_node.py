@@ -103,11 +103,15 @@ def bench_factory(context):
         yield make
 
 
+LATE = 0.5  # s a node-clock timer may fire late on a loaded machine
+
+
 def check_run(bench, start, end, trajectory, gain, duration, rate):
     """Markers and commands of one finished run."""
     law = get_trajectory(trajectory).law
     t0, t1 = stamp_ns(start), stamp_ns(end)
-    assert (t1 - t0) * 1e-9 == pytest.approx(duration, abs=0.05)  # END at the next tick
+    # END at the first tick after the duration; a loaded machine may run that tick late.
+    assert duration <= (t1 - t0) * 1e-9 <= duration + LATE
     run = [c for c in bench.commands if t0 <= stamp_ns(c) < t1]
     settle = [c for c in bench.commands if stamp_ns(c) < t0]
     assert settle, "no command while settling"
@@ -144,7 +148,7 @@ def test_goal_plays_a_trajectory_in_real_time(bench_factory, executor_class):
     assert response.status == GoalStatus.STATUS_SUCCEEDED
     result = response.result
     assert result.success and result.message == "" and result.trial_id == 7
-    assert result.duration == pytest.approx(duration, abs=0.05)
+    assert duration <= result.duration <= duration + LATE
     assert 0.6 <= wall < 3.0  # settle + duration in real time
     bench.spin_until(lambda: len(bench.markers) == 2, what="markers")
     start, end = bench.markers
