@@ -277,6 +277,9 @@ class Emulator:
     """The bus, physics and control threads around an :class:`EmulatedBus`."""
 
     def __init__(self, config: EmulatorConfig) -> None:
+        # The parent now, before READY is printed: a parent that exits right after
+        # reading READY must still be seen to change.
+        self._parent = os.getppid()
         self.config = config
         self.bus = build_bus(config)
         self.protocol = self.bus.protocol
@@ -324,7 +327,7 @@ class Emulator:
         self._wake()
 
     def wait(self) -> None:
-        parent = os.getppid()
+        parent = self._parent
         while not self._stop.wait(0.2):
             if not all(t.is_alive() for t in self._threads):
                 raise RuntimeError("an emulator thread died")
