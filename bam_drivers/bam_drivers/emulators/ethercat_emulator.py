@@ -1,0 +1,571 @@
+"""``ethercat_emulator``: eRob drives on an EtherCAT line behind a veth pair, with bam_sim physics.
+
+Example::
+
+    ros2 run bam_drivers ethercat_emulator --drives erob80_100 erob80_50 --physics m6
+    # prints: READY <interface> <control socket> <namespace>
+
+A separate process that answers EtherCAT frames as a line of slaves does,
+so that a real master (pysoem/SOEM in the eRob driver) runs over a real
+Ethernet link, frame by frame. It creates a network namespace
+``bam_ecat_<pid>`` and a veth pair with pyroute2 (no ``ip`` command): one end
+stays in the caller's namespace for the master (``interface``, printed on
+the READY line), the other is moved into the namespace, where the emulator
+opens its AF_PACKET socket (EtherType 0x88A4), so no other traffic of the
+host reaches the slaves. Creating a namespace needs root (CAP_NET_ADMIN and
+CAP_SYS_ADMIN); without it the emulator prints one line saying so on stderr
+and exits with code 3 (:data:`NO_NAMESPACE`).
+
+Each slave is an :class:`~bam_drivers.emulators.erob_drive.ErobDrive` (its
+ESC, CoE object dictionary, CiA 402 firmware and pendulum joint with a
+published eRob80 parameter set); the line is an
+:class:`~bam_drivers.emulators.esc.Chain`. Threads: the bus (receive a
+frame, let the slaves act on it, send it back), the drive cycle (every
+slave's firmware and physics at ``--cycle-rate``, 1 kHz, on the monotonic
+clock, and the SM watchdogs) and the control socket; one lock guards the slaves.
+
+Faults, from the command line or the control socket: frames lost on the way
+back (``drop``, a probability), corrupted working counters of process-data
+datagrams (``corrupt_wkc``), the link down (the slave end of the veth set
+down) and up again, the master silenced (frames never reach the slaves for
+a while: the SM watchdog must trip), and a drive fault with its error code
+0x603F (over-current 0x2310, over-temperature 0x4310, following error
+0x8611, ...), kept until cleared. Random draws come from one generator
+seeded by ``--seed``.
+
+Control socket: a Unix stream socket; one JSON object per line in, one per
+line out (``{"ok": true, "result": ...}`` or ``{"ok": false, "error": ...}``).
+Commands: ``truth``, ``stats``, ``inject`` (``drop``, ``corrupt_wkc``),
+``link`` (``up``: bool, ``seconds``: back up after), ``silence``
+(``seconds``), ``fault`` (``slave``: 1-based position, ``code``),
+``clear_fault`` (``slave``), ``set_position`` (``slave``, ``position``,
+``velocity``), ``set_temperature`` (``slave``, ``celsius``), ``stop``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import select
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from bam_drivers.emulators.erob_drive import ErobDrive
+from bam_drivers.emulators.esc import Chain
+from bam_drivers.ethercat import frames as fr
+from bam_drivers.ethercat.drive_models import MODELS, get_model
+from bam_sim.bench.geometry import Bench
+from bam_sim.common.errors import BamError, one_line
+from bam_sim.models.parameter_file import load, published
+
+NO_NAMESPACE = 3  # exit code: the network namespace could not be created
+MAX_CATCH_UP = 0.1  # s of drive cycles replayed after a stall; beyond, time is skipped
+LINK_WAIT = 3.0  # s for the veth pair to come up
+
+
+@dataclass
+class EmulatorConfig:
+    """Everything the command line sets."""
+
+    drives: tuple[str, ...] = ("erob80_100",)
+    physics: str = "m6"  # friction model of the published sets
+    params_file: str | None = None
+    mass: float = 0.0
+    length: float = 0.5
+    arm_mass: float = 0.0
+    positions: tuple[float, ...] = ()
+    temperature: float = 35.0
+    cycle_rate: float = 1000.0
+    seed: int = 0
+    interface: str | None = None
+    control: str | None = None
+    drop: float = 0.0
+    corrupt_wkc: float = 0.0
+    faults: dict[int, int] = field(default_factory=dict)
+    priority: int = 0
+    exit_with_parent: bool = False
+
+
+def _fault(text: str) -> tuple[int, int]:
+    try:
+        slave, code = text.split(":")
+        return int(slave), int(code, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"fault {text!r} must be SLAVE:CODE, e.g. 1:0x2310") from None
+
+
+def parse_args(argv: Sequence[str] | None = None) -> EmulatorConfig:
+    parser = argparse.ArgumentParser(
+        prog="ethercat_emulator",
+        description="eRob drives on an EtherCAT line behind a veth pair (bam_sim physics).")
+    parser.add_argument("--drives", nargs="+", default=["erob80_100"], choices=sorted(MODELS),
+                        help="drive model of each slave, in line order")
+    parser.add_argument("--physics", default="m6", help="published friction model, m1..m6")
+    parser.add_argument("--params-file", help="parameter file instead of --physics (all slaves)")
+    parser.add_argument("--mass", type=float, default=0.0, help="pendulum mass, kg")
+    parser.add_argument("--length", type=float, default=0.5, help="pendulum length, m")
+    parser.add_argument("--arm-mass", type=float, default=0.0, help="rod mass, kg")
+    parser.add_argument("--positions", type=float, nargs="*", default=[],
+                        help="initial joint positions, rad (default 0)")
+    parser.add_argument("--temperature", type=float, default=35.0, help="drive temperature, °C")
+    parser.add_argument("--cycle-rate", type=float, default=1000.0,
+                        help="drive cycles (firmware and physics) per second, Hz")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--interface", help="name of the master's end of the veth pair "
+                        "(default bamec<pid>)")
+    parser.add_argument("--control", help="Unix socket path (default: in a temp dir)")
+    parser.add_argument("--drop", type=float, default=0.0, help="probability a frame is lost")
+    parser.add_argument("--corrupt-wkc", type=float, default=0.0,
+                        help="probability a process-data working counter is wrong")
+    parser.add_argument("--fault", type=_fault, action="append", default=[],
+                        metavar="SLAVE:CODE", help="drive fault at start (repeatable)")
+    parser.add_argument("--priority", type=int, default=0,
+                        help="SCHED_FIFO priority of the bus and cycle threads, 1..99 (0 = "
+                        "normal scheduling): slaves answer in microseconds, a busy host must "
+                        "not make the emulator late")
+    parser.add_argument("--exit-with-parent", action="store_true",
+                        help="stop when the parent process dies (set by the client)")
+    a = parser.parse_args(argv)
+    return EmulatorConfig(
+        drives=tuple(a.drives), physics=a.physics, params_file=a.params_file, mass=a.mass,
+        length=a.length, arm_mass=a.arm_mass, positions=tuple(a.positions),
+        temperature=a.temperature, cycle_rate=a.cycle_rate, seed=a.seed,
+        interface=a.interface, control=a.control, drop=a.drop, corrupt_wkc=a.corrupt_wkc,
+        faults=dict(a.fault), priority=a.priority, exit_with_parent=a.exit_with_parent)
+
+
+def _probability(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not 0.0 <= value <= 1.0:
+        raise BamError(f"{name} must be a probability in [0, 1], got {value!r}")
+    return float(value)
+
+
+# -- the link -------------------------------------------------------------------------------
+
+class NamespaceError(RuntimeError):
+    """The namespace or the veth pair could not be made (not root, no pyroute2, ...)."""
+
+
+class VethLink:
+    """A network namespace and a veth pair: ``interface`` outside, ``peer`` inside."""
+
+    def __init__(self, interface: str | None = None) -> None:
+        pid = os.getpid()
+        self.namespace = f"bam_ecat_{pid}"
+        self.interface = interface or f"bamec{pid}"
+        self.peer = f"bames{pid}"
+        if len(self.interface) > 15:
+            raise BamError(f"interface name {self.interface!r} is longer than 15 characters")
+        self._made = False
+
+    def create(self) -> None:
+        try:
+            from pyroute2 import IPRoute, netns
+        except ImportError as exc:
+            raise NamespaceError(f"pyroute2 is missing ({exc})") from None
+        try:
+            netns.create(self.namespace)
+            self._made = True
+            with IPRoute() as ipr:
+                ipr.link("add", ifname=self.interface, kind="veth", peer=self.peer)
+                peer = ipr.link_lookup(ifname=self.peer)[0]
+                ipr.link("set", index=peer, net_ns_fd=self.namespace)
+                ipr.link("set", index=ipr.link_lookup(ifname=self.interface)[0], state="up")
+            _quiet_ipv6(self.interface)
+            self.set_up(True)
+        except Exception as exc:
+            self.remove()
+            raise NamespaceError(one_line(exc)) from None
+
+    def set_up(self, up: bool) -> None:
+        """The slave end up or down: the master sees the carrier come and go."""
+        from pyroute2 import NetNS
+
+        with NetNS(self.namespace) as ns:
+            ns.link("set", index=ns.link_lookup(ifname=self.peer)[0],
+                    state="up" if up else "down")
+
+    def wait_running(self, timeout: float) -> bool:
+        """True once the master's end has a carrier."""
+        path = f"/sys/class/net/{self.interface}/operstate"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with open(path) as f:
+                    if f.read().strip() == "up":
+                        return True
+            except OSError:
+                pass
+            time.sleep(0.01)
+        return False
+
+    def socket(self) -> socket.socket:
+        """An AF_PACKET socket on the slave end, inside the namespace."""
+        from pyroute2 import netns
+
+        sock = netns.create_socket(self.namespace, socket.AF_PACKET, socket.SOCK_RAW,
+                                   socket.htons(fr.ETHERTYPE))
+        sock.bind((self.peer, fr.ETHERTYPE))
+        return sock
+
+    def remove(self) -> None:
+        if not self._made:
+            return
+        from pyroute2 import IPRoute, netns
+
+        try:
+            with IPRoute() as ipr:
+                found = ipr.link_lookup(ifname=self.interface)
+                if found:
+                    ipr.link("del", index=found[0])  # deletes both ends
+        except Exception:  # noqa: BLE001 - best effort at exit
+            pass
+        try:
+            netns.remove(self.namespace)
+        except OSError:
+            pass
+        self._made = False
+
+
+def _quiet_ipv6(interface: str) -> None:
+    """No IPv6 chatter from the kernel on the master's end (best effort)."""
+    try:
+        with open(f"/proc/sys/net/ipv6/conf/{interface}/disable_ipv6", "w") as f:
+            f.write("1")
+    except OSError:
+        pass
+
+
+# -- the emulator -------------------------------------------------------------------------
+
+class EthercatEmulator:
+    """The link, the slaves and the bus, cycle and control threads."""
+
+    def __init__(self, config: EmulatorConfig) -> None:
+        # The parent now, before READY: one exiting right after READY is still seen.
+        self._parent = os.getppid()
+        self.config = config
+        self.faults = {"drop": _probability("drop", config.drop),
+                       "corrupt_wkc": _probability("corrupt_wkc", config.corrupt_wkc)}
+        if config.cycle_rate <= 0.0:
+            raise BamError("cycle rate must be > 0 Hz")
+        self._start_ns = time.monotonic_ns()
+        self.drives = self._build_drives()
+        self.chain = Chain([d.esc for d in self.drives])
+        for slave, code in config.faults.items():
+            self._drive(slave).inject_fault(code)
+        self._rng = random.Random(config.seed)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._wake_r, self._wake_w = os.pipe()
+        self._silent_until = 0.0
+        self._link_up = True
+        self._threads: list[threading.Thread] = []
+        self._temp_dir = tempfile.mkdtemp(prefix="bam_ecat_")
+        self.control_path = config.control or os.path.join(self._temp_dir, "control.sock")
+        self._listener: socket.socket | None = None
+        self._sock: socket.socket | None = None
+        self.link = VethLink(config.interface)
+        self.stats = dict(frames=0, replies=0, dropped=0, corrupted=0, ignored=0, malformed=0,
+                          link_down_frames=0, cycles=0, skipped_s=0.0, link_changes=0,
+                          emulator_errors=0)
+
+    def clock(self) -> int:
+        """The emulator's time, ns (the slaves' local DC clock)."""
+        return time.monotonic_ns() - self._start_ns
+
+    def _build_drives(self) -> list[ErobDrive]:
+        c = self.config
+        bench = Bench(mass=c.mass, length=c.length, arm_mass=c.arm_mass)
+        if len(c.positions) not in (0, len(c.drives)):
+            raise BamError(f"--positions gives {len(c.positions)} values for {len(c.drives)} "
+                           "drives")
+        drives = []
+        for i, name in enumerate(c.drives):
+            model = get_model(name)
+            params = load(c.params_file) if c.params_file else published(model.name, c.physics)
+            if params.actuator != model.name:
+                raise BamError(f"parameter set for {params.actuator} on a {model.name} drive")
+            position = c.positions[i] if c.positions else 0.0
+            drives.append(ErobDrive(model, params, bench, 1.0 / c.cycle_rate, self.clock,
+                                    position=position, temperature=c.temperature,
+                                    serial=1000 + i))
+        return drives
+
+    # -- life cycle ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.link.create()
+        if not self.link.wait_running(LINK_WAIT):
+            raise BamError(f"veth {self.link.interface} did not come up within {LINK_WAIT:g} s")
+        self._sock = self.link.socket()
+        if os.path.lexists(self.control_path):
+            os.unlink(self.control_path)
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(self.control_path)
+        self._listener.listen(8)
+        for target, name in ((self._serve_bus, "bus"), (self._run_cycles, "cycle"),
+                             (self._serve_control, "control")):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def request_stop(self) -> None:
+        self._stop.set()
+        try:
+            os.write(self._wake_w, b"!")
+        except OSError:
+            pass
+
+    def wait(self) -> None:
+        parent = self._parent
+        while not self._stop.wait(0.2):
+            if not all(t.is_alive() for t in self._threads):
+                raise RuntimeError("an emulator thread died")
+            if self.config.exit_with_parent and os.getppid() != parent:
+                return
+
+    def close(self) -> None:
+        self.request_stop()
+        for thread in self._threads:
+            thread.join(timeout=2.0)
+        for sock in (self._listener, self._sock):
+            if sock is not None:
+                sock.close()
+        if os.path.exists(self.control_path):
+            os.unlink(self.control_path)
+        self.link.remove()
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+        shutil.rmtree(self._temp_dir, ignore_errors=True)
+
+    # -- drive cycles --------------------------------------------------------------------
+
+    def _realtime(self) -> None:
+        """This thread at the configured SCHED_FIFO priority (stays normal if refused)."""
+        if self.config.priority > 0:
+            try:
+                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(self.config.priority))
+            except (OSError, AttributeError):
+                self.stats["priority_refused"] = True
+
+    def _run_cycles(self) -> None:
+        self._realtime()
+        dt = 1.0 / self.config.cycle_rate
+        deadline = time.monotonic()
+        while not self._stop.is_set():
+            now = time.monotonic()
+            if now < deadline:
+                time.sleep(deadline - now)
+                continue
+            if now - deadline > MAX_CATCH_UP:  # stalled: skip time rather than race
+                skipped = (now - deadline) // dt * dt
+                deadline += skipped
+                self.stats["skipped_s"] += skipped
+            with self._lock:
+                for drive in self.drives:
+                    drive.esc.check_watchdog()
+                    drive.tick()
+            self.stats["cycles"] += 1
+            deadline += dt
+
+    # -- the bus ----------------------------------------------------------------------------
+
+    def _serve_bus(self) -> None:
+        self._realtime()
+        sock = self._sock
+        while not self._stop.is_set():
+            ready, _, _ = select.select([sock, self._wake_r], [], [], 0.1)
+            if sock not in ready:
+                continue
+            try:
+                frame = sock.recv(2048)
+            except OSError:
+                continue
+            reply = self._answer(frame)
+            if reply is not None:
+                try:
+                    sock.send(reply)
+                    self.stats["replies"] += 1
+                except OSError:
+                    self.stats["link_down_frames"] += 1
+
+    def _answer(self, frame: bytes) -> bytes | None:
+        """The frame as it returns to the master, or None when it does not."""
+        if len(frame) < fr.ETH_HEADER + 2 or frame[12:14] != fr.ETHERTYPE.to_bytes(2, "big"):
+            return None
+        self.stats["frames"] += 1
+        if not self._link_up:
+            self.stats["link_down_frames"] += 1
+            return None
+        if time.monotonic() < self._silent_until:
+            self.stats["ignored"] += 1
+            return None
+        payload = frame[fr.ETH_HEADER:]
+        try:
+            datagrams = fr.parse(payload)
+        except fr.FrameError:
+            self.stats["malformed"] += 1
+            return None
+        with self._lock:
+            try:
+                self.chain.process(datagrams)
+            except Exception:  # an emulator bug must not look like a dead line: reported
+                self.stats["emulator_errors"] += 1
+                traceback.print_exc(file=sys.stderr)
+                return None
+        if self._rng.random() < self.faults["drop"]:
+            self.stats["dropped"] += 1  # lost on the way back: the slaves did act on it
+            return None
+        self._maybe_corrupt(datagrams)
+        # The first slave marks the source address as locally administered on the way back.
+        source = bytes([frame[6] | 0x02]) + frame[7:12]
+        return frame[:6] + source + frame[12:14] + fr.build(datagrams, pad_to=len(payload))
+
+    def _maybe_corrupt(self, datagrams: list[fr.Datagram]) -> None:
+        p = self.faults["corrupt_wkc"]
+        if not p:
+            return
+        for d in datagrams:
+            if d.command in fr.LOGICAL and self._rng.random() < p:
+                d.wkc = max(0, d.wkc - 1)
+                self.stats["corrupted"] += 1
+
+    # -- control -------------------------------------------------------------------------
+
+    def _serve_control(self) -> None:
+        while not self._stop.is_set():
+            ready, _, _ = select.select([self._listener, self._wake_r], [], [], 0.2)
+            if self._listener in ready:
+                connection, _ = self._listener.accept()
+                threading.Thread(target=self._converse, args=(connection,), daemon=True).start()
+
+    def _converse(self, connection: socket.socket) -> None:
+        with connection, connection.makefile("rwb") as stream:
+            for line in stream:
+                try:
+                    reply = {"ok": True, "result": self.command(json.loads(line))}
+                except (BamError, ValueError, KeyError, TypeError, OSError) as exc:
+                    reply = {"ok": False, "error": f"{type(exc).__name__}: {one_line(exc)}"}
+                stream.write(json.dumps(reply).encode() + b"\n")
+                stream.flush()
+
+    def command(self, request: dict) -> object:
+        """Execute one control command (see the module docstring)."""
+        name = request.get("cmd")
+        handler = getattr(self, f"_cmd_{name}", None) if isinstance(name, str) else None
+        if handler is None:
+            raise BamError(f"unknown command {name!r}; use truth, stats, inject, link, silence, "
+                           "fault, clear_fault, set_position, set_temperature or stop")
+        return handler(request)
+
+    def _drive(self, slave: object) -> ErobDrive:
+        try:
+            position = int(slave)
+            if position < 1:
+                raise ValueError
+            return self.drives[position - 1]
+        except (IndexError, ValueError, TypeError):
+            raise BamError(f"no slave {slave!r}; slaves are 1..{len(self.drives)}") from None
+
+    def _cmd_truth(self, request: dict) -> dict:
+        with self._lock:
+            return {str(i + 1): {"model": d.model.name, **d.truth()}
+                    for i, d in enumerate(self.drives)}
+
+    def _cmd_stats(self, request: dict) -> dict:
+        return {**self.stats, "faults": dict(self.faults), "link_up": self._link_up,
+                "silent": time.monotonic() < self._silent_until,
+                "interface": self.link.interface, "namespace": self.link.namespace}
+
+    def _cmd_inject(self, request: dict) -> dict:
+        faults = dict(self.faults)
+        for key in ("drop", "corrupt_wkc"):
+            if key in request:
+                faults[key] = _probability(key, request[key])
+        self.faults = faults
+        return dict(faults)
+
+    def _cmd_link(self, request: dict) -> None:
+        up = bool(request.get("up", False))
+        self._set_link(up)
+        seconds = request.get("seconds")
+        if not up and seconds is not None:
+            timer = threading.Timer(float(seconds), self._set_link, args=(True,))
+            timer.daemon = True
+            timer.start()
+
+    def _set_link(self, up: bool) -> None:
+        self._link_up = up  # frames in flight are lost at once, whatever the kernel does
+        self.link.set_up(up)
+        self.stats["link_changes"] += 1
+
+    def _cmd_silence(self, request: dict) -> None:
+        self._silent_until = time.monotonic() + float(request.get("seconds", 1.0))
+
+    def _cmd_fault(self, request: dict) -> None:
+        code = request["code"]
+        code = int(code, 0) if isinstance(code, str) else int(code)
+        with self._lock:
+            self._drive(request["slave"]).inject_fault(code)
+
+    def _cmd_clear_fault(self, request: dict) -> None:
+        with self._lock:
+            self._drive(request["slave"]).clear_fault()
+
+    def _cmd_set_position(self, request: dict) -> None:
+        with self._lock:
+            self._drive(request["slave"]).set_state(float(request["position"]),
+                                                    float(request.get("velocity", 0.0)))
+
+    def _cmd_set_temperature(self, request: dict) -> None:
+        with self._lock:
+            self._drive(request["slave"]).temperature = float(request["celsius"])
+
+    def _cmd_stop(self, request: dict) -> None:
+        self.request_stop()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    sys.setswitchinterval(2e-4)  # the bus thread must not wait for the GIL
+    try:
+        emulator = EthercatEmulator(parse_args(argv))
+    except BamError as exc:
+        print(f"ethercat_emulator: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        emulator.start()
+    except NamespaceError as exc:
+        emulator.close()
+        print(f"ethercat_emulator: cannot create a network namespace and veth pair ({exc}); "
+              "run as root (CAP_NET_ADMIN, CAP_SYS_ADMIN)", file=sys.stderr)
+        return NO_NAMESPACE
+    except (BamError, OSError) as exc:
+        emulator.close()
+        print(f"ethercat_emulator: error: {one_line(exc)}", file=sys.stderr)
+        return 2
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: emulator.request_stop())
+    try:
+        print(f"READY {emulator.link.interface} {emulator.control_path} "
+              f"{emulator.link.namespace}", flush=True)
+        emulator.wait()
+    finally:
+        emulator.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

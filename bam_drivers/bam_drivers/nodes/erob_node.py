@@ -1,0 +1,441 @@
+"""``erob``: eRob80 drives on EtherCAT (CiA 402), publishing what the sim node publishes.
+
+Example::
+
+    ros2 run bam_drivers erob --ros-args -p interface:=eth0 \\
+        -p drive_models:=[erob80_100] -p rate:=1000.0 -p mass:=3.1
+
+A thin ROS adapter over :class:`bam_drivers.ethercat.supervisor.ErobSupervisor`
+(EtherCAT master over pysoem, CiA 402, the host-side current law of the
+paper in cyclic synchronous torque mode, recovery): its loop thread runs one
+supervised bus cycle per tick at ``rate`` and publishes the joints read in
+it on the swap contract of :mod:`bam_sim.common.contract`, stamped just
+before the exchange, plus ``/diagnostics`` about once a second (link, lost
+frames, working-counter errors, each slave's AL state and status code, its
+CiA 402 state, fault 0x603F and emergencies by name). ``control`` is the
+current the law asks (A), ``current`` the drive's measured current 0x6078,
+``effort`` and ``motor_torque`` k_t·I with the mean k_t of the published
+sets of ``actuator``, ``error_flags`` the drive's error code 0x603F.
+Joints are matched to slaves by ``slave_positions`` (0: the next slave
+with the drive model's vendor/product id). The torque goes off on every
+drive when the node stops (SIGINT, SIGTERM, launch shutdown): disable
+operation, then SAFE-OP, read back; a drive whose master stops without that
+disables itself when its process-data watchdog (``sm_watchdog``) expires.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile
+
+from bam_drivers.ethercat import cia402
+from bam_drivers.ethercat import registers as reg
+from bam_drivers.ethercat.drive_models import MODELS, get_model
+from bam_drivers.ethercat.master import EthercatBus, JointSpec
+from bam_drivers.ethercat.supervisor import Counters, Cycle, ErobSupervisor, JointFrame
+from bam_msgs.msg import ActuatorState, BenchInfo
+from bam_sim.bench.geometry import GRAVITY, Bench
+from bam_sim.common.actuator_node import ActuatorNode
+from bam_sim.common.commands import JointCommand
+from bam_sim.common.errors import BamError, one_line
+from bam_sim.common.node_parameters import Param, declare, usage
+from bam_sim.common.numbers import finite_non_negative
+from bam_sim.common.runner import run_node
+from bam_sim.models.actuators import CURRENT, get_actuator
+from bam_sim.models.model_registry import MODELS as FRICTION_MODELS
+from bam_sim.models.parameter_file import published
+
+NODE_NAME = "erob"
+DIAGNOSTICS_TOPIC = "/diagnostics"
+DIAGNOSTICS_PERIOD = 1.0  # s
+MODES = {"cst": cia402.CST, "csp": cia402.CSP}
+# Share of a window's cycles that may lose their frame or working counter before the line is
+# reported degraded: a host without real-time scheduling misses a frame now and then.
+ERROR_SHARE = 0.02
+
+PARAMETERS: tuple[Param, ...] = (
+    Param("interface", "eth0", "network interface of the EtherCAT line", read_only=True),
+    Param("drive_models", ["erob80_100"], f"drive model of each joint: {', '.join(MODELS)}",
+          read_only=True),
+    Param("slave_positions", None, "slave position on the line of each joint, 1-based; 0 = "
+          "the next slave with the model's vendor/product id (default all 0)", read_only=True),
+    Param("joint_names", None, "joint name of each drive (default: pendulum for one, "
+          "joint<k> for several)", read_only=True),
+    Param("offsets", None, "joint position at drive position 0, rad, one per joint "
+          "(default zeros)", read_only=True),
+    Param("directions", None, "+1 or -1 per joint: joint direction vs the drive's (default +1)",
+          read_only=True),
+    Param("mode", "cst", "cst: host current law, target torque 0x6071 (the paper's control); "
+          "csp: goal to target position 0x607A, the drive's own law", read_only=True),
+    Param("rate", 1000.0, "bus cycles (exchange, control, publish) per second, Hz",
+          read_only=True, low=1.0, high=10000.0),
+    Param("command_timeout", 0.5, "torque off when no command arrived for this long, s "
+          "(0 = no watchdog)", low=0.0, high=1.0e6),
+    Param("gain", None, "initial gain kp of the current law, A/rad (default the actuator's "
+          "second Table I gain); change it with /bam/commands", read_only=True, low=0.0,
+          high=1.0e4),
+    Param("torque_enable_on_start", False, "enable the drives at start, holding the present "
+          "position", read_only=True),
+    Param("actuator", None, "bam_sim actuator of the bench (default: the first drive model)",
+          read_only=True),
+    Param("mass", 1.0, "point mass at the end of the arm, kg", low=0.0, high=1000.0),
+    Param("arm_mass", 0.0, "mass of the arm (uniform rod), kg", low=0.0, high=1000.0),
+    Param("length", 0.5, "distance from the axis to the point mass, m", low=0.001, high=100.0),
+    Param("supply_voltage", 0.0, "supply voltage for /bam/bench_info, V (0 = the DC link "
+          "voltage the first drive measures)", read_only=True, low=0.0, high=1000.0),
+    Param("sm_watchdog", 0.1, "process-data watchdog of each drive's ESC, s: the drive "
+          "disables itself when no frame came for this long (0 = off)", read_only=True,
+          low=0.0, high=6.5),
+    Param("frame_timeout", 0.002, "longest wait for a frame to come back, s", read_only=True,
+          low=0.0001, high=0.1),
+    Param("thread_priority", 0, "SCHED_FIFO priority of the loop thread, 1..99 (0 = normal "
+          "scheduling)", read_only=True, low=0, high=99),
+)
+BENCH_PARAMETERS = frozenset(("mass", "arm_mass", "length"))
+
+
+def mean_kt(actuator: str) -> float:
+    """k_t of ``actuator``, mean over its published parameter sets (NaN if none)."""
+    values = []
+    for model in FRICTION_MODELS:
+        try:
+            values.append(float(published(actuator, model).values["kt"]))
+        except (BamError, KeyError):
+            continue
+    return sum(values) / len(values) if values else math.nan
+
+
+class ErobNode(ActuatorNode):
+    """The driver; keyword arguments go to :class:`rclpy.node.Node`."""
+
+    def __init__(self, **kwargs) -> None:
+        self._supervisor: ErobSupervisor | None = None
+        super().__init__(NODE_NAME, **kwargs)
+
+    # -- set-up ------------------------------------------------------------------------
+
+    def _setup(self) -> None:
+        values = self._declare()
+        self._configure(values)
+        self._make_interfaces()
+        if self._supply_voltage > 0.0:
+            self._publish_bench_info()
+        self._follow_parameters()
+        bus = self._supervisor.bus
+        self.get_logger().info(
+            f"{len(self.joint_names)} eRob drive(s) on {bus.interface}: "
+            + ", ".join(f"{j} ({s.model.title})" for j, s in zip(self.joint_names, bus.joints))
+            + f", {self._rate:g} Hz, mode {self._mode_name}")
+        self._start_loop("erob-loop", self._rate, 1.0, self._priority)
+
+    def _declare(self) -> dict:
+        by_name = {p.name: p for p in PARAMETERS}
+        values = declare(self, [by_name["drive_models"]])
+        models = [get_model(m) for m in values["drive_models"]]
+        if not models:
+            raise BamError("drive_models is empty; give one drive model per joint")
+        self._models = models
+        n = len(models)
+        defaults = {
+            "slave_positions": [0] * n,
+            "joint_names": ["pendulum"] if n == 1 else [f"joint{k + 1}" for k in range(n)],
+            "offsets": [0.0] * n, "directions": [1] * n, "actuator": models[0].name,
+            "gain": float(get_actuator(models[0].name).gains[1])}
+        rest = [p for p in PARAMETERS if p.name not in values]
+        values.update(declare(self, rest, defaults))
+        return values
+
+    def _configure(self, v: dict) -> None:
+        n = len(self._models)
+        for key in ("slave_positions", "joint_names", "offsets", "directions"):
+            if len(v[key]) != n:
+                raise BamError(f"{key} must hold {n} value(s) (one per drive model), got "
+                               f"{list(v[key])}")
+        joints = tuple(v["joint_names"])
+        if len(set(joints)) != n or "" in joints:
+            raise BamError(f"joint_names must hold {n} different non-empty names, got "
+                           f"{list(joints)}")
+        if any(d not in (1, -1) for d in v["directions"]):
+            raise BamError(f"directions must be +1 or -1, got {list(v['directions'])}")
+        if any(p < 0 for p in v["slave_positions"]):
+            raise BamError(f"slave_positions must be >= 0, got {list(v['slave_positions'])}")
+        if str(v["mode"]).lower() not in MODES:
+            raise BamError(f"mode must be one of {', '.join(MODES)}, got {v['mode']!r}")
+        self._actuator = get_actuator(v["actuator"])
+        if self._actuator.family != CURRENT:
+            raise BamError(f"actuator {self._actuator.name} is voltage-controlled; the eRob "
+                           "driver's bench actuator is an eRob (erob80_50, erob80_100)")
+        self.joint_names = joints
+        self._mode_name = str(v["mode"]).lower()
+        self._bench = Bench(mass=v["mass"], length=v["length"], arm_mass=v["arm_mass"])
+        self._rate = float(v["rate"])
+        self._priority = int(v["thread_priority"])
+        self._supply_voltage = float(v["supply_voltage"])
+        self._kt = mean_kt(self._actuator.name)
+        specs = [JointSpec(j, m, p or None) for j, m, p in
+                 zip(joints, self._models, v["slave_positions"], strict=True)]
+        bus = EthercatBus(v["interface"], specs, mode=MODES[self._mode_name],
+                          watchdog=float(v["sm_watchdog"]),
+                          frame_timeout=float(v["frame_timeout"]), csp_gain=float(v["gain"]))
+        frames = [JointFrame(float(o), int(d), get_actuator(m.name).damping,
+                             float(get_actuator(m.name).fixed["current_limit"]))
+                  for o, d, m in zip(v["offsets"], v["directions"], self._models, strict=True)]
+        now = time.monotonic()
+        self._supervisor = ErobSupervisor(
+            bus, frames, gain=float(v["gain"]), enabled=bool(v["torque_enable_on_start"]),
+            command_timeout=float(v["command_timeout"]), log=self._log, now=now)
+        self._cycles = 0
+        self._info_published = False
+        self._diag_previous = (now, Counters(), self._supervisor.link.stats.copy(),
+                               [0] * n)
+
+    def _make_interfaces(self) -> None:
+        n = len(self.joint_names)
+        self._create_topics([ActuatorState.CONTROL_UNIT_AMPERE] * n, [math.nan] * n,
+                            publish_clock=False)
+        self._diag_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC,
+                                               QoSProfile(depth=10))
+        self.create_timer(DIAGNOSTICS_PERIOD, self._publish_diagnostics)
+
+    # -- public helpers ------------------------------------------------------------------
+
+    @property
+    def supervisor(self) -> ErobSupervisor:
+        return self._supervisor
+
+    @property
+    def connected(self) -> bool:
+        return self._supervisor is not None and self._supervisor.connected
+
+    @property
+    def watchdog_tripped(self) -> bool:
+        return self._supervisor.watchdog_tripped
+
+    @property
+    def tick_count(self) -> int:
+        return self._cycles
+
+    def stop(self) -> None:
+        """Stop the loop thread, then torque off (disable operation, SAFE-OP) and close."""
+        super().stop()
+        if self._supervisor is None:
+            return
+        confirmed = self._supervisor.shutdown()
+        if confirmed:
+            self.get_logger().info("torque off on every drive (operation disabled, SAFE-OP), "
+                                   "read back; EtherCAT master closed")
+        elif confirmed is not None:
+            self.get_logger().error("could not confirm the torque off of every drive on "
+                                    f"{self._supervisor.bus.interface}; check the drives")
+
+    def _log(self, level: str, text: str) -> None:
+        logger = self.get_logger()
+        # One call site per severity: rclpy refuses a call site changing severity.
+        if level == "error":
+            logger.error(text)
+        elif level == "warning":
+            logger.warning(text)
+        else:
+            logger.info(text)
+
+    # -- the loop (one bus cycle per tick) ---------------------------------------------
+
+    def _tick(self) -> None:
+        self._cycles += 1
+        was_open = self._supervisor.bus.is_open
+        stamp = self.get_clock().now().nanoseconds
+        try:
+            cycle = self._supervisor.cycle(time.monotonic())
+        except Exception as exc:  # never stop the loop; reported
+            self._supervisor.throttle.log("cycle", "error", f"bus cycle failed: "
+                                          f"{one_line(exc)}", time.monotonic())
+            return
+        if not was_open:
+            self._loop.real_time_factor = 1.0  # restart the deadlines after a (re)connection
+        if cycle is not None:
+            self._publish(stamp, cycle)
+            if not self._info_published:
+                self._publish_bench_info(cycle.readings[0].voltage)
+
+    # -- publishing --------------------------------------------------------------------
+
+    def _publish(self, stamp_ns: int, cycle: Cycle) -> None:
+        topics, command = self.topics, cycle.command
+        sec, nsec = divmod(stamp_ns, 1_000_000_000)
+        joint, msg = topics.joint_msg, topics.state_msg
+        joint.header.stamp.sec = msg.header.stamp.sec = sec
+        joint.header.stamp.nanosec = msg.header.stamp.nanosec = nsec
+        for i, r in enumerate(cycle.readings):
+            torque = self._kt * r.current
+            goal = command.goals[i]
+            joint.position[i] = r.position
+            joint.velocity[i] = r.velocity
+            joint.effort[i] = torque
+            a = topics.states[i]
+            a.goal_position = float(goal) if goal is not None else r.position
+            a.torque_enable = r.state is cia402.State.OPERATION_ENABLED
+            a.gain = float(command.gains[i])
+            a.control = cycle.controls[i]
+            a.current = r.current
+            a.input_voltage = r.voltage
+            a.temperature = r.temperature
+            a.motor_torque = torque
+            a.error_flags = int(r.error_code)
+        topics.publish_states(joint, msg)
+
+    def _publish_bench_info(self, measured: float | None = None) -> None:
+        voltage = self._supply_voltage if self._supply_voltage > 0.0 else measured
+        if voltage is None:
+            return
+        bench = self._bench
+        msg = BenchInfo(
+            actuator=self._actuator.name, joint_name=self.joint_names[0],
+            mass=float(bench.mass), arm_mass=float(bench.arm_mass),
+            length=float(bench.length), gravity=GRAVITY, supply_voltage=float(voltage),
+            damping=float(self._actuator.damping), control_unit=ActuatorState.CONTROL_UNIT_AMPERE,
+            source=BenchInfo.SOURCE_HARDWARE, control_rate=self._rate, model="",
+            parameters="")
+        self.topics.publish_info(msg, self.get_clock().now().nanoseconds)
+        self._info_voltage = float(voltage)
+        self._info_published = True
+
+    # -- diagnostics -------------------------------------------------------------------
+
+    def _publish_diagnostics(self) -> None:
+        sup = self._supervisor
+        now = time.monotonic()
+        t0, counters0, link0, al_errors0 = self._diag_previous
+        counters = Counters(**vars(sup.counters))
+        link = dict(sup.link.stats)
+        al_errors = [h.al_errors for h in sup.health]
+        self._diag_previous = (now, counters, link, al_errors)
+        window = max(now - t0, 1e-9)
+        msg = DiagnosticArray()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.status = [self._bus_status(counters, counters0, link, link0, window)]
+        for i in range(len(self.joint_names)):
+            msg.status.append(self._joint_status(i, al_errors[i] - al_errors0[i], window))
+        self._diag_pub.publish(msg)
+
+    def _bus_status(self, c: Counters, c0: Counters, link: dict, link0: dict,
+                    window: float) -> DiagnosticStatus:
+        sup = self._supervisor
+        bus = sup.bus
+        lost, wkc = c.lost_frames - c0.lost_frames, c.wkc_errors - c0.wkc_errors
+        cycles = c.cycles - c0.cycles
+        rate = cycles / window
+        errors = f"{lost} lost frames, {wkc} working counter errors in {window:.1f} s"
+        if sup.link.state != "open":
+            level, message = DiagnosticStatus.ERROR, f"link {sup.link.state}"
+        elif lost + wkc > ERROR_SHARE * max(cycles, 1) or \
+                link["port_losses"] != link0["port_losses"]:
+            level, message = DiagnosticStatus.WARN, errors
+        elif rate < 0.9 * self._rate:
+            level, message = DiagnosticStatus.WARN, f"{rate:.0f} Hz, below {self._rate:g} Hz" \
+                + (f" ({errors})" if lost or wkc else "")
+        else:
+            level = DiagnosticStatus.OK
+            message = f"{rate:.0f} Hz, OP" + (f" ({errors})" if lost or wkc else "")
+        values = {
+            "interface": bus.interface, "link state": sup.link.state,
+            "slaves found": len(bus.slaves), "expected working counter": bus.expected_wkc,
+            "mode": self._mode_name, "rate target (Hz)": f"{self._rate:g}",
+            "rate achieved (Hz)": f"{rate:.1f}",
+            "good cycles (Hz)": f"{(c.good_cycles - c0.good_cycles) / window:.1f}",
+            "lost frames": c.lost_frames, "working counter errors": c.wkc_errors,
+            "AL recoveries": c.recoveries, "link losses (re-scans)": link["port_losses"],
+            "connections": link["reconnects"], "deadline slips": self.slips,
+            "watchdog": sup.describe_watchdog(),
+            "rejected commands": sum(self._rejections.counts.values()),
+        }
+        return _status(level, f"{self.get_name()}: EtherCAT line",
+                       f"ethercat {bus.interface}", message, values)
+
+    def _joint_status(self, i: int, new_al_errors: int, window: float) -> DiagnosticStatus:
+        sup = self._supervisor
+        health = sup.health[i]
+        last = sup.last.readings[i] if sup.last is not None else None
+        drive = sup.bus.drives[i] if i < len(sup.bus.drives) else None
+        if sup.link.state != "open":
+            level, message = DiagnosticStatus.ERROR, "line not in OP"
+        elif health.fault:
+            level, message = DiagnosticStatus.ERROR, f"drive fault {health.fault}"
+        elif new_al_errors:
+            level = DiagnosticStatus.WARN
+            message = f"left OP {new_al_errors}x in {window:.1f} s: {health.last_al_error}"
+        else:
+            level, message = DiagnosticStatus.OK, "OK"
+        values = {
+            "joint": self.joint_names[i], "model": self._models[i].title,
+            "slave position": drive.info.position if drive else "",
+            "AL state": reg.al_state_name(health.al_status) if health.al_status else "",
+            "AL errors": health.al_errors, "last AL error": health.last_al_error or "none",
+            "CiA 402 state": last.state.value if last and last.state else "",
+            "statusword": f"0x{last.statusword:04X}" if last else "",
+            "error code": f"0x{last.error_code:04X}" if last else "",
+            "fault": health.fault or "none", "faults": health.faults,
+            "last fault": health.last_fault or "none",
+            "emergencies": health.emergencies,
+            "last emergency": health.last_emergency or "none",
+            "mode": cia402.MODE_NAMES.get(last.mode, str(last.mode)) if last else "",
+            "temperature (C)": f"{last.temperature:g}" if last else "",
+            "DC link voltage (V)": f"{last.voltage:g}" if last else "",
+        }
+        name = f"{self.get_name()}: {self.joint_names[i]}"
+        if drive is not None:
+            name += f" (slave {drive.info.position})"
+        return _status(level, name, f"erob {self._models[i].title}", message, values)
+
+    # -- commands ----------------------------------------------------------------------
+
+    def _apply(self, kind: str, command: JointCommand) -> None:
+        try:
+            self._supervisor.check(command, self.joint_names)
+        except BamError as exc:
+            self._rejections.reject(kind, str(exc))
+            return
+        self._supervisor.apply(command, time.monotonic())
+
+    # -- parameters --------------------------------------------------------------------
+
+    def _plan(self, params: list[Parameter]) -> dict:
+        new = {p.name: p.value for p in params}
+        plan = {}
+        if BENCH_PARAMETERS & new.keys():
+            merged = {name: new.get(name, self.get_parameter(name).value)
+                      for name in BENCH_PARAMETERS}
+            plan["bench"] = Bench(mass=merged["mass"], length=merged["length"],
+                                  arm_mass=merged["arm_mass"])
+        if "command_timeout" in new:
+            plan["command_timeout"] = finite_non_negative("command_timeout",
+                                                          new["command_timeout"])
+        return plan
+
+    def _apply_plan(self, plan: dict) -> None:
+        if "command_timeout" in plan:
+            self._supervisor.set_command_timeout(plan["command_timeout"], time.monotonic())
+        if "bench" in plan:
+            self._bench = plan["bench"]
+            if self._info_published:
+                self._publish_bench_info(self._info_voltage)
+
+
+def _status(level: bytes, name: str, hardware_id: str, message: str,
+            values: dict) -> DiagnosticStatus:
+    return DiagnosticStatus(level=level, name=name, hardware_id=hardware_id, message=message,
+                            values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
+
+
+def main(args: list[str] | None = None) -> int:
+    return run_node("erob", ErobNode, usage(
+        "erob", "eRob drives on EtherCAT (bam_drivers)", PARAMETERS,
+        computed="see the description"), args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
