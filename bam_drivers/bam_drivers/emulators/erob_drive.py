@@ -43,7 +43,9 @@ from bam_drivers.ethercat.coe import DataType, MailboxType
 from bam_drivers.ethercat.registers import AlState
 from bam_sim.bench.geometry import Bench
 from bam_sim.bench.pendulum import step
+from bam_sim.common.errors import BamError
 from bam_sim.models import parameters as P
+from bam_sim.models.model_registry import EP_FIRST
 from bam_sim.models.parameter_set import ParameterSet
 
 MAILBOX_OUT = (0x1000, 128)  # SM0: master -> slave
@@ -63,6 +65,9 @@ class DrivenPendulum:
 
     def __init__(self, params: ParameterSet, bench: Bench, dt: float, position: float = 0.0,
                  velocity: float = 0.0) -> None:
+        if params.model_id >= EP_FIRST:  # a friction state this joint does not carry yet
+            raise BamError(f"the EtherCAT emulator simulates M1..M6 friction, not "
+                           f"{params.model}; give an m1..m6 parameter file")
         actuator = params.actuator_def
         self._family = int(actuator.family)
         self._consts = actuator.consts()
