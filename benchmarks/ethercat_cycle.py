@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from provenance import environment, write_result
 
 from bam_drivers.emulators.ethercat_client import EthercatEmulatorProcess, NamespaceUnavailable
 from bam_drivers.ethercat.drive_models import get_model
@@ -102,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", default=str(Path(__file__).parent / "results"
                                                    / "ethercat_cycle.json"))
     a = parser.parse_args(argv)
-    results = {"rate_target_hz": a.rate, "seconds": a.seconds, "runs": []}
+    results = {"benchmark": "ethercat_cycle", "environment": environment(),
+               "rate_target_hz": a.rate, "seconds": a.seconds, "runs": []}
     for n in a.drives:
         models = tuple(MODELS[i % 2] for i in range(n))
         try:
@@ -114,11 +116,8 @@ def main(argv: list[str] | None = None) -> int:
         except NamespaceUnavailable as exc:
             print(f"ethercat_cycle: {exc}", file=sys.stderr)
             return 3
-    text = json.dumps(results, indent=2)
-    print(text)
-    if a.output:
-        with open(a.output, "w") as f:
-            f.write(text + "\n")
+    print(json.dumps(results, indent=2))
+    write_result(Path(a.output), results)
     return 0
 
 
