@@ -21,7 +21,8 @@ from rclpy.parameter import Parameter
 from std_msgs.msg import Float64MultiArray
 
 from bam_drivers.ethercat import drive_models as dm
-from bam_drivers.nodes.erob_node import ErobNode, mean_kt
+from bam_drivers.nodes.driver_node import mean_kt
+from bam_drivers.nodes.erob_node import ErobNode
 from bam_msgs.msg import ActuatorState, BenchInfo
 from bam_sim.common.errors import BamError
 from bam_sim.testing.ros_context import private_context

@@ -20,7 +20,8 @@ from drivers_rig import MODELS, Rig, settle, values
 
 from bam_drivers.dynamixel.control_table import RAD_PER_COUNT, get_table
 from bam_drivers.emulators.client import EmulatorProcess
-from bam_drivers.nodes.dynamixel_node import DynamixelNode, _mean_kt
+from bam_drivers.nodes.driver_node import mean_kt
+from bam_drivers.nodes.dynamixel_node import DynamixelNode
 from bam_msgs.msg import BenchInfo
 from bam_sim.common.errors import BamError
 from bam_sim.testing.ros_context import private_context
@@ -75,7 +76,7 @@ def test_state_in_si_units_matches_the_emulator(rigs, protocol):
     # Current: 4.5 mA (P1) / 2.69 mA (P2) per count.
     assert state.current == pytest.approx(-truth["current"], abs=0.01)
     # τ_m = k_t·I with the mean published k_t (within 2.5 % of the emulator's).
-    kt = _mean_kt("mx64")
+    kt = mean_kt("mx64")
     assert state.motor_torque == pytest.approx(kt * state.current, rel=1e-12)
     assert joint.effort[0] == state.motor_torque
     assert state.motor_torque == pytest.approx(-truth["motor_torque"], rel=0.05, abs=0.01)

@@ -28,8 +28,7 @@ import sys
 import time
 from dataclasses import replace
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rclpy.parameter import Parameter
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.qos import QoSProfile
 
 from bam_drivers.dynamixel.bus import (
@@ -40,19 +39,15 @@ from bam_drivers.dynamixel.bus import (
 )
 from bam_drivers.dynamixel.control_table import TABLES, get_table
 from bam_drivers.dynamixel.supervisor import DynamixelSupervisor
+from bam_drivers.nodes.driver_node import DriverNode, diagnostic_status, mean_kt
 from bam_drivers.supervisor import Command
 from bam_msgs.msg import ActuatorState, ActuatorStateArray, BenchInfo
 from bam_sim.bench.geometry import GRAVITY, Bench
-from bam_sim.common.actuator_node import ActuatorNode
 from bam_sim.common.actuator_topics import joint_state
-from bam_sim.common.commands import JointCommand
 from bam_sim.common.errors import BamError, one_line
 from bam_sim.common.node_parameters import Param, declare, usage
-from bam_sim.common.numbers import finite_non_negative
 from bam_sim.common.runner import run_node
 from bam_sim.models.actuators import VOLTAGE, get_actuator
-from bam_sim.models.model_registry import MODELS
-from bam_sim.models.parameter_file import published
 
 NODE_NAME = "dynamixel"
 DIAGNOSTICS_TOPIC = "/diagnostics"
@@ -94,21 +89,7 @@ PARAMETERS: tuple[Param, ...] = (
     Param("thread_priority", 0, "SCHED_FIFO priority of the loop thread, 1..99 (0 = normal "
           "scheduling)", read_only=True, low=0, high=99),
 )
-BENCH_PARAMETERS = frozenset(("mass", "arm_mass", "length"))
-
-
-def _mean_kt(actuator: str) -> float:
-    """k_t of ``actuator``, mean over its published parameter sets (NaN if none)."""
-    values = []
-    for model in MODELS:
-        try:
-            values.append(float(published(actuator, model).values["kt"]))
-        except (BamError, KeyError):
-            continue
-    return sum(values) / len(values) if values else math.nan
-
-
-class DynamixelNode(ActuatorNode):
+class DynamixelNode(DriverNode):
     """The driver; keyword arguments go to :class:`rclpy.node.Node`.
 
     :attr:`lock` guards the commanded state (loop vs callbacks).
@@ -167,7 +148,7 @@ class DynamixelNode(ActuatorNode):
         self._rate = float(v["rate"])
         self._priority = int(v["thread_priority"])
         self._supply_voltage = float(v["supply_voltage"])
-        self._kt = _mean_kt(self._actuator.name) if table.current is not None else math.nan
+        self._kt = mean_kt(self._actuator.name) if table.current is not None else math.nan
         limit = bus.gain_limit()
         if not 0.0 <= v["gain"] <= limit:
             raise BamError(f"gain {v['gain']} is outside [0, {limit:g}], the P-gain register "
@@ -358,8 +339,8 @@ class DynamixelNode(ActuatorNode):
             "watchdog": self._supervisor.describe_watchdog(),
             "rejected commands": sum(self._rejections.counts.values()),
         }
-        return _status(level, f"{self.get_name()}: bus", f"dynamixel bus {self.bus.port_name}",
-                       message, values)
+        return diagnostic_status(level, f"{self.get_name()}: bus",
+                                 f"dynamixel bus {self.bus.port_name}", message, values)
 
     def _servo_status(self, i: int, dxl_id: int, c: ServoCounters, before: ServoCounters,
                       window: float) -> DiagnosticStatus:
@@ -393,52 +374,14 @@ class DynamixelNode(ActuatorNode):
             "temperature (C)": f"{state.temperature:g}" if state else "",
             "input voltage (V)": f"{state.input_voltage:g}" if state else "",
         }
-        return _status(level, f"{self.get_name()}: {self.joint_names[i]} (id {dxl_id})",
-                       f"dynamixel id {dxl_id} on {self.bus.port_name}", message, values)
-
-    # -- commands ----------------------------------------------------------------------
-
-    def _apply(self, kind: str, command: JointCommand) -> None:
-        try:
-            self._supervisor.check(command, self.joint_names)
-        except BamError as exc:
-            self._rejections.reject(kind, str(exc))
-            return
-        self._supervisor.apply(command, time.monotonic())
-
-    # -- parameters --------------------------------------------------------------------
-
-    def _plan(self, params: list[Parameter]) -> dict:
-        new = {p.name: p.value for p in params}
-        plan = {}
-        if BENCH_PARAMETERS & new.keys():
-            merged = {name: new.get(name, self.get_parameter(name).value)
-                      for name in BENCH_PARAMETERS}
-            plan["bench"] = Bench(mass=merged["mass"], length=merged["length"],
-                                  arm_mass=merged["arm_mass"])
-        if "command_timeout" in new:
-            plan["command_timeout"] = finite_non_negative("command_timeout",
-                                                          new["command_timeout"])
-        return plan
-
-    def _apply_plan(self, plan: dict) -> None:
-        if "command_timeout" in plan:
-            self._supervisor.set_command_timeout(plan["command_timeout"], time.monotonic())
-        if "bench" in plan:
-            self._bench = plan["bench"]
-            if self._info_published:
-                self._publish_bench_info(self._info_voltage)
+        return diagnostic_status(level, f"{self.get_name()}: {self.joint_names[i]} (id {dxl_id})",
+                                 f"dynamixel id {dxl_id} on {self.bus.port_name}", message,
+                                 values)
 
 
 def _blank(state: ActuatorState) -> ActuatorState:
     """A fresh ActuatorState with the name and unit of ``state``."""
     return ActuatorState(name=state.name, control_unit=state.control_unit)
-
-
-def _status(level: bytes, name: str, hardware_id: str, message: str,
-            values: dict) -> DiagnosticStatus:
-    return DiagnosticStatus(level=level, name=name, hardware_id=hardware_id, message=message,
-                            values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
 
 
 def main(args: list[str] | None = None) -> int:

@@ -29,8 +29,7 @@ import math
 import sys
 import time
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from rclpy.parameter import Parameter
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.qos import QoSProfile
 
 from bam_drivers.ethercat import cia402
@@ -38,17 +37,13 @@ from bam_drivers.ethercat import registers as reg
 from bam_drivers.ethercat.drive_models import MODELS, get_model
 from bam_drivers.ethercat.master import EthercatBus, JointSpec
 from bam_drivers.ethercat.supervisor import Counters, Cycle, ErobSupervisor, JointFrame
+from bam_drivers.nodes.driver_node import DriverNode, diagnostic_status, mean_kt
 from bam_msgs.msg import ActuatorState, BenchInfo
 from bam_sim.bench.geometry import GRAVITY, Bench
-from bam_sim.common.actuator_node import ActuatorNode
-from bam_sim.common.commands import JointCommand
 from bam_sim.common.errors import BamError, one_line
 from bam_sim.common.node_parameters import Param, declare, usage
-from bam_sim.common.numbers import finite_non_negative
 from bam_sim.common.runner import run_node
 from bam_sim.models.actuators import CURRENT, get_actuator
-from bam_sim.models.model_registry import MODELS as FRICTION_MODELS
-from bam_sim.models.parameter_file import published
 
 NODE_NAME = "erob"
 DIAGNOSTICS_TOPIC = "/diagnostics"
@@ -96,21 +91,7 @@ PARAMETERS: tuple[Param, ...] = (
     Param("thread_priority", 0, "SCHED_FIFO priority of the loop thread, 1..99 (0 = normal "
           "scheduling)", read_only=True, low=0, high=99),
 )
-BENCH_PARAMETERS = frozenset(("mass", "arm_mass", "length"))
-
-
-def mean_kt(actuator: str) -> float:
-    """k_t of ``actuator``, mean over its published parameter sets (NaN if none)."""
-    values = []
-    for model in FRICTION_MODELS:
-        try:
-            values.append(float(published(actuator, model).values["kt"]))
-        except (BamError, KeyError):
-            continue
-    return sum(values) / len(values) if values else math.nan
-
-
-class ErobNode(ActuatorNode):
+class ErobNode(DriverNode):
     """The driver; keyword arguments go to :class:`rclpy.node.Node`."""
 
     def __init__(self, **kwargs) -> None:
@@ -353,8 +334,8 @@ class ErobNode(ActuatorNode):
             "watchdog": sup.describe_watchdog(),
             "rejected commands": sum(self._rejections.counts.values()),
         }
-        return _status(level, f"{self.get_name()}: EtherCAT line",
-                       f"ethercat {bus.interface}", message, values)
+        return diagnostic_status(level, f"{self.get_name()}: EtherCAT line",
+                                 f"ethercat {bus.interface}", message, values)
 
     def _joint_status(self, i: int, new_al_errors: int, window: float) -> DiagnosticStatus:
         sup = self._supervisor
@@ -389,46 +370,7 @@ class ErobNode(ActuatorNode):
         name = f"{self.get_name()}: {self.joint_names[i]}"
         if drive is not None:
             name += f" (slave {drive.info.position})"
-        return _status(level, name, f"erob {self._models[i].title}", message, values)
-
-    # -- commands ----------------------------------------------------------------------
-
-    def _apply(self, kind: str, command: JointCommand) -> None:
-        try:
-            self._supervisor.check(command, self.joint_names)
-        except BamError as exc:
-            self._rejections.reject(kind, str(exc))
-            return
-        self._supervisor.apply(command, time.monotonic())
-
-    # -- parameters --------------------------------------------------------------------
-
-    def _plan(self, params: list[Parameter]) -> dict:
-        new = {p.name: p.value for p in params}
-        plan = {}
-        if BENCH_PARAMETERS & new.keys():
-            merged = {name: new.get(name, self.get_parameter(name).value)
-                      for name in BENCH_PARAMETERS}
-            plan["bench"] = Bench(mass=merged["mass"], length=merged["length"],
-                                  arm_mass=merged["arm_mass"])
-        if "command_timeout" in new:
-            plan["command_timeout"] = finite_non_negative("command_timeout",
-                                                          new["command_timeout"])
-        return plan
-
-    def _apply_plan(self, plan: dict) -> None:
-        if "command_timeout" in plan:
-            self._supervisor.set_command_timeout(plan["command_timeout"], time.monotonic())
-        if "bench" in plan:
-            self._bench = plan["bench"]
-            if self._info_published:
-                self._publish_bench_info(self._info_voltage)
-
-
-def _status(level: bytes, name: str, hardware_id: str, message: str,
-            values: dict) -> DiagnosticStatus:
-    return DiagnosticStatus(level=level, name=name, hardware_id=hardware_id, message=message,
-                            values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
+        return diagnostic_status(level, name, f"erob {self._models[i].title}", message, values)
 
 
 def main(args: list[str] | None = None) -> int:
