@@ -19,27 +19,15 @@ JSON lines over the emulator's Unix socket, one connection per call.
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import socket
-import subprocess
-import sys
-import tempfile
 from collections.abc import Iterable, Mapping
 
-from bam_sim.common.errors import BamError
-from bam_sim.common.ready_line import NotReady, await_ready_line
+from bam_drivers.emulators.emulator_process import EmulatorChild, EmulatorError
 
-STDERR_TAIL = 2000  # characters of the emulator's stderr quoted in errors
-
-
-class EmulatorError(RuntimeError):
-    """The emulator process failed to start, died, or refused a command."""
+__all__ = ["EmulatorError", "EmulatorProcess"]
 
 
-class EmulatorProcess:
-    """A running emulator process; a context manager that stops it on exit."""
+class EmulatorProcess(EmulatorChild):
+    """A running Dynamixel emulator; a context manager that stops it on exit."""
 
     def __init__(
         self,
@@ -87,88 +75,13 @@ class EmulatorProcess:
             args += ["--supply-voltage", repr(float(supply_voltage))]
         for dxl_id, bits in (hardware_error or {}).items():
             args += ["--hardware-error", f"{int(dxl_id)}:{int(bits)}"]
-        self.port: str = ""
-        self.control: str = ""
-        self._stderr = tempfile.TemporaryFile(mode="w+b")
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", "bam_drivers.emulators.dynamixel_emulator", *args],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._stderr,
-        )
-        try:
-            self._wait_ready(startup_timeout)
-        except BaseException:
-            self.stop()
-            raise
-
-    # -- life cycle ------------------------------------------------------------------
-
-    def _wait_ready(self, timeout: float) -> None:
-        try:
-            line = await_ready_line(self._process, "READY", timeout)
-        except NotReady as exc:
-            raise EmulatorError(f"emulator {exc}; stderr: {self.stderr_tail()}") from None
-        words = line.split()
-        if len(words) != 3:
-            raise EmulatorError(f"unexpected emulator output {line!r}; stderr: "
-                                f"{self.stderr_tail()}")
-        self.port, self.control = words[1], words[2]
-
-    def stderr_tail(self) -> str:
-        """The end of what the emulator wrote on stderr."""
-        self._stderr.seek(0, os.SEEK_END)
-        size = self._stderr.tell()
-        self._stderr.seek(max(0, size - STDERR_TAIL))
-        return self._stderr.read().decode(errors="replace").strip() or "(empty)"
-
-    @property
-    def pid(self) -> int:
-        return self._process.pid
-
-    @property
-    def returncode(self) -> int | None:
-        return self._process.poll()
-
-    def stop(self, timeout: float = 5.0) -> int:
-        """Terminate the process (SIGTERM, then SIGKILL after ``timeout``); its exit code."""
-        if self._process.poll() is None:
-            self._process.send_signal(signal.SIGTERM)
-            try:
-                self._process.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
-        if self._process.stdout is not None:
-            self._process.stdout.close()
-        return self._process.returncode
-
-    def __enter__(self) -> EmulatorProcess:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    # -- control ---------------------------------------------------------------------
-
-    def _call(self, request: dict, timeout: float = 5.0) -> object:
-        if self._process.poll() is not None:
-            raise EmulatorError(f"emulator exited with code {self._process.returncode}; "
-                                f"stderr: {self.stderr_tail()}")
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(timeout)
-            sock.connect(self.control)
-            sock.sendall(json.dumps(request).encode() + b"\n")
-            with sock.makefile("rb") as stream:
-                line = stream.readline()
-        if not line:
-            raise EmulatorError(f"emulator closed the control connection on {request}")
-        reply = json.loads(line)
-        if not reply["ok"]:
-            raise BamError(f"emulator refused {request.get('cmd')}: {reply['error']}")
-        return reply["result"]
+        super().__init__("bam_drivers.emulators.dynamixel_emulator", args, 2,
+                         startup_timeout)
+        self.port, self.control = self.ready
 
     def truth(self) -> dict[int, dict]:
         """Ground truth per id (SI units and the raw registers, see the emulator)."""
-        return {int(k): v for k, v in self._call({"cmd": "truth"}).items()}
+        return {int(k): v for k, v in self.call({"cmd": "truth"}).items()}
 
     def inject(
         self,
@@ -184,22 +97,22 @@ class EmulatorProcess:
                 request[key] = float(value)
         if hardware_error:
             request["hardware_error"] = {str(k): int(v) for k, v in hardware_error.items()}
-        return self._call(request)
+        return self.call(request)
 
     def vanish(self, seconds: float | None = None) -> None:
         """Remove the port now; a new pty appears at the same path after ``seconds``
         (None: when :meth:`restore` is called)."""
-        self._call({"cmd": "vanish", "seconds": None if seconds is None else float(seconds)})
+        self.call({"cmd": "vanish", "seconds": None if seconds is None else float(seconds)})
 
     def restore(self) -> None:
         """Bring back a port that vanished, now."""
-        self._call({"cmd": "restore"})
+        self.call({"cmd": "restore"})
 
     def set_position(self, dxl_id: int, position: float, velocity: float = 0.0) -> None:
         """Move a joint to ``position`` rad (and ``velocity`` rad/s)."""
-        self._call({"cmd": "set_position", "id": int(dxl_id), "position": float(position),
+        self.call({"cmd": "set_position", "id": int(dxl_id), "position": float(position),
                     "velocity": float(velocity)})
 
     def stats(self) -> dict:
         """Packets received, replies, errors, faults injected, physics ticks, port state."""
-        return self._call({"cmd": "stats"})
+        return self.call({"cmd": "stats"})

@@ -20,31 +20,20 @@ file whose tail is quoted when it fails.
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import socket
-import subprocess
-import sys
-import tempfile
 from collections.abc import Iterable, Mapping
 
-from bam_sim.common.errors import BamError
-from bam_sim.common.ready_line import NotReady, await_ready_line
+from bam_drivers.emulators.emulator_process import EmulatorChild, EmulatorError
 
-STDERR_TAIL = 2000  # characters of stderr quoted in errors
+__all__ = ["EmulatorError", "EthercatEmulatorProcess", "NamespaceUnavailable"]
+
 NO_NAMESPACE = 3  # the emulator's exit code when it cannot create the namespace
-
-
-class EmulatorError(RuntimeError):
-    """The emulator process failed to start, died, or refused a command."""
 
 
 class NamespaceUnavailable(EmulatorError):
     """The emulator cannot create a network namespace here (not root)."""
 
 
-class EthercatEmulatorProcess:
+class EthercatEmulatorProcess(EmulatorChild):
     """A running EtherCAT emulator; a context manager that stops it on exit."""
 
     def __init__(self, drives: Iterable[str] = ("erob80_100",), physics: str = "m6", *,
@@ -67,76 +56,12 @@ class EthercatEmulatorProcess:
             args += ["--fault", f"{int(slave)}:{int(code)}"]
         if interface is not None:
             args += ["--interface", interface]
-        self.interface = self.control = self.namespace = ""
-        self._stderr = tempfile.TemporaryFile(mode="w+b")
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", "bam_drivers.emulators.ethercat_emulator", *args],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._stderr)
-        try:
-            self._wait_ready(startup_timeout)
-        except BaseException:
-            self.stop()
-            raise
+        super().__init__("bam_drivers.emulators.ethercat_emulator", args, 3, startup_timeout)
+        self.interface, self.control, self.namespace = self.ready
 
-    def _wait_ready(self, timeout: float) -> None:
-        try:
-            line = await_ready_line(self._process, "READY", timeout)
-        except NotReady as exc:
-            if self._process.poll() == NO_NAMESPACE:
-                raise NamespaceUnavailable(self.stderr_tail()) from None
-            raise EmulatorError(f"emulator {exc}; stderr: {self.stderr_tail()}") from None
-        words = line.split()
-        if len(words) != 4:
-            raise EmulatorError(f"unexpected emulator output {line!r}")
-        self.interface, self.control, self.namespace = words[1:]
-
-    def stderr_tail(self) -> str:
-        self._stderr.seek(0, os.SEEK_END)
-        size = self._stderr.tell()
-        self._stderr.seek(max(0, size - STDERR_TAIL))
-        return self._stderr.read().decode(errors="replace").strip() or "(empty)"
-
-    @property
-    def pid(self) -> int:
-        return self._process.pid
-
-    def stop(self, timeout: float = 5.0) -> int:
-        """SIGTERM, then SIGKILL after ``timeout``; the exit code."""
-        if self._process.poll() is None:
-            self._process.send_signal(signal.SIGTERM)
-            try:
-                self._process.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
-        if self._process.stdout is not None:
-            self._process.stdout.close()
-        return self._process.returncode
-
-    def __enter__(self) -> EthercatEmulatorProcess:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    # -- control -----------------------------------------------------------------------
-
-    def call(self, request: dict, timeout: float = 5.0) -> object:
-        if self._process.poll() is not None:
-            raise EmulatorError(f"emulator exited with code {self._process.returncode}; "
-                                f"stderr: {self.stderr_tail()}")
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(timeout)
-            sock.connect(self.control)
-            sock.sendall(json.dumps(request).encode() + b"\n")
-            with sock.makefile("rb") as stream:
-                line = stream.readline()
-        if not line:
-            raise EmulatorError(f"emulator closed the control connection on {request}")
-        reply = json.loads(line)
-        if not reply["ok"]:
-            raise BamError(f"emulator refused {request.get('cmd')}: {reply['error']}")
-        return reply["result"]
+    def _not_ready(self) -> None:
+        if self._process.poll() == NO_NAMESPACE:
+            raise NamespaceUnavailable(self.stderr_tail())
 
     def truth(self) -> dict[int, dict]:
         """Ground truth per slave position (1-based): joint state, drive and ESC state."""
