@@ -37,7 +37,26 @@ def _pings(ph, port, dxl_id: int) -> bool:
         return False
 
 
-def wait_for(condition, timeout: float = 5.0) -> bool:
+def answered(exchange, timeout: float = 10.0) -> tuple:
+    """The first outcome of ``exchange`` (an SDK call) that is not a timeout.
+
+    On a loaded machine a reply may come after the SDK stopped waiting; the
+    exchange is then repeated, as a master would.
+    """
+    seen: list[tuple] = []
+
+    def done() -> bool:
+        try:
+            seen.append(tuple(exchange()))
+        except IndexError:  # dynamixel-sdk reading a stale, shorter status
+            return False
+        return seen[-1][1] != sdk.COMM_RX_TIMEOUT
+
+    assert wait_for(done, timeout), f"no reply in {timeout} s"
+    return seen[-1]
+
+
+def wait_for(condition, timeout: float = 10.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():
@@ -71,22 +90,32 @@ def test_dropped_replies_time_out(emulator, link) -> None:
     assert wait_for(lambda: _pings(ph, port, 1))  # a loaded machine may answer late once
 
 
-def test_drop_probability_is_seeded_and_counted(emulator, link) -> None:
+def test_dropped_replies_are_counted(emulator, link) -> None:
+    # Asserted on the emulator's counters, not on the SDK's timing: on a loaded machine a
+    # reply the SDK stopped waiting for is a timeout there but a reply here, and a later
+    # request may read it. A protocol 1.0 ping is two frames (ping, then a model-number
+    # read); either reply dropped fails it.
     port, ph = link
-    dropped_before = emulator.stats()["dropped"]
+    before = emulator.stats()
     emulator.inject(drop=0.5)
     results = [ph.ping(port, 2)[1] for _ in range(40)]
-    timeouts = results.count(sdk.COMM_RX_TIMEOUT)
-    assert 0 < timeouts < 40
-    assert results.count(sdk.COMM_SUCCESS) + timeouts == 40
-    assert emulator.stats()["dropped"] - dropped_before == timeouts
+
+    def delta(key: str) -> int:
+        return emulator.stats()[key] - before[key]
+
+    assert wait_for(lambda: delta("received") >= 40
+                    and delta("dropped") + delta("replies") == delta("received"))
+    dropped, replies = delta("dropped"), delta("replies")
+    assert 0.25 < dropped / (dropped + replies) < 0.75
+    assert set(results) == {sdk.COMM_SUCCESS, sdk.COMM_RX_TIMEOUT}
+    assert results.count(sdk.COMM_SUCCESS) <= replies
 
 
 def test_corrupted_checksum(emulator, link) -> None:
     port, ph = link
     emulator.inject(corrupt=1.0)
-    _, result, _ = ph.read1ByteTxRx(port, 1, 43 if emulator.protocol == 1 else 146)
-    assert result == sdk.COMM_RX_CORRUPT
+    address = 43 if emulator.protocol == 1 else 146
+    assert answered(lambda: ph.read1ByteTxRx(port, 1, address))[1] == sdk.COMM_RX_CORRUPT
     assert emulator.stats()["corrupted"] >= 1
 
 
@@ -104,23 +133,22 @@ def test_hardware_error_bits(emulator, link) -> None:
     port, ph = link
     if emulator.protocol == 1:
         emulator.inject(hardware_error={1: 0x04})  # overheating
-        _, result, error = ph.ping(port, 1)
-        assert result == sdk.COMM_SUCCESS and error == 0x04
-        assert ph.ping(port, 2)[2] == 0
+        assert answered(lambda: ph.ping(port, 1))[1:] == (sdk.COMM_SUCCESS, 0x04)
+        assert answered(lambda: ph.ping(port, 2))[1:] == (sdk.COMM_SUCCESS, 0)
     else:
         emulator.inject(hardware_error={1: 0x20})  # overload
-        status, result, error = ph.read1ByteTxRx(port, 1, 70)
+        status, result, error = answered(lambda: ph.read1ByteTxRx(port, 1, 70))
         assert result == sdk.COMM_SUCCESS and error == 0x80 and status == 0x20
         assert "Hardware error" in ph.getRxPacketError(error)
     assert emulator.truth()[1]["hardware_error"] in (0x04, 0x20)
     emulator.inject(hardware_error={1: 0})
-    assert ph.ping(port, 1)[2] == 0
+    assert answered(lambda: ph.ping(port, 1))[1:] == (sdk.COMM_SUCCESS, 0)
 
 
 def test_port_vanishes_and_returns_at_the_same_path(emulator, link) -> None:
     port, ph = link
     path = emulator.port
-    assert ph.ping(port, 1)[1] == sdk.COMM_SUCCESS
+    assert wait_for(lambda: _pings(ph, port, 1))
     emulator.vanish()  # until restore(): no race with a slow test
     assert wait_for(lambda: not os.path.lexists(path))
     # The master side is closed: the old descriptor hangs up (pyserial's tcflush raises
@@ -133,7 +161,7 @@ def test_port_vanishes_and_returns_at_the_same_path(emulator, link) -> None:
     assert wait_for(lambda: os.path.exists(path))
     port2 = open_port(path)
     try:
-        assert ph.ping(port2, 1)[1] == sdk.COMM_SUCCESS
+        assert wait_for(lambda: _pings(ph, port2, 1))
     finally:
         port2.closePort()
     assert emulator.stats()["vanished"] >= 1
@@ -146,7 +174,7 @@ def test_faults_from_the_command_line() -> None:
         ph = sdk.PacketHandler(2.0)
         assert ph.ping(port, 3)[1] == sdk.COMM_RX_TIMEOUT
         emu.inject(drop=0.0)
-        assert ph.ping(port, 3)[1:] == (sdk.COMM_SUCCESS, 0x80)
+        assert answered(lambda: ph.ping(port, 3))[1:] == (sdk.COMM_SUCCESS, 0x80)
         port.closePort()
 
 
