@@ -1,8 +1,10 @@
 """The 2R arm (launch/arm.launch.py) as the runner composes it.
 
 sim:=true starts the MuJoCo arm node of bam_sim (servo models and M1..M6
-friction per joint); sim:=false the Dynamixel driver of bam_drivers on the real
-arm. Both publish the same topics (bam_sim.common.contract), so the rest of a
+friction per joint); sim:=false the driver of bam_drivers on the real arm:
+arm:=dynamixel the Dynamixel driver on ``port``, arm:=erob the eRob driver on
+the EtherCAT line at ``interface`` (drives in line order: shoulder, elbow).
+Both publish the same topics (bam_sim.common.contract), so the rest of a
 stack does not change. Per-joint arguments (params, models, gains, actuators,
 joint_names, ids) are lists in joint order (shoulder, elbow for the shipped
 arms); a single entry applies to every joint, an empty entry keeps that
@@ -16,6 +18,9 @@ from dataclasses import dataclass
 from bam_bringup.composition import Composition, NodeSpec, Refusal, argument, given, namespace
 
 SHIPPED_JOINTS = ("shoulder", "elbow")  # the joints of both shipped arms, in order
+# The drive models of the shipped eRob arm's joints (bam_sim.mujoco_arm.shipped_arms; a test
+# keeps them equal: this module does not import MuJoCo).
+EROB_DRIVES = ("erob80_100", "erob80_50")
 
 
 @dataclass(frozen=True)
@@ -39,27 +44,31 @@ class ArmArgs:
                                           "(\"\" = the arm's)")
     joint_names: tuple[str, ...] = argument((), "joint names in order (\"\" = the arm's, "
                                             "[shoulder, elbow])")
-    sim: bool = argument(True, "simulate the arm in MuJoCo (false = the Dynamixel driver on "
-                         "the real arm)")
+    sim: bool = argument(True, "simulate the arm in MuJoCo (false = the arm's driver on the "
+                         "real arm: Dynamixel or eRob)")
     real_time_factor: float = argument(1.0, "simulation speed relative to real time (0 = as "
                                        "fast as possible)")
     viewer: bool = argument(False, "open MuJoCo's viewer (needs a display; without one a "
                             "warning only)")
-    port: str = argument("/dev/ttyUSB0", "serial port of the Dynamixel bus (sim:=false)")
+    port: str = argument("/dev/ttyUSB0", "serial port of the Dynamixel bus (sim:=false "
+                         "arm:=dynamixel)")
     ids: tuple[int, ...] = argument((1, 2), "Dynamixel ids per joint, in joint order "
-                                    "(sim:=false)")
-    servo_model: str = argument("mx106_p1", "control table of the servos (sim:=false; the "
-                                "MX-64 and MX-106 share the protocol 1.0 table)")
+                                    "(sim:=false arm:=dynamixel)")
+    servo_model: str = argument("mx106_p1", "control table of the servos (sim:=false "
+                                "arm:=dynamixel; the MX-64 and MX-106 share the protocol 1.0 "
+                                "table)")
     protocol: int = argument(1, "Dynamixel protocol, 1 or 2, matching servo_model "
-                             "(sim:=false)")
+                             "(sim:=false arm:=dynamixel)")
+    interface: str = argument("eth0", "network interface of the EtherCAT line, drives in "
+                              "joint order along it (sim:=false arm:=erob)")
     namespace: str = argument("", "namespace of the arm's nodes and topics, e.g. arm1 "
                               "(\"\" = none); /clock is remapped into it")
 
 
 REFUSALS = (
-    Refusal(lambda a: not a.sim and a.arm != "dynamixel",
-            "sim:=false drives Dynamixel servos (bam_drivers) and this version has no eRob "
-            "driver; use arm:=dynamixel on the real arm, or sim:=true"),
+    Refusal(lambda a: not a.sim and a.arm not in ("dynamixel", "erob"),
+            "sim:=false drives a shipped arm's hardware: arm:=dynamixel (Dynamixel servos on "
+            "port) or arm:=erob (eRob drives over EtherCAT on interface)"),
     Refusal(lambda a: not a.sim and bool(a.gains),
             "gains:= sets the simulated arm's initial gains; on the real arm (sim:=false) send "
             "gains on /bam/commands"),
@@ -67,16 +76,20 @@ REFUSALS = (
 
 
 def arm_nodes(a: ArmArgs) -> list[NodeSpec]:
-    """The node of the arm for ``a``: the simulated arm or the Dynamixel driver."""
+    """The node of the arm for ``a``: the simulated arm or the arm's driver."""
     ns = namespace(a.namespace)
     if a.sim:
         return [NodeSpec("arm", "bam_sim", "arm", given(
             publish_clock=True, arm=a.arm, mjcf=a.mjcf, params_files=a.params, models=a.models,
             gains=a.gains, actuators=a.actuators, joints=a.joint_names,
             real_time_factor=a.real_time_factor, viewer=a.viewer), ns)]
+    joints = a.joint_names or SHIPPED_JOINTS  # the driver's own would be joint<k>
+    if a.arm == "erob":
+        return [NodeSpec("erob", "bam_drivers", "erob", given(
+            joint_names=joints, interface=a.interface, drive_models=EROB_DRIVES), ns)]
     return [NodeSpec("dynamixel", "bam_drivers", "dynamixel", given(
-        joint_names=a.joint_names or SHIPPED_JOINTS, port=a.port, ids=a.ids,
-        servo_model=a.servo_model, protocol=a.protocol), ns)]
+        joint_names=joints, port=a.port, ids=a.ids, servo_model=a.servo_model,
+        protocol=a.protocol), ns)]
 
 
 ARM = Composition("arm", ArmArgs, arm_nodes, REFUSALS)

@@ -10,13 +10,16 @@ test_bringup_launch_agreement.py parses them to keep the two in agreement.
 
 Launch arguments arrive as strings and are typed here by the field's
 annotation (parsed, never evaluated): ``bool``, ``int``, ``float``, ``str`` or
-a tuple of those, a list written ``a,b`` or ``[a, b]``. No ROS import here.
+a tuple of those, a list written ``a,b`` or ``[a, b]``; ``float | None`` (and
+int) with the default None is a number that may be left out: "" keeps the
+node's own default. No ROS import here.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
+import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -108,6 +111,10 @@ class Composition:
 
 
 def _kind(hint: object, name: str) -> str:
+    options = typing.get_args(hint)
+    if len(options) == 2 and type(None) in options and typing.get_origin(hint) in (
+            typing.Union, types.UnionType):  # T | None: a scalar that may be left out
+        hint = next(option for option in options if option is not type(None))
     if hint in _SCALARS:
         return _SCALARS[hint]
     item = typing.get_args(hint)[:1]
@@ -126,11 +133,15 @@ def typed(value: object, like: object, name: str, kind: str) -> object:
     if kind.endswith("s") and kind != "string":  # a list
         return _typed_list(value, kind[:-1], name)
     if not isinstance(value, str) or kind == "string":
+        if value is None and like is None:
+            return None
         return _scalar(value, kind, f"argument {name}:={value}")
     try:
         parsed = yaml.safe_load(value) if value.strip() else like
     except yaml.YAMLError:
         parsed = value
+    if parsed is None and like is None:  # "" for an argument that may be left out
+        return None
     return _scalar(parsed, kind, f"argument {name}:={value}")
 
 
@@ -185,9 +196,11 @@ def launch_default(argument: Argument) -> str:
     """The default of ``argument`` as the launch file declares it (types back to it).
 
     Lists are YAML (``[1, 2]``), as launch_ros reads list parameters; an empty
-    list is "" (not given: the node keeps its own default).
+    list or None is "" (not given: the node keeps its own default).
     """
     value = argument.default
+    if value is None:
+        return ""
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, list):
@@ -207,9 +220,11 @@ def namespace(text: str) -> str:
 
 
 def given(**parameters: object) -> dict:
-    """Parameters without the empty ones: "" or an empty list keeps the node's own default."""
+    """Parameters without the empty ones: "", None or an empty list keeps the node's own
+    default."""
     return {name: list(value) if isinstance(value, tuple) else value
-            for name, value in parameters.items() if value not in ("", (), [])}
+            for name, value in parameters.items()
+            if value is not None and value not in ("", (), [])}
 
 
 def command_line(spec: NodeSpec) -> list[str]:

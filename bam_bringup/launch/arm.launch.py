@@ -3,14 +3,17 @@
     ros2 launch bam_bringup arm.launch.py arm:=dynamixel params:=,out/mx64_m6.yaml
     ros2 launch bam_bringup arm.launch.py arm:=erob models:=m1 real_time_factor:=0.0
     ros2 launch bam_bringup arm.launch.py sim:=false port:=/dev/ttyUSB0 ids:="[1, 2]"
+    ros2 launch bam_bringup arm.launch.py sim:=false arm:=erob interface:=eth0
 
-sim:=true starts the MuJoCo arm node (bam_sim); sim:=false the Dynamixel driver
-(bam_drivers) on the real arm. Both publish the same topics, in namespace:=
-with /clock remapped into it. Per-joint arguments of the simulated arm
-(params, models, gains, actuators, joint_names) are lists in joint order
-(shoulder, elbow), written a,b or [a, b]: one entry applies to every joint, an
-empty entry keeps that joint's default, "" the node's own; ids and the
-driver's joint_names are YAML lists.
+sim:=true starts the MuJoCo arm node (bam_sim); sim:=false the arm's driver
+(bam_drivers) on the real arm: arm:=dynamixel the Dynamixel driver on port:=,
+arm:=erob the eRob driver on the EtherCAT line at interface:= (the shoulder's
+eRob80:100 first along the line, then the elbow's eRob80:50). All publish the
+same topics, in namespace:= with /clock remapped into it. Per-joint arguments
+of the simulated arm (params, models, gains, actuators, joint_names) are lists
+in joint order (shoulder, elbow), written a,b or [a, b]: one entry applies to
+every joint, an empty entry keeps that joint's default, "" the node's own; ids
+and the drivers' joint_names are YAML lists.
 
 The in-process runner (`bench serve --config arm`) starts the same nodes from
 bam_bringup/arm_composition.py; test_bringup_launch_agreement.py checks that
@@ -19,8 +22,14 @@ the two declare the same arguments, nodes and parameters.
 
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
-from launch.conditions import IfCondition, UnlessCondition
-from launch.substitutions import LaunchConfiguration, PythonExpression
+from launch.conditions import IfCondition
+from launch.substitutions import (
+    AndSubstitution,
+    EqualsSubstitution,
+    LaunchConfiguration,
+    NotSubstitution,
+    PythonExpression,
+)
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
@@ -32,16 +41,22 @@ def number(name: str) -> ParameterValue:
     return ParameterValue(LaunchConfiguration(name), value_type=float)
 
 
+def real(arm: str) -> IfCondition:
+    """sim:=false on this shipped arm:=."""
+    return IfCondition(AndSubstitution(NotSubstitution(LaunchConfiguration("sim")),
+                                       EqualsSubstitution(LaunchConfiguration("arm"), arm)))
+
+
 def refuse(context) -> None:
     """Argument combinations that cannot work: one line naming the fix."""
     def value(name: str) -> str:
         return LaunchConfiguration(name).perform(context)
 
     sim = value("sim").lower() in ("true", "1")
-    if not sim and value("arm") != "dynamixel":
-        raise RuntimeError("sim:=false drives Dynamixel servos (bam_drivers) and this version "
-                           "has no eRob driver; use arm:=dynamixel on the real arm, or "
-                           "sim:=true")
+    if not sim and value("arm") not in ("dynamixel", "erob"):
+        raise RuntimeError("sim:=false drives a shipped arm's hardware: arm:=dynamixel "
+                           "(Dynamixel servos on port) or arm:=erob (eRob drives over EtherCAT "
+                           "on interface)")
     if not sim and value("gains"):
         raise RuntimeError("gains:= sets the simulated arm's initial gains; on the real arm "
                            "(sim:=false) send gains on /bam/commands")
@@ -73,6 +88,9 @@ def arm(context) -> list:
 def generate_launch_description() -> LaunchDescription:
     sim = LaunchConfiguration("sim")
     namespace = LaunchConfiguration("namespace")
+    # "" = the shipped arms' joints (the drivers would name them joint<id>)
+    joints = PythonExpression(["'", LaunchConfiguration("joint_names"),
+                               "' or '[shoulder, elbow]'"])
     return LaunchDescription([
         DeclareLaunchArgument("arm", default_value="dynamixel", description=(
             "shipped arm (dynamixel = MX-106 shoulder, MX-64 elbow; erob = eRob80:100 "
@@ -94,20 +112,24 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument("joint_names", default_value="", description=(
             "joint names in order (\"\" = the arm's, [shoulder, elbow])")),
         DeclareLaunchArgument("sim", default_value="true", description=(
-            "simulate the arm in MuJoCo (false = the Dynamixel driver on the real arm)")),
+            "simulate the arm in MuJoCo (false = the arm's driver on the real arm: Dynamixel "
+            "or eRob)")),
         DeclareLaunchArgument("real_time_factor", default_value="1.0", description=(
             "simulation speed relative to real time (0 = as fast as possible)")),
         DeclareLaunchArgument("viewer", default_value="false", description=(
             "open MuJoCo's viewer (needs a display; without one a warning only)")),
         DeclareLaunchArgument("port", default_value="/dev/ttyUSB0", description=(
-            "serial port of the Dynamixel bus (sim:=false)")),
+            "serial port of the Dynamixel bus (sim:=false arm:=dynamixel)")),
         DeclareLaunchArgument("ids", default_value="[1, 2]", description=(
-            "Dynamixel ids per joint, in joint order (sim:=false)")),
+            "Dynamixel ids per joint, in joint order (sim:=false arm:=dynamixel)")),
         DeclareLaunchArgument("servo_model", default_value="mx106_p1", description=(
-            "control table of the servos (sim:=false; the MX-64 and MX-106 share the protocol "
-            "1.0 table)")),
+            "control table of the servos (sim:=false arm:=dynamixel; the MX-64 and MX-106 "
+            "share the protocol 1.0 table)")),
         DeclareLaunchArgument("protocol", default_value="1", description=(
-            "Dynamixel protocol, 1 or 2, matching servo_model (sim:=false)")),
+            "Dynamixel protocol, 1 or 2, matching servo_model (sim:=false arm:=dynamixel)")),
+        DeclareLaunchArgument("interface", default_value="eth0", description=(
+            "network interface of the EtherCAT line, drives in joint order along it "
+            "(sim:=false arm:=erob)")),
         DeclareLaunchArgument("namespace", default_value="", description=(
             "namespace of the arm's nodes and topics, e.g. arm1 (\"\" = none); /clock is "
             "remapped into it")),
@@ -118,9 +140,11 @@ def generate_launch_description() -> LaunchDescription:
         Node(package="bam_drivers", executable="dynamixel", name="dynamixel", namespace=namespace,
              parameters=[{"port": LaunchConfiguration("port"), "ids": LaunchConfiguration("ids"),
                           "servo_model": LaunchConfiguration("servo_model"),
-                          "protocol": LaunchConfiguration("protocol"),
-                          # "" = the shipped arms' joints (the driver would name them joint<id>)
-                          "joint_names": PythonExpression(["'", LaunchConfiguration(
-                              "joint_names"), "' or '[shoulder, elbow]'"])}],
-             remappings=CLOCK, output="screen", condition=UnlessCondition(sim)),
+                          "protocol": LaunchConfiguration("protocol"), "joint_names": joints}],
+             remappings=CLOCK, output="screen", condition=real("dynamixel")),
+
+        Node(package="bam_drivers", executable="erob", name="erob", namespace=namespace,
+             parameters=[{"interface": LaunchConfiguration("interface"),
+                          "drive_models": ["erob80_100", "erob80_50"], "joint_names": joints}],
+             remappings=CLOCK, output="screen", condition=real("erob")),
     ])

@@ -4,12 +4,19 @@
     ros2 launch bam_bringup bench.launch.py namespace:=bench1 real_time_factor:=0.0
     ros2 launch bam_bringup bench.launch.py sim:=false port:=/dev/ttyUSB0 ids:=[1]
     ros2 launch bam_bringup bench.launch.py sim:=false hardware:=emulated port:=/tmp/ttyDXL
+    ros2 launch bam_bringup bench.launch.py sim:=false driver:=erob interface:=eth0 \
+        actuator:=erob80_100 mass:=3.1 length:=0.5
+    ros2 launch bam_bringup bench.launch.py sim:=false driver:=erob hardware:=emulated \
+        interface:=bamec0 actuator:=erob80_100    # as root: the emulator's veth pair
 
-sim:=true starts the simulated pendulum (bam_sim); sim:=false the Dynamixel
-driver (bam_drivers) and, with hardware:=emulated, its emulator (a plain
-process: options on its command line). The trajectory node (and with
-record:=true the recorder) of bam_identify runs on either. Every node runs in
-namespace:= with /clock remapped into it, so benches run side by side.
+sim:=true starts the simulated pendulum (bam_sim); sim:=false a driver of
+bam_drivers: driver:=dynamixel (servos on port:=) or driver:=erob (an eRob
+over EtherCAT on interface:=) and, with hardware:=emulated, the driver's
+emulator (a plain process: options on its command line; the EtherCAT one
+makes a veth pair in a network namespace of its own, which needs root). The
+trajectory node (and with record:=true the recorder) of bam_identify runs on
+either. Every node runs in namespace:= with /clock remapped into it, so
+benches run side by side.
 
 The in-process runner (`bench serve`) starts the same nodes from
 bam_bringup/bench_composition.py; test_bringup_launch_agreement.py checks that
@@ -18,8 +25,14 @@ the two declare the same arguments, nodes and parameters.
 
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, ExecuteProcess, GroupAction, OpaqueFunction
-from launch.conditions import IfCondition, UnlessCondition
-from launch.substitutions import EqualsSubstitution, LaunchConfiguration, NotEqualsSubstitution
+from launch.conditions import IfCondition
+from launch.substitutions import (
+    AndSubstitution,
+    EqualsSubstitution,
+    LaunchConfiguration,
+    NotEqualsSubstitution,
+    NotSubstitution,
+)
 from launch_ros.actions import Node, SetParameter
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import ExecutableInPackage
@@ -42,27 +55,45 @@ def equals(name: str, value: str) -> IfCondition:
     return IfCondition(EqualsSubstitution(LaunchConfiguration(name), value))
 
 
+def driven(driver: str) -> IfCondition:
+    """sim:=false with this driver:=."""
+    return IfCondition(AndSubstitution(NotSubstitution(LaunchConfiguration("sim")),
+                                       EqualsSubstitution(LaunchConfiguration("driver"), driver)))
+
+
 def refuse(context) -> None:
     """Argument combinations that cannot work: one line naming the fix."""
     def value(name: str) -> str:
         return LaunchConfiguration(name).perform(context)
 
     sim = value("sim").lower() in ("true", "1")
-    if not sim and value("driver") != "dynamixel":
-        raise RuntimeError("sim:=false drives the hardware through driver:=dynamixel "
-                           "(bam_drivers), the only driver of the bench")
-    if value("hardware") not in ("real", "emulated"):
-        raise RuntimeError("hardware:= must be real (servos on port) or emulated (the "
-                           "Dynamixel emulator)")
-    if sim and value("hardware") == "emulated":
+    driver, hardware, actuator = value("driver"), value("hardware"), value("actuator")
+    emulated = hardware == "emulated"
+    if driver not in ("dynamixel", "erob"):
+        raise RuntimeError("driver:= must be dynamixel (Dynamixel servos on port) or erob (eRob "
+                           "drives over EtherCAT on interface)")
+    if hardware not in ("real", "emulated"):
+        raise RuntimeError("hardware:= must be real (the actuator on port or interface) or "
+                           "emulated (the driver's emulator)")
+    if sim and emulated:
         raise RuntimeError("hardware:=emulated runs the driver on the emulator; give "
                            "sim:=false with it")
-    if value("hardware") == "emulated" and not value("port"):
+    if not sim and driver == "dynamixel" and actuator not in ("mx64", "mx106"):
+        raise RuntimeError("driver:=dynamixel drives Dynamixel servos: give actuator:=mx64 or "
+                           "mx106, or driver:=erob for an eRob")
+    if not sim and driver == "erob" and actuator not in ("erob80_50", "erob80_100"):
+        raise RuntimeError("driver:=erob drives eRob drives: give actuator:=erob80_50 or "
+                           "erob80_100, or driver:=dynamixel for an MX servo")
+    if emulated and driver == "dynamixel" and not value("port"):
         raise RuntimeError("hardware:=emulated needs port:=PATH, where the emulator creates "
                            "its pseudo-terminal (e.g. port:=/tmp/ttyDXL)")
+    if emulated and driver == "erob" and not value("interface"):
+        raise RuntimeError("hardware:=emulated with driver:=erob needs interface:=NAME, the "
+                           "name the emulator gives the master's end of its veth pair (e.g. "
+                           "interface:=bamec0)")
 
 
-def emulator(context) -> list:
+def dynamixel_emulator(context) -> list:
     """The Dynamixel emulator; a function only to spread ids:=[1, 2] over --ids 1 2."""
     ids = LaunchConfiguration("ids").perform(context).strip("[] ").replace(",", " ").split()
     return [ExecuteProcess(
@@ -81,7 +112,8 @@ def generate_launch_description() -> LaunchDescription:
     bench = {"mass": number("mass"), "length": number("length"), "arm_mass": number("arm_mass")}
     return LaunchDescription([
         DeclareLaunchArgument("actuator", default_value="mx64", description=(
-            "actuator type (mx64, mx106, erob80_50, erob80_100; sim:=false mx64, mx106)")),
+            "actuator type (mx64, mx106, erob80_50, erob80_100; sim:=false: mx64, mx106 with "
+            "driver:=dynamixel, erob80_50, erob80_100 with driver:=erob)")),
         DeclareLaunchArgument("model", default_value="m4", description=(
             "friction model of the simulated actuator (m1..m6; ep_* with params:=FILE)")),
         DeclareLaunchArgument("params", default_value="", description=(
@@ -104,20 +136,27 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument("arm_mass", default_value="0.0", description=(
             "mass of the pendulum arm (uniform rod), kg")),
         DeclareLaunchArgument("driver", default_value="dynamixel", description=(
-            "hardware driver of sim:=false (dynamixel)")),
+            "hardware driver of sim:=false (dynamixel: Dynamixel servos on port; erob: eRob "
+            "drives over EtherCAT on interface)")),
         DeclareLaunchArgument("hardware", default_value="real", description=(
-            "sim:=false on real servos (real) or on the Dynamixel emulator (emulated)")),
+            "sim:=false on real hardware (real) or on the driver's emulator (emulated; "
+            "driver:=erob needs root)")),
         DeclareLaunchArgument("port", default_value="", description=(
-            "serial port of the servos (sim:=false; \"\" = the driver's /dev/ttyUSB0; with "
-            "hardware:=emulated, the path where the emulator creates its pseudo-terminal)")),
+            "serial port of the servos (driver:=dynamixel; \"\" = the driver's /dev/ttyUSB0; "
+            "with hardware:=emulated, the path where the emulator creates its pseudo-terminal)")),
+        DeclareLaunchArgument("interface", default_value="", description=(
+            "network interface of the EtherCAT line (driver:=erob; \"\" = the driver's eth0; "
+            "with hardware:=emulated, the name the emulator gives the master's end of its veth "
+            "pair, e.g. bamec0)")),
         DeclareLaunchArgument("ids", default_value="[1]", description=(
-            "Dynamixel ids on the bus, a list such as [1, 2] (sim:=false; the first is the "
-            "pendulum's joint)")),
+            "Dynamixel ids on the bus, a list such as [1, 2] (driver:=dynamixel; the first is "
+            "the pendulum's joint)")),
         DeclareLaunchArgument("servo_model", default_value="mx64_p1", description=(
             "control table of the servos (mx64_p1, mx106_p1, mx64_p2, mx106_p2, xm430_w350; "
-            "sim:=false)")),
-        DeclareLaunchArgument("rate", default_value="200.0", description=(
-            "bus cycles (read, write, publish) per second of the driver, Hz (sim:=false)")),
+            "driver:=dynamixel)")),
+        DeclareLaunchArgument("rate", default_value="", description=(
+            "bus cycles (read, write, publish) per second of the driver, Hz (sim:=false; \"\" = "
+            "the driver's: 200 Hz Dynamixel, 1000 Hz eRob)")),
         DeclareLaunchArgument("namespace", default_value="", description=(
             "namespace of the bench's nodes and topics, e.g. bench1 (\"\" = none); /clock is "
             "remapped into it")),
@@ -131,18 +170,38 @@ def generate_launch_description() -> LaunchDescription:
                           "real_time_factor": number("real_time_factor"), **bench}],
              remappings=CLOCK, output="screen", condition=IfCondition(sim)),
 
-        GroupAction(condition=UnlessCondition(sim), actions=[
-            OpaqueFunction(function=emulator, condition=equals("hardware", "emulated")),
-            # port:="" leaves the driver its own default port.
+        # sim:=false: one driver (driver:=), after its emulator with hardware:=emulated.
+        # port:= and rate:= "" leave the driver its own default.
+        GroupAction(condition=driven("dynamixel"), actions=[
+            OpaqueFunction(function=dynamixel_emulator, condition=equals("hardware", "emulated")),
             SetParameter("port", LaunchConfiguration("port"), condition=given("port")),
+            SetParameter("rate", number("rate"), condition=given("rate")),
             Node(package="bam_drivers", executable="dynamixel", name="dynamixel",
                  namespace=namespace,
                  parameters=[{"actuator": LaunchConfiguration("actuator"),
                               "ids": LaunchConfiguration("ids"),
-                              "servo_model": LaunchConfiguration("servo_model"),
-                              "rate": number("rate"), **bench}],
-                 remappings=CLOCK, output="screen",
-                 condition=equals("driver", "dynamixel")),
+                              "servo_model": LaunchConfiguration("servo_model"), **bench}],
+                 remappings=CLOCK, output="screen"),
+        ]),
+        GroupAction(condition=driven("erob"), actions=[
+            ExecuteProcess(
+                cmd=[ExecutableInPackage("ethercat_emulator", "bam_drivers"),
+                     "--interface", LaunchConfiguration("interface"),
+                     "--drives", LaunchConfiguration("actuator"),
+                     "--params-file", LaunchConfiguration("params"),
+                     "--mass", LaunchConfiguration("mass"),
+                     "--length", LaunchConfiguration("length"),
+                     "--arm-mass", LaunchConfiguration("arm_mass")],
+                name="ethercat_emulator", output="screen",
+                condition=equals("hardware", "emulated")),
+            SetParameter("interface", LaunchConfiguration("interface"),
+                         condition=given("interface")),
+            SetParameter("rate", number("rate"), condition=given("rate")),
+            Node(package="bam_drivers", executable="erob", name="erob", namespace=namespace,
+                 parameters=[{"actuator": LaunchConfiguration("actuator"),
+                              # a list of one string: the pendulum's drive
+                              "drive_models": [[LaunchConfiguration("actuator")]], **bench}],
+                 remappings=CLOCK, output="screen"),
         ]),
 
         Node(package="bam_identify", executable="trajectory", name="trajectory",

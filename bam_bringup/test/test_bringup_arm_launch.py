@@ -13,7 +13,7 @@ import itertools
 
 import pytest
 
-from bam_bringup.arm_composition import ARM
+from bam_bringup.arm_composition import ARM, EROB_DRIVES
 from bam_bringup.bench_composition import BENCH
 from bam_bringup.composition import launch_default, typed
 from bam_bringup.process_bench import build_nodes, node_class
@@ -33,11 +33,12 @@ def compose(values: dict) -> list:
 
 def every_composition(sim: str):
     """The arm for every combination of the boolean arguments, sim fixed, every optional
-    argument given (the real arm takes no gains)."""
+    argument given (the real arm takes no gains), on both shipped arms."""
     flags = [a.name for a in ARM.arguments().values() if a.type == "bool" and a.name != "sim"]
     full = FULL if sim == "true" else {k: v for k, v in FULL.items() if k != "gains"}
-    for combo in itertools.product(["true", "false"], repeat=len(flags)):
-        yield compose({**full, "sim": sim, **dict(zip(flags, combo, strict=True))})
+    for arm, combo in itertools.product(("dynamixel", "erob"),
+                                        itertools.product(["true", "false"], repeat=len(flags))):
+        yield compose({**full, "arm": arm, "sim": sim, **dict(zip(flags, combo, strict=True))})
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +56,17 @@ def test_sim_starts_the_arm_node_and_hardware_the_dynamixel_driver():
     assert driver.parameters["joint_names"] == ["shoulder", "elbow"]
     (driver,) = compose({"sim": "false", "joint_names": "[a, b]"})
     assert driver.parameters["joint_names"] == ["a", "b"]
+
+
+def test_the_real_erob_arm_starts_the_erob_driver_with_the_shipped_arms_drives():
+    from bam_sim.mujoco_arm.shipped_arms import ARMS
+
+    (driver,) = compose({"sim": "false", "arm": "erob", "interface": "enp2s0"})
+    assert (driver.package, driver.executable) == ("bam_drivers", "erob")
+    # The drives of the simulated eRob arm, joint by joint, in line order.
+    assert EROB_DRIVES == tuple(j.actuator for j in ARMS["erob"].joints)
+    assert driver.parameters == {"interface": "enp2s0", "drive_models": list(EROB_DRIVES),
+                                 "joint_names": [j.joint for j in ARMS["erob"].joints]}
 
 
 @pytest.mark.parametrize("sim", ["true", "false"])
@@ -91,10 +103,13 @@ def test_every_arm_parameter_is_declared(context):
         node.destroy_node()
 
 
-def test_the_driver_node_takes_every_composed_parameter_with_its_type(context):
-    specs = compose({"sim": "false", "port": "/nonexistent/ttyDXL", "ids": "3,4",
-                     "joint_names": "shoulder,elbow"})
-    node = build_nodes(specs, context)["dynamixel"]  # starts without its port (retries)
+@pytest.mark.parametrize(("arm", "hardware"), [("dynamixel", {"port": "/nonexistent/ttyDXL",
+                                                               "ids": "3,4"}),
+                                             ("erob", {"interface": "nonexistent0"})])
+def test_the_driver_node_takes_every_composed_parameter_with_its_type(context, arm, hardware):
+    specs = compose({"sim": "false", "arm": arm, "joint_names": "shoulder,elbow", **hardware})
+    # It starts without its port or interface (and retries).
+    node = build_nodes(specs, context)[specs[0].name]
     try:
         for name, value in specs[0].parameters.items():
             assert node.get_parameter(name).value == value, name
@@ -135,7 +150,7 @@ def test_launch_defaults_type_back_to_the_defaults():
     ({"gains": "32,high"}, "entry 'high' of argument gains must be a number"),
     ({"ids": "1,2.5"}, "ids must be a whole number"),
     ({"models": "[m1, m2"}, "models:=\\[m1, m2 is not a list"),
-    ({"sim": "false", "arm": "erob"}, "no eRob driver"),
+    ({"sim": "false", "arm": "scara"}, "arm:=dynamixel .* or arm:=erob"),
     ({"sim": "false", "gains": "8"}, "send gains on /bam/commands"),
 ])
 def test_bad_arguments(values, message):

@@ -20,7 +20,9 @@ from bam_sim.common.errors import BamError
 from bam_sim.testing.ros_context import private_context
 
 FULL = {"params": "p.yaml", "bag": "/nonexistent/bag", "protocol": "p.yaml",
-        "port": "/nonexistent/ttyDXL"}  # every optional argument given
+        "port": "/nonexistent/ttyDXL", "interface": "nonexistent0",
+        "rate": "100"}  # every optional argument given
+EROB = {"driver": "erob", "actuator": "erob80_100"}
 
 
 def every_composition():
@@ -31,6 +33,8 @@ def every_composition():
         yield BENCH.compose(dict(zip(flags, combo, strict=True)))
     yield BENCH.compose({**FULL, "sim": "false", "record": "true"})
     yield BENCH.compose({**FULL, "sim": "false", "hardware": "emulated", "ids": "1,2"})
+    yield BENCH.compose({**FULL, **EROB, "sim": "false", "record": "true"})
+    yield BENCH.compose({**FULL, **EROB, "sim": "false", "hardware": "emulated"})
     yield BENCH.compose({**FULL, "record": "true", "namespace": "bench1"})
 
 
@@ -108,8 +112,14 @@ def test_namespace_puts_every_node_in_it():
     ({"ids": "1,x"}, "entry 'x' of argument ids must be a number"),
     ({"namespace": "1bench"}, "namespace:=1bench is not a ROS namespace"),
     ({"namespace": "bench-1"}, "namespace:=bench-1 is not a ROS namespace"),
-    ({"sim": "false", "driver": "erob"}, "through driver:=dynamixel"),
+    ({"driver": "ethercat"}, "driver:= must be dynamixel .* or erob"),
+    ({"sim": "false", "driver": "erob"}, "driver:=erob drives eRob drives: give "
+                                         "actuator:=erob80_50 or erob80_100"),
+    ({"sim": "false", "actuator": "erob80_100"}, "driver:=dynamixel drives Dynamixel servos"),
     ({"sim": "false", "hardware": "emulated"}, "hardware:=emulated needs port:=PATH"),
+    ({**EROB, "sim": "false", "hardware": "emulated"},
+     "hardware:=emulated with driver:=erob needs interface:=NAME"),
+    ({"sim": "false", "rate": "fast"}, "rate:=fast must be a number"),
     ({"hardware": "emulated", "port": "/tmp/ttyDXL"}, "give sim:=false"),
     ({"sim": "false", "hardware": "virtual"}, "hardware:= must be real"),
 ])
@@ -142,3 +152,40 @@ def test_hardware_composes_the_driver_and_its_emulator():
     config = parse_args(command_line(emulator))  # the emulator's own parser takes them
     assert (config.ids, config.mass, config.servo_model) == ((1, 2), 1.5, "mx64_p1")
     assert specs["dynamixel"].parameters["port"] == "/tmp/ttyDXL"
+
+
+def test_driver_erob_composes_the_erob_driver_and_its_emulator():
+    """driver:=erob: the eRob driver with the actuator as its one drive model; with
+    hardware:=emulated the EtherCAT emulator first, whose own parser takes the options."""
+    from bam_drivers.emulators.ethercat_emulator import parse_args
+
+    specs = {s.name: s for s in BENCH.compose({**EROB, "sim": "false", "interface": "enp3s0",
+                                               "mass": "3.1", "length": "0.5"})}
+    assert set(specs) == {"erob", "trajectory"}
+    driver = specs["erob"]
+    assert (driver.package, driver.executable, driver.process) == ("bam_drivers", "erob", False)
+    assert driver.parameters == {"actuator": "erob80_100", "drive_models": ["erob80_100"],
+                                 "interface": "enp3s0", "mass": 3.1, "length": 0.5,
+                                 "arm_mass": 0.0}  # rate "": the driver's own 1 kHz
+    specs = {s.name: s for s in BENCH.compose({**EROB, "sim": "false", "hardware": "emulated",
+                                               "interface": "bamec7", "actuator": "erob80_50",
+                                               "mass": "1.5", "rate": "500"})}
+    assert list(specs) == ["ethercat_emulator", "erob", "trajectory"]  # the emulator first
+    emulator = specs["ethercat_emulator"]
+    assert emulator.process and emulator.ready == "READY"
+    config = parse_args(command_line(emulator))
+    assert (config.interface, config.drives, config.mass) == ("bamec7", ("erob80_50",), 1.5)
+    assert specs["erob"].parameters["interface"] == "bamec7"
+    assert specs["erob"].parameters["rate"] == 500.0
+
+
+def test_rate_left_out_keeps_each_drivers_own_default():
+    """rate:="" gives no rate parameter: each driver keeps its own, as the argument says."""
+    from bam_drivers.nodes import dynamixel_node, erob_node
+
+    for values, node in (({"sim": "false"}, dynamixel_node), ({**EROB, "sim": "false"},
+                                                              erob_node)):
+        (driver,) = [s for s in BENCH.compose(values) if s.package == "bam_drivers"]
+        assert "rate" not in driver.parameters, driver.name
+        (default,) = [p.default for p in node.PARAMETERS if p.name == "rate"]
+        assert f"{default:g} Hz" in BENCH.arguments()["rate"].description, driver.name

@@ -25,13 +25,19 @@ LAUNCH = Path(__file__).resolve().parents[1] / "launch"
 CASES = {
     "bench": [
         {"record": "true", "params": "p.yaml", "bag": "b", "protocol": "p.yaml"},
-        {"sim": "false", "record": "true", "port": "/tmp/ttyDXL", "bag": "b", "protocol": "p"},
+        {"sim": "false", "record": "true", "port": "/tmp/ttyDXL", "bag": "b", "protocol": "p",
+         "rate": "500"},
         {"sim": "false", "hardware": "emulated", "port": "/tmp/ttyDXL", "params": "p.yaml"},
+        {"sim": "false", "driver": "erob", "actuator": "erob80_100", "interface": "eth1",
+         "rate": "1000"},
+        {"sim": "false", "driver": "erob", "actuator": "erob80_50", "hardware": "emulated",
+         "interface": "bamec0", "params": "p.yaml"},
     ],
     "arm": [
         {"params": "a.yaml", "models": "m1", "gains": "8.0", "actuators": "mx64",
          "joint_names": "a", "mjcf": "robot.xml"},
         {"sim": "false", "joint_names": "a,b"},
+        {"sim": "false", "arm": "erob", "joint_names": "a,b", "interface": "eth1"},
     ],
 }
 

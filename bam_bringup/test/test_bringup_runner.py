@@ -22,7 +22,7 @@ from bam_bringup.process_bench import node_class
 from bam_bringup.runner import main
 from bam_bringup.session import load_session, session_config, session_specs
 from bam_sim.common.errors import BamError
-from bam_sim.common.ready_line import await_ready_line
+from bam_sim.common.ready_line import NotReady, await_ready_line
 
 TIMEOUT = 60.0  # s, for the command to start or to stop
 CODE = "import sys; from bam_bringup.runner import main; sys.exit(main(sys.argv[1:]))"
@@ -67,7 +67,10 @@ def test_serve_help_lists_the_arguments_of_both_launch_files(capsys):
     (["serve", "mass=1"], "write launch arguments as name:=value"),
     (["serve", "namespace:=1x"], "namespace:=1x is not a ROS namespace"),
     (["serve", "--config", "scara"], "unknown configuration scara"),
-    (["serve", "--config", "arm", "sim:=false", "arm:=erob"], "no eRob driver"),
+    (["serve", "--config", "arm", "sim:=false", "arm:=scara"], "arm:=dynamixel"),
+    (["serve", "sim:=false", "driver:=erob", "actuator:=mx64"], "driver:=erob drives eRob"),
+    (["serve", "sim:=false", "driver:=erob", "actuator:=erob80_50", "hardware:=emulated"],
+     "needs interface:=NAME"),
     (["serve", "--colour"], "unrecognized arguments: --colour"),
     (["session", "--config", "/nonexistent/session.yaml"], "cannot read session"),
     (["session", "--namespace", "a b"], "namespace:=a b is not a ROS namespace"),
@@ -194,6 +197,34 @@ def test_serve_on_the_emulator_turns_torque_off_and_ends_the_emulator(tmp_path, 
     assert process.returncode == 128 + signum, output
     assert "torque off on every servo" in output, output
     assert not os.path.lexists(port), "the emulator did not end"
+
+
+def test_serve_erob_on_the_ethercat_emulator_turns_torque_off_and_ends_the_emulator():
+    """sim:=false driver:=erob hardware:=emulated: the runner starts the EtherCAT emulator
+    (a veth pair named by interface:=), the eRob driver brings its drive to OP; SIGTERM
+    turns the torque off, read back, and the emulator ends, removing its veth pair."""
+    interface = f"bamrun{os.getpid() % 100000}"
+    process = bench("serve", "sim:=false", "driver:=erob", "actuator:=erob80_100",
+                    "hardware:=emulated", f"interface:={interface}", "mass:=3.1",
+                    "length:=0.5", "namespace:=erob_stop")
+    try:
+        try:
+            line = wait_line(process, f"EtherCAT line on {interface}")
+        except NotReady:  # the command ended before its driver came up: say why
+            output, _ = process.communicate(timeout=TIMEOUT)
+            reason = [text for text in output.splitlines() if "network namespace" in text]
+            if reason:
+                pytest.skip(f"EtherCAT emulator unavailable: {reason[0]}")
+            raise AssertionError(output) from None
+        assert "1 slave(s)" in line and "OP" in line, line
+        assert os.path.exists(f"/sys/class/net/{interface}")
+        process.send_signal(signal.SIGTERM)
+        output, _ = process.communicate(timeout=TIMEOUT)
+    finally:
+        process.kill()
+    assert process.returncode == 128 + signal.SIGTERM, output
+    assert "torque off on every drive" in output, output
+    assert not os.path.exists(f"/sys/class/net/{interface}"), "the emulator did not end"
 
 
 @pytest.mark.parametrize(("text", "message"), [
