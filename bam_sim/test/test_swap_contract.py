@@ -1,11 +1,15 @@
 """Sim/real swap: the simulated actuators offer exactly the interfaces of bam_sim.common.contract.
 
-Every simulation node (the pendulum, the MuJoCo arm) is checked, and the Dynamixel driver
-of bam_drivers on an emulated bus.
+Every simulation node (the pendulum, the MuJoCo arm) is checked, and the hardware
+drivers of bam_drivers on their emulators: the Dynamixel driver on an emulated bus,
+the eRob driver on the EtherCAT emulator (a veth pair in a network namespace of its
+own: without root the emulator says why in one line, and its cases skip with it).
 
 The hardware drivers are held to the same list (ACTUATOR_PUBLISHES and
 ACTUATOR_SUBSCRIBES), so a ROS stack sees the same topics, types and QoS
-whichever is running. Checked on the live graph, as DDS reports it.
+whichever is running, checked on the live graph as DDS reports it; and the
+messages they publish have one layout: the same joint names in every state
+message, efforts and motor torques in N·m, one control unit.
 """
 
 from __future__ import annotations
@@ -20,10 +24,31 @@ from bam_sim.common.contract import ACTUATOR_PUBLISHES, ACTUATOR_SUBSCRIBES, CLO
 
 # Every simulation node: "module:Class".
 SIM_NODES = ("bam_sim.nodes.pendulum_node:PendulumNode", "bam_sim.nodes.arm_node:ArmNode")
-# The Dynamixel driver (bam_drivers), on the bus of its emulator: no /clock (hardware
-# time), plus /diagnostics.
+# The drivers (bam_drivers), on their emulators: no /clock (hardware time), plus
+# /diagnostics.
 DRIVER = "bam_drivers.nodes.dynamixel_node:DynamixelNode"
-EXTRA = {DRIVER: ("/diagnostics",)}
+EROB = "bam_drivers.nodes.erob_node:ErobNode"
+EXTRA = {DRIVER: ("/diagnostics",), EROB: ("/diagnostics",)}
+# The eRob driver as its own tests run it on a busy host: a 5 ms frame timeout, the loop
+# and the emulator's threads at SCHED_FIFO priority 20 (root makes the namespace anyway).
+EROB_PARAMETERS = {"rate": 500.0, "frame_timeout": 0.005, "thread_priority": 20}
+
+
+@contextmanager
+def _hardware(target: str):
+    """The emulator of a driver; the parameters that point the driver at it."""
+    if target == DRIVER:
+        client = pytest.importorskip("bam_drivers.emulators.client")
+        with client.EmulatorProcess() as emulator:
+            yield {"port": emulator.port}
+        return
+    client = pytest.importorskip("bam_drivers.emulators.ethercat_client")
+    try:
+        emulator = client.EthercatEmulatorProcess(priority=20)
+    except client.NamespaceUnavailable as exc:
+        pytest.skip(f"EtherCAT emulator unavailable: {exc}")
+    with emulator:
+        yield {"interface": emulator.interface, **EROB_PARAMETERS}
 
 
 @contextmanager
@@ -33,16 +58,16 @@ def _actuator_node(target: str, ctx):
     from rclpy.parameter import Parameter
 
     module, _, name = target.partition(":")
-    if target != DRIVER:
-        yield getattr(importlib.import_module(module), name)(context=ctx)
+    node_class = getattr(importlib.import_module(module), name)
+    if target in SIM_NODES:
+        yield node_class(context=ctx)
         return
-    emulator_client = pytest.importorskip("bam_drivers.emulators.client")
-    with emulator_client.EmulatorProcess() as emulator:
-        yield getattr(importlib.import_module(module), name)(
-            context=ctx, parameter_overrides=[Parameter("port", value=emulator.port)])
+    with _hardware(target) as parameters:
+        yield node_class(context=ctx, parameter_overrides=[
+            Parameter(k, value=v) for k, v in parameters.items()])
 
 
-@pytest.fixture(scope="module", params=(*SIM_NODES, DRIVER),
+@pytest.fixture(scope="module", params=(*SIM_NODES, DRIVER, EROB),
                 ids=lambda target: target.split(":")[1])
 def graph(request):
     import rclpy
@@ -105,6 +130,62 @@ def test_sim_offers_nothing_outside_the_contract(graph):
         sim.get_name(), sim.get_namespace())}
     # rclpy adds /rosout and /parameter_events to every node.
     assert offered - {"/rosout", "/parameter_events"} == published
+
+
+def test_every_actuator_node_publishes_one_message_layout(graph):
+    """Joint names, units and frames alike: whichever node runs, a stack reads its states
+    the same way (checked on the messages received, not on the node's own objects)."""
+    from rclpy.executors import SingleThreadedExecutor
+    from sensor_msgs.msg import JointState
+
+    from bam_msgs.msg import ActuatorState, ActuatorStateArray, BenchInfo
+    from bam_sim.common.contract import ACTUATOR_STATES, BENCH_INFO, JOINT_STATES
+    from bam_sim.common.qos import profile
+
+    sim, probe, _ = graph
+    received: dict[type, list] = {JointState: [], ActuatorStateArray: [], BenchInfo: []}
+    subscriptions = [probe.create_subscription(kind, topic.name, received[kind].append,
+                                               profile(topic.qos))
+                     for kind, topic in ((JointState, JOINT_STATES),
+                                         (ActuatorStateArray, ACTUATOR_STATES),
+                                         (BenchInfo, BENCH_INFO))]
+
+    def pair() -> tuple | None:
+        """A /joint_states and a /bam/actuator_states message of one cycle (same stamp)."""
+        stamps = {(m.header.stamp.sec, m.header.stamp.nanosec): m
+                  for m in received[ActuatorStateArray]}
+        for joint in reversed(received[JointState]):
+            states = stamps.get((joint.header.stamp.sec, joint.header.stamp.nanosec))
+            if states is not None:
+                return joint, states
+        return None
+
+    executor = SingleThreadedExecutor(context=probe.context)
+    executor.add_node(probe)
+    try:
+        deadline = time.monotonic() + 15.0
+        while not (received[BenchInfo] and pair()):
+            assert time.monotonic() < deadline, {k.__name__: len(v) for k, v in received.items()}
+            executor.spin_once(timeout_sec=0.05)
+    finally:
+        executor.remove_node(probe)
+        executor.shutdown()
+        for subscription in subscriptions:
+            probe.destroy_subscription(subscription)
+    (joint, states), info = pair(), received[BenchInfo][-1]
+    names = list(sim.joint_names)
+    assert list(joint.name) == names and [a.name for a in states.actuators] == names
+    assert len(joint.position) == len(joint.velocity) == len(joint.effort) == len(names)
+    assert joint.header.frame_id == states.header.frame_id == ""  # joint space, no TF frame
+    # The effort of /joint_states is the motor torque (N·m), in every node.
+    assert list(joint.effort) == [a.motor_torque for a in states.actuators]
+    # Bench info of the bench's joint (a driver's first), or of every joint of the arm,
+    # comma-separated: the same control unit as the joint's states.
+    joints, units = info.joint_name.split(","), info.control_unit.split(",")
+    assert joints == names[:len(joints)] and len(units) == len(joints), info
+    assert units == [a.control_unit for a in states.actuators[:len(joints)]], info
+    assert set(units) <= {ActuatorState.CONTROL_UNIT_VOLT, ActuatorState.CONTROL_UNIT_AMPERE}
+    assert info.control_rate > 0.0
 
 
 ABSURD = {
