@@ -23,19 +23,15 @@ are not checked.
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pytest
-from rclpy.executors import SingleThreadedExecutor
+from protocol_recording import mae, record_protocol
 from rclpy.parameter import Parameter
 
 from bam_drivers.emulators.client import EmulatorProcess
 from bam_drivers.nodes.dynamixel_node import DynamixelNode
 from bam_identify.data.dataset import load_dataset, split
-from bam_identify.fitting.fit import FitSettings, Objective, SearchSpace, identify
-from bam_identify.nodes.recorder_node import RecorderNode
-from bam_identify.nodes.trajectory_node import TrajectoryNode
+from bam_identify.fitting.fit import FitSettings, SearchSpace, identify
 from bam_sim.models.parameter_file import published
 from bam_sim.testing.ros_context import private_context
 
@@ -50,43 +46,14 @@ protocol:
 FLOOR_MARGIN = 3 * 2 * np.pi / 4096  # rad above the truth's MAE: 3 encoder counts
 
 
-def mae(space: SearchSpace, logs, values: dict) -> float:
-    per_log = Objective(space, logs).per_log(values)
-    return float(np.average(per_log, weights=[len(log) for log in logs]))
-
-
 def record(tmp_path):
-    protocol = tmp_path / "protocol.yaml"
-    protocol.write_text(PROTOCOL)
-    bag = tmp_path / "bag"
     with EmulatorProcess(protocol=1, servo_model="mx64_p1", physics="mx64:m4", mass=1.0,
                          length=0.15) as emulator, private_context() as ctx:
-        nodes = [
-            DynamixelNode(context=ctx, parameter_overrides=[
-                Parameter("port", value=emulator.port), Parameter("rate", value=200.0),
-                Parameter("mass", value=1.0), Parameter("length", value=0.15),
-                Parameter("command_timeout", value=1.0)]),
-            RecorderNode(context=ctx, parameter_overrides=[Parameter("output", value=str(bag))]),
-            TrajectoryNode(context=ctx, parameter_overrides=[
-                Parameter("protocol_file", value=str(protocol)),
-                Parameter("command_rate", value=200.0)]),
-        ]
-        # One executor per node, as the bench runner does.
-        executors = [SingleThreadedExecutor(context=ctx) for _ in nodes]
-        threads = []
-        for executor, node in zip(executors, nodes, strict=True):
-            executor.add_node(node)
-            threads.append(threading.Thread(target=executor.spin, daemon=True))
-            threads[-1].start()
-        try:
-            assert nodes[2].protocol_done.wait(timeout=90.0), "the protocol did not finish"
-        finally:
-            for executor, thread in zip(executors, threads, strict=True):
-                executor.shutdown()
-                thread.join(timeout=10.0)
-            for node in nodes:
-                node.destroy_node()
-    return bag
+        driver = DynamixelNode(context=ctx, parameter_overrides=[
+            Parameter("port", value=emulator.port), Parameter("rate", value=200.0),
+            Parameter("mass", value=1.0), Parameter("length", value=0.15),
+            Parameter("command_timeout", value=1.0)])
+        return record_protocol(driver, ctx, PROTOCOL, tmp_path, timeout=90.0)
 
 
 def test_a_recording_through_the_driver_identifies_the_emulator(tmp_path):
