@@ -120,19 +120,22 @@ def test_applied_friction_is_clipped_stopping_torque():
 
 def test_registry_names_parameters_and_bounds():
     assert list(REGISTRY) == ["m1", "m2", "m3", "m4", "m5", "m6",
-                              "ep_cv", "ep_stribeck", "ep_rational", "ep_load"]
+                              "ep_cv", "ep_stribeck", "ep_rational", "ep_load", "lugre"]
     counts = {name: len(m.params) for name, m in REGISTRY.items()}
     # Friction parameters of each model (the paper counts 5, 3, 7, 9, 11 from M2 on);
-    # the elasto-plastic ones add K and B to Φ's (19), (21)/(33) with α = 1, and M4's K_l, K_l^s.
+    # the elasto-plastic ones add K and B to Φ's (19), (21)/(33) with α = 1, and M4's K_l, K_l^s;
+    # LuGre: σ0, σ1, τ_c, τ_s, ω_s of Table 12 and σ2 of (9b).
     assert counts == {"m1": 2, "m2": 5, "m3": 3, "m4": 7, "m5": 9, "m6": 11,
-                      "ep_cv": 4, "ep_stribeck": 6, "ep_rational": 6, "ep_load": 8}
+                      "ep_cv": 4, "ep_stribeck": 6, "ep_rational": 6, "ep_load": 8, "lugre": 6}
     for m in REGISTRY.values():
         bounds = m.bounds({"friction": 2.0, "viscous": 3.0})
         defaults = m.defaults({"friction": 2.0, "viscous": 3.0})
         for name, (lo, hi) in bounds.items():
             assert lo <= defaults[name] <= hi
-        assert bounds["friction_base"] == (0.0, 2.0)
-        assert bounds["friction_viscous"] == (0.0, 3.0)
+        base, viscous = (("lugre.coulomb", "lugre.viscous") if m.lugre
+                         else ("friction_base", "friction_viscous"))
+        assert bounds[base] == (0.0, 2.0)
+        assert bounds[viscous] == (0.0, 3.0)
 
 
 @pytest.mark.parametrize("actuator", ACTUATORS)

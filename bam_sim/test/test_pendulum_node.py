@@ -238,3 +238,42 @@ def test_help_lists_the_parameters(capsys):
     for name in ("actuator", "params_file", "real_time_factor", "command_timeout"):
         assert name in out
     assert main(["pendulum", "--bogus"]) == 2
+
+
+def test_a_dcmotor_set_publishes_the_motor_current_and_winding_temperature(bench, tmp_path):
+    from bam_sim.models.parameter_set import ParameterSet
+
+    params = ParameterSet.build("dcmotor", "lugre", {
+        "resistance": 2.0, "motorconst": 0.5, "armature": 0.01, "inductance.L": 0.004,
+        "thermal.resistance": 4.0, "thermal.capacitance": 2.0, "thermal.tempcoef": 0.0039,
+        "thermal.reftemp": 20.0, "thermal.ambient": 23.0, "lugre.stiffness": 200.0,
+        "lugre.damping": 3.0, "lugre.coulomb": 0.05, "lugre.static": 0.1,
+        "lugre.stribeck": 0.2, "lugre.viscous": 0.05, "controller.ki": 5.0,
+        "controller.kd": 0.3})
+    path = save(params, tmp_path / "motor.yaml")
+    rate = 200.0
+    b = bench(actuator="dcmotor", params_file=str(path), rate=rate, real_time_factor=1.0,
+              gain=20.0, mass=1.0, length=0.15)
+    b.wait_ready()
+    b.wait_sim(0.1)  # at rest at the bottom with the goal there: every state is still 0
+    b.send(ActuatorCommand(names=["pendulum"], goal_positions=[1.0]))
+    b.wait_sim(1.0)
+    joints = {stamp_ns(m): m for m in list(b.joint_states)}
+    states = {stamp_ns(m): m.actuators[0] for m in list(b.actuator_states)}
+    stamps = sorted(set(joints) & set(states))
+    assert np.all(np.diff(stamps) == 5_000_000), "samples lost"
+    goal = np.array([states[t].goal_position for t in stamps])
+    assert goal[0] == 0.0 and goal[-1] == 1.0
+    assert {states[t].control_unit for t in stamps} == {"V"}
+    position = np.array([joints[t].position[0] for t in stamps])
+    current = np.array([states[t].current for t in stamps])
+    temperature = np.array([states[t].temperature for t in stamps])
+    log = BenchLog(bench=Bench(mass=1.0, length=0.15), kp=20.0, dt=1.0 / rate, goal=goal,
+                   enabled=np.ones(len(goal), bool), position=position,
+                   velocity=np.array([joints[t].velocity[0] for t in stamps]))
+    run = rollout(params, log)
+    np.testing.assert_allclose(position, run.position, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(current, run.current, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(temperature, run.temperature, rtol=0, atol=1e-9)
+    assert temperature[0] == 23.0 and temperature[-1] > 25.0  # heats while holding
+    assert np.abs(current).max() > 1.0

@@ -40,6 +40,14 @@ explicitly) were derived::
 
 Holding needs no special care there: while sticking the joint is the
 spring-damper (K, B), which neither drifts nor chatters.
+
+A set that runs through MuJoCo's DC-motor model (the dcmotor family, the
+``lugre`` friction model, or any optional group of
+:mod:`bam_sim.models.motor_groups`) is stepped by :func:`step_motor`: the motor
+torque of :func:`bam_sim.models.motor_model.motor_torque` (with its states)
+replaces S(q, q̇, q_d) and the friction model applies as above; LuGre, a
+friction force of the motor model, gets MuJoCo's Euler joint (semi-implicit,
+σ2 implicit), so that the bench is MuJoCo's pendulum.
 """
 
 from __future__ import annotations
@@ -50,7 +58,8 @@ import numpy as np
 from bam_sim.models import parameters as P
 from bam_sim.models.elastoplastic import ep_step
 from bam_sim.models.friction import applied_friction, friction_budget
-from bam_sim.models.model_registry import EP_FIRST
+from bam_sim.models.model_registry import EP_FIRST, LUGRE_ID
+from bam_sim.models.motor_model import motor_torque
 from bam_sim.models.servo import _clip, servo_torque, torque_from_control
 
 MAX_VELOCITY = 100.0  # rad/s, velocity clip of the published implementation
@@ -91,14 +100,21 @@ def step(
     instead of the control law, which then is not evaluated.
     """
     tau_m, applied = _motor(family, p, c, kp, q, dq, goal, enabled, replay, control)
+    q_next, dq_next = _budget_joint(model, p, inertia, gravity_torque, q, dq, tau_m, dt)
+    return q_next, dq_next, tau_m, applied
+
+
+@nb.njit(cache=True, inline="always")
+def _budget_joint(model: int, p: np.ndarray, inertia: float, gravity_torque: float, q: float,
+                  dq: float, tau_m: float, dt: float) -> tuple[float, float]:
+    """Lines (4)-(5), (1) and the integration of Algorithm 1 for a motor torque τ_m."""
     tau_e = -gravity_torque * np.sin(q + p[P.Q_OFFSET])
     budget = friction_budget(model, p, tau_m, tau_e, dq)
     tau_f = applied_friction(-(inertia / dt * dq + tau_m + tau_e), budget)
     ddq = (tau_m + tau_e + tau_f) / inertia
     dq_next = _clip(dq + ddq * dt, -MAX_VELOCITY, MAX_VELOCITY)
     q_next = q + dq_next * dt + 0.5 * ddq * dt * dt
-    return q_next, dq_next, tau_m, applied
-
+    return q_next, dq_next
 
 
 @nb.njit(cache=True, inline="always")
@@ -127,11 +143,77 @@ def step_ep(
     operation, so both give the same trajectory to the last bit.
     """
     tau_m, applied = _motor(family, p, c, kp, q, dq, goal, enabled, replay, control)
+    q_next, dq_next, e_next = _ep_joint(model, p, inertia, gravity_torque, q, dq, e, tau_m, dt)
+    return q_next, dq_next, e_next, tau_m, applied
+
+
+@nb.njit(cache=True, inline="always")
+def _ep_joint(model: int, p: np.ndarray, inertia: float, gravity_torque: float, q: float,
+              dq: float, e: float, tau_m: float, dt: float) -> tuple[float, float, float]:
+    """The elasto-plastic friction and the semi-implicit Euler joint for a motor torque τ_m."""
     tau_e = -gravity_torque * np.sin(q + p[P.Q_OFFSET])
     f, e_next = ep_step(model - EP_FIRST, p, dt, dq, e, tau_m, tau_e)
     dq_next = _clip(dq + dt * (tau_m + tau_e - f) / inertia, -MAX_VELOCITY, MAX_VELOCITY)
     q_next = q + dt * dq_next
-    return q_next, dq_next, e_next, tau_m, applied
+    return q_next, dq_next, e_next
+
+
+@nb.njit(cache=True, inline="always")
+def _lugre_joint(p: np.ndarray, inertia: float, gravity_torque: float, q: float, dq: float,
+                 force: float, dt: float) -> tuple[float, float]:
+    """MuJoCo's Euler step of the joint under the actuator force (LuGre included).
+
+    The viscous σ2 of (9b) is MuJoCo's joint damping, implicit in the Euler
+    integrator (section 2.4): q̈ = (τ + τ_e − σ2 q̇)/(J + Δt σ2), then
+    q̇_k+1 = q̇_k + Δt q̈ and q_k+1 = q_k + Δt q̇_k+1.
+    """
+    tau_e = -gravity_torque * np.sin(q + p[P.Q_OFFSET])
+    sigma2 = p[P.LG_S2]
+    ddq = (force + tau_e - sigma2 * dq) / (inertia + dt * sigma2)
+    dq_next = _clip(dq + dt * ddq, -MAX_VELOCITY, MAX_VELOCITY)
+    return q + dt * dq_next, dq_next
+
+
+@nb.njit(cache=True, inline="always")
+def step_motor(
+    model: int,
+    family: int,
+    p: np.ndarray,
+    pd: np.ndarray,
+    c: np.ndarray,
+    kp: float,
+    inertia: float,
+    gravity_torque: float,
+    q: float,
+    dq: float,
+    e: float,
+    state: np.ndarray,
+    goal: float,
+    enabled: bool,
+    replay: bool,
+    control: float,
+    dt: float,
+) -> tuple[float, float, float, float, float, float]:
+    """One step through the DC-motor model: (q_k+1, q̇_k+1, e_k, τ_m, control, current).
+
+    ``pd`` holds the set's dcmotor rows (:func:`bam_sim.models.motor_model.fill_motor`)
+    and ``state`` its states (slew, integral, temperature, bristle, current),
+    advanced in place. The friction is the model's: LuGre inside the motor
+    model with MuJoCo's Euler joint (:func:`_lugre_joint`), an ``ep_*`` model
+    as :func:`step_ep`, or a budget of M1..M6 as :func:`step`, each for the
+    motor torque τ_m of the DC-motor model.
+    """
+    tau_m, lugre, applied, current = motor_torque(family, p, c, pd, state, kp, q, dq, goal,
+                                                  enabled, replay, control, dt)
+    if model == LUGRE_ID:
+        q_next, dq_next = _lugre_joint(p, inertia, gravity_torque, q, dq, tau_m + lugre, dt)
+        return q_next, dq_next, e, tau_m, applied, current
+    if model >= EP_FIRST:
+        q_next, dq_next, e_next = _ep_joint(model, p, inertia, gravity_torque, q, dq, e, tau_m,
+                                            dt)
+        return q_next, dq_next, e_next, tau_m, applied, current
+    q_next, dq_next = _budget_joint(model, p, inertia, gravity_torque, q, dq, tau_m, dt)
+    return q_next, dq_next, e, tau_m, applied, current
 
 
 @nb.njit(cache=True, inline="always")

@@ -25,6 +25,15 @@ inputs. The loop branches once per step on the model id, the same way for the
 whole log, and M1..M6 run exactly the arithmetic they ran without it. A set
 that violates condition (14) or the coupling limit at the logs' step is
 refused before any simulation (:mod:`bam_sim.models.ep_validity`).
+
+A set that runs through MuJoCo's DC-motor model (dcmotor family, LuGre, or an
+optional group; :func:`bam_sim.models.motor_model.uses_motor`) carries its
+five states the same way, as locals of the loop: slew (at the first goal),
+integral, temperature rise (from the log's first recorded temperature),
+bristle, current. Such a rollout also yields the motor current and the
+winding temperature, and is scored on the recorded temperature when both
+exist (:func:`batch_errors`). A LuGre set must hold a stable stick at the
+step (:func:`bam_sim.models.ep_validity.lugre_violation`).
 """
 
 from __future__ import annotations
@@ -35,12 +44,22 @@ import numba as nb
 import numpy as np
 
 from bam_sim.bench.bench_log import BenchLog, LogBatch
-from bam_sim.bench.pendulum import step_any
+from bam_sim.bench.pendulum import step_any, step_motor
 from bam_sim.common.errors import BamError
 from bam_sim.models import actuators
+from bam_sim.models import dcmotor as D
 from bam_sim.models import parameters as P
 from bam_sim.models.ep_validity import check_step, violation
 from bam_sim.models.model_registry import FrictionModel, get_model
+from bam_sim.models.motor_model import (
+    N_MODES,
+    ON,
+    REPLAY,
+    fill_motor,
+    init_state,
+    motor_torque,
+    uses_motor,
+)
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo import servo_torque, torque_from_control
 
@@ -51,59 +70,98 @@ def _simulate(
     gravity_torque: float, q0: float, dq0: float, goal: np.ndarray, enabled: np.ndarray,
     control: np.ndarray, n: int, dt: float, replay: bool, recorded: np.ndarray,
     out_q: np.ndarray, out_dq: np.ndarray, out_tau: np.ndarray, out_control: np.ndarray,
-) -> float:
-    """Roll one log out; returns the sum of |q_sim − q_recorded| (0 if none given).
+    temperature: np.ndarray, out_current: np.ndarray, out_temperature: np.ndarray,
+) -> tuple[float, float, int]:
+    """Roll one log out: (Σ|q_sim − q_recorded|, Σ|T_sim − T_recorded|, temperatures scored).
 
     Outputs are written only where the arrays are non-empty, so the error
-    kernel runs the same loop without storing anything.
+    kernel runs the same loop without storing anything. ``temperature`` is
+    the recorded winding temperature (°C, NaN where missing; empty: none):
+    a set with the thermal group starts from its first value and is scored
+    on it.
     """
     q, dq, e = q0, dq0, 0.0  # e: elasto-plastic deflection (ep_* only)
     store, store_all, score = out_q.size > 0, out_tau.size > 0, recorded.size > 0
-    error = 0.0
-    for k in range(n - 1):
+    motor = uses_motor(family, model, p)
+    pd = np.zeros((N_MODES, D.N_PARAMS))  # the set's dcmotor rows (motor only)
+    state = np.zeros(D.N_STATES)  # slew, integral, temperature, bristle, current
+    thermal = False
+    if motor:
+        fill_motor(family, model, p, c, pd)
+        thermal = pd[ON, D.P_RT] > 0.0
+        init_state(pd[REPLAY if replay else ON], state, goal[0],
+                   temperature[0] if temperature.size > 0 else np.nan)
+    score_t = thermal and temperature.size > 0
+    error, error_t, count_t = 0.0, 0.0, 0
+    current = np.nan
+    for k in range(n):
         if store:
             out_q[k] = q
         if score:
             error += abs(q - recorded[k])
-        q_next, dq_next, e, tau_m, applied = step_any(
-            model, family, p, c, kp, inertia, gravity_torque, q, dq, e,
-            goal[k], enabled[k], replay, control[k], dt,
-        )
+        if thermal:
+            t_sim = pd[ON, D.P_TA] + state[D.S_TEMPERATURE]
+            if out_temperature.size > 0:
+                out_temperature[k] = t_sim
+            if score_t and temperature[k] == temperature[k]:
+                error_t += abs(t_sim - temperature[k])
+                count_t += 1
+        if k == n - 1:
+            break
+        if motor:
+            q_next, dq_next, e, tau_m, applied, current = step_motor(
+                model, family, p, pd, c, kp, inertia, gravity_torque, q, dq, e, state,
+                goal[k], enabled[k], replay, control[k], dt,
+            )
+        else:
+            q_next, dq_next, e, tau_m, applied = step_any(
+                model, family, p, c, kp, inertia, gravity_torque, q, dq, e,
+                goal[k], enabled[k], replay, control[k], dt,
+            )
         if store_all:
             out_dq[k] = dq
             out_tau[k] = tau_m
             out_control[k] = applied
+            out_current[k] = current
         q, dq = q_next, dq_next
-    last = n - 1
-    if store:
-        out_q[last] = q
-    if score:
-        error += abs(q - recorded[last])
     if store_all:
         # The command of the last entry acts after the log ends: report the
         # torque it would produce, as a servo reading would.
+        last = n - 1
         out_dq[last] = dq
-        if replay:
+        if motor:
+            tau_m, _, applied, current = motor_torque(
+                family, p, c, pd, state.copy(), kp, q, dq, goal[last], enabled[last], replay,
+                control[last], dt)
+            out_tau[last], out_control[last], out_current[last] = tau_m, applied, current
+        elif replay:
             out_control[last] = control[last] if enabled[last] else 0.0
             out_tau[last] = torque_from_control(family, p, c, control[last], dq, enabled[last])
         else:
             out_tau[last], out_control[last] = servo_torque(
                 family, p, c, kp, q, dq, goal[last], enabled[last]
             )
-    return error
+    return error, error_t, count_t
 
 
 @nb.njit(cache=True)
 def _rollout_kernel(model, family, p, c, kp, inertia, gravity_torque, q0, dq0, goal, enabled,
-                    control, dt, replay, out_q, out_dq, out_tau, out_control):
+                    control, dt, replay, temperature, out_q, out_dq, out_tau, out_control,
+                    out_current, out_temperature):
     _simulate(model, family, p, c, kp, inertia, gravity_torque, q0, dq0, goal, enabled,
-              control, goal.size, dt, replay, np.empty(0), out_q, out_dq, out_tau, out_control)
+              control, goal.size, dt, replay, np.empty(0), out_q, out_dq, out_tau, out_control,
+              temperature, out_current, out_temperature)
 
 
 @nb.njit(cache=True, parallel=True)
 def _batch_kernel(model, family, consts, population, kp, load_inertia, gravity_torque, q0, dq0,
-                  goal, enabled, control, lengths, dt, replay, recorded, out_q, errors):
-    """Every (parameter set i, log j) pair; stores q in out_q[i, j] and/or scores it."""
+                  goal, enabled, control, lengths, dt, replay, recorded, temperature, out_q,
+                  errors, errors_t):
+    """Every (parameter set i, log j) pair; stores q in out_q[i, j] and/or scores it.
+
+    ``errors_t`` gets the mean absolute temperature error of each pair (NaN
+    where nothing was scored: no thermal group or no recorded temperature).
+    """
     n_logs = lengths.size
     empty = np.empty(0)
     store = out_q.size > 0
@@ -112,11 +170,14 @@ def _batch_kernel(model, family, consts, population, kp, load_inertia, gravity_t
         j = job % n_logs
         p = population[i]
         rec = recorded[j] if recorded.size > 0 else empty
+        temp = temperature[j] if temperature.size > 0 else empty
         out = out_q[i, j] if store else empty
-        total = _simulate(model, family, p, consts[j], kp[j], load_inertia[j] + p[P.ARMATURE],
-                          gravity_torque[j], q0[j], dq0[j], goal[j], enabled[j], control[j],
-                          lengths[j], dt, replay, rec, out, empty, empty, empty)
+        total, total_t, count_t = _simulate(
+            model, family, p, consts[j], kp[j], load_inertia[j] + p[P.ARMATURE],
+            gravity_torque[j], q0[j], dq0[j], goal[j], enabled[j], control[j], lengths[j], dt,
+            replay, rec, out, empty, empty, empty, temp, empty, empty)
         errors[i, j] = total / lengths[j]
+        errors_t[i, j] = total_t / count_t if count_t > 0 else np.nan
 
 
 @dataclass(frozen=True)
@@ -128,6 +189,10 @@ class Rollout:
     velocity: np.ndarray
     motor_torque: np.ndarray
     control: np.ndarray
+    # Through the DC-motor model: the motor current (A) and winding temperature (°C);
+    # NaN where the set does not model them.
+    current: np.ndarray | None = None
+    temperature: np.ndarray | None = None
 
 
 def _control_of(log: BenchLog, replay: bool) -> np.ndarray:
@@ -145,15 +210,18 @@ def rollout(params: ParameterSet, log: BenchLog, replay: bool = False) -> Rollou
     p = params.vector()
     n = len(log)
     q, dq, tau, ctrl = (np.empty(n) for _ in range(4))
+    current, temperature = np.full(n, np.nan), np.full(n, np.nan)
     q0, dq0 = log.initial_state
     consts = log.consts(act)
     inertia = log.bench.inertia(p[P.ARMATURE])
     check_step(params.model_def, act, p, log.dt, inertia, log.bench.gravity_torque,
                consts[actuators.C_SUPPLY])
+    recorded_t = log.temperature if log.temperature is not None else np.empty(0)
     _rollout_kernel(params.model_id, act.family, p, consts, float(log.kp), inertia,
                     log.bench.gravity_torque, q0, dq0, log.goal, log.enabled,
-                    _control_of(log, replay), log.dt, replay, q, dq, tau, ctrl)
-    return Rollout(log.time, q, dq, tau, ctrl)
+                    _control_of(log, replay), log.dt, replay, recorded_t, q, dq, tau, ctrl,
+                    current, temperature)
+    return Rollout(log.time, q, dq, tau, ctrl, current, temperature)
 
 
 def _population(population: np.ndarray) -> np.ndarray:
@@ -195,19 +263,21 @@ def _check_batch(mdl: FrictionModel, population: np.ndarray, batch: LogBatch) ->
 
 
 def _run_batch(model: str, population: np.ndarray, batch: LogBatch, replay: bool,
-               recorded: np.ndarray, out_q: np.ndarray) -> np.ndarray:
+               recorded: np.ndarray, out_q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if replay:
         for log in batch.logs:
             _control_of(log, True)
     mdl = get_model(model)
-    if mdl.elastoplastic:
+    if mdl.elastoplastic or mdl.lugre:
         _check_batch(mdl, population, batch)
     errors = np.zeros((population.shape[0], len(batch)))
+    errors_t = np.full((population.shape[0], len(batch)), np.nan)
+    temperature = batch.temperature if batch.has_temperature else np.empty((0, 0))
     _batch_kernel(mdl.model_id, batch.actuator.family, batch.consts, population,
                   batch.kp, batch.load_inertia, batch.gravity_torque, batch.q0, batch.dq0,
                   batch.goal, batch.enabled, batch.control, batch.lengths, batch.dt, replay,
-                  recorded, out_q, errors)
-    return errors
+                  recorded, temperature, out_q, errors, errors_t)
+    return errors, errors_t
 
 
 def batch_rollout(model: str, population: np.ndarray, batch: LogBatch,
@@ -219,11 +289,21 @@ def batch_rollout(model: str, population: np.ndarray, batch: LogBatch,
     return out
 
 
-def batch_mae(model: str, population: np.ndarray, batch: LogBatch,
-              replay: bool = False) -> np.ndarray:
-    """Mean absolute position error MAE[set, log] against the recorded positions."""
+def batch_errors(model: str, population: np.ndarray, batch: LogBatch,
+                 replay: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(position MAE[set, log] in rad, temperature MAE[set, log] in K) in one pass.
+
+    The temperature error is NaN for a log without a recorded temperature and
+    for a set without the thermal group.
+    """
     population = _population(population)
     missing = [i for i, log in enumerate(batch.logs) if log.position is None]
     if missing:
         raise BamError(f"log {missing[0]} has no recorded positions to compute an error against")
     return _run_batch(model, population, batch, replay, batch.position, np.empty((0, 0, 0)))
+
+
+def batch_mae(model: str, population: np.ndarray, batch: LogBatch,
+              replay: bool = False) -> np.ndarray:
+    """Mean absolute position error MAE[set, log] against the recorded positions."""
+    return batch_errors(model, population, batch, replay)[0]

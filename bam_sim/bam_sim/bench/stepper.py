@@ -35,22 +35,31 @@ start like a rollout's; it is kept when only the values of the set change and
 reset when the model changes. Such a set must satisfy condition (14) and the
 coupling limit at this Δt and bench (:func:`bam_sim.models.ep_validity.check_step`),
 checked whenever the set or the bench changes.
+
+A set through MuJoCo's DC-motor model (:func:`bam_sim.models.motor_model.uses_motor`)
+keeps its states the same way (:func:`bam_sim.bench.pendulum.step_motor`): kept
+when only values change, reset (slew at the goal, the winding at ambient) when
+the model or the groups do. Its samples carry the motor current and the winding
+temperature.
 """
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
 
 from bam_sim.bench.geometry import Bench
-from bam_sim.bench.pendulum import step_any
+from bam_sim.bench.pendulum import step_any, step_motor
 from bam_sim.common.errors import BamError
 from bam_sim.common.numbers import number
 from bam_sim.models import actuators
+from bam_sim.models import dcmotor as D
 from bam_sim.models import parameters as P
 from bam_sim.models.actuators import Actuator
 from bam_sim.models.ep_validity import check_step
+from bam_sim.models.motor_model import ON, init_state, motor_rows, temperature_of, uses_motor
 from bam_sim.models.parameter_set import ParameterSet
 
 _NOISE_BLOCK = 1024  # normal draws generated at once (deterministic for a seed)
@@ -76,6 +85,10 @@ class Sample(NamedTuple):
     gain: float
     control: float  # V or A (the actuator's control unit); 0 with torque off
     motor_torque: float  # N·m; 0 with torque off
+    # Through the DC-motor model (bam_sim.models.motor_model): the motor current (A) and
+    # the winding temperature (°C, with the thermal group); NaN when not modelled.
+    current: float = math.nan
+    temperature: float = math.nan
 
 
 def _finite(name: str, value: object) -> float:
@@ -136,6 +149,8 @@ class BenchStepper:
         self._q = _finite("initial position", position)
         self._dq = _finite("initial velocity", velocity)
         self._e = 0.0  # elasto-plastic deflection (ep_* models; Algorithm 1 line 1)
+        # The DC-motor model's states (slew, integral, temperature, bristle, current)
+        self._motor_state = np.zeros(D.N_STATES)
         self._k = 0
         self._params = params
         self._bench = bench
@@ -146,6 +161,7 @@ class BenchStepper:
             torque_enable=torque_enable,
             gain=self._actuator.gains[1] if gain is None else gain,
         )
+        self._reset_motor()
         self._latency = 0
         self._quantization = 0.0
         self._noise_std = 0.0
@@ -164,9 +180,14 @@ class BenchStepper:
     def _warm_up(self) -> None:
         """Compile the kernel, or load it from numba's cache, now rather than at tick 0."""
         goal, enabled, kp = self._command
-        model, p, inertia, gravity = self._kernel
-        step_any(model, self._family, p, self._consts, kp, inertia, gravity, self._q,
-                 self._dq, self._e, goal, enabled, False, 0.0, self._dt)
+        model, p, inertia, gravity, rows = self._kernel
+        if rows is not None:
+            step_motor(model, self._family, p, rows, self._consts, kp, inertia, gravity,
+                       self._q, self._dq, self._e, self._motor_state.copy(), goal, enabled,
+                       False, 0.0, self._dt)
+        else:
+            step_any(model, self._family, p, self._consts, kp, inertia, gravity, self._q,
+                     self._dq, self._e, goal, enabled, False, 0.0, self._dt)
 
     # -- read-only views ---------------------------------------------------------------
 
@@ -209,6 +230,13 @@ class BenchStepper:
     def deflection(self) -> float:
         """Elasto-plastic deflection e of the next tick, rad (0 for M1..M6)."""
         return self._e
+
+    @property
+    def motor_state(self) -> dict[str, float]:
+        """The DC-motor model's states of the next tick by name (empty when not used)."""
+        if self._kernel[4] is None:
+            return {}
+        return dict(zip(D.STATE_NAMES, self._motor_state.tolist(), strict=True))
 
     @property
     def command(self) -> Command:
@@ -295,24 +323,44 @@ class BenchStepper:
         inertia = bench.inertia(p[P.ARMATURE])
         check_step(params.model_def, self._actuator, p, self._dt, inertia,
                    bench.gravity_torque, self._supply_voltage)
-        kernel = (int(params.model_id), p, float(inertia), float(bench.gravity_torque))
-        if params.model != self._params.model:
+        rows = None
+        if uses_motor(self._family, params.model_id, p):
+            rows = motor_rows(self._family, params.model_id, p, self._consts)
+        kernel = (int(params.model_id), p, float(inertia), float(bench.gravity_torque), rows)
+        fresh = params.model != self._params.model or params.groups != self._params.groups
+        if fresh:
             self._e = 0.0  # another model: the old deflection means nothing to it
         self._params = params
         self._bench = bench
         self._kernel = kernel  # one assignment, read once per tick
+        if fresh:
+            self._reset_motor()
+
+    def _reset_motor(self) -> None:
+        """The DC-motor model's states of a new motor: slew at the goal, the rest 0."""
+        self._motor_state[:] = 0.0
+        rows = self._kernel[4]
+        if rows is not None:
+            init_state(rows[ON], self._motor_state, self._command.goal, math.nan)
 
     # -- stepping --------------------------------------------------------------------
 
     def tick(self) -> Sample:
         """Report t_k for the latest command, then step the bench to k+1."""
         goal, enabled, kp = self._command
-        model, p, inertia, gravity = self._kernel
+        model, p, inertia, gravity, rows = self._kernel
         q, dq, k = self._q, self._dq, self._k
+        current = temperature = math.nan
         # step returns servo_torque's (τ_m, control) for state k with this command.
-        q_next, dq_next, e_next, tau_m, control = step_any(
-            model, self._family, p, self._consts, kp, inertia, gravity, q, dq, self._e,
-            goal, enabled, False, 0.0, self._dt)
+        if rows is not None:
+            temperature = temperature_of(rows[ON], self._motor_state)
+            q_next, dq_next, e_next, tau_m, control, current = step_motor(
+                model, self._family, p, rows, self._consts, kp, inertia, gravity, q, dq,
+                self._e, self._motor_state, goal, enabled, False, 0.0, self._dt)
+        else:
+            q_next, dq_next, e_next, tau_m, control = step_any(
+                model, self._family, p, self._consts, kp, inertia, gravity, q, dq, self._e,
+                goal, enabled, False, 0.0, self._dt)
         mq, mdq = q, dq
         if self._latency:
             size = self._latency + 1
@@ -325,7 +373,8 @@ class BenchStepper:
         if self._quantization > 0.0:
             mq = round(mq / self._quantization) * self._quantization
         self._q, self._dq, self._e, self._k = q_next, dq_next, e_next, k + 1
-        return Sample(k, k * self._dt, mq, mdq, goal, enabled, kp, control, tau_m)
+        return Sample(k, k * self._dt, mq, mdq, goal, enabled, kp, control, tau_m, current,
+                      temperature)
 
     def _next_normal(self) -> float:
         if self._noise_index >= self._noise.size:

@@ -75,8 +75,13 @@ class ActuatorTopics:
     def publish(self, stamp_ns: int, position: Sequence[float], velocity: Sequence[float],
                 effort: Sequence[float], goal: Sequence[float], torque_enable: Sequence[bool],
                 gain: Sequence[float], control: Sequence[float],
-                motor_torque: Sequence[float]) -> None:
-        """One tick: /clock, /joint_states and /bam/actuator_states (values per joint)."""
+                motor_torque: Sequence[float], current: Sequence[float] | None = None,
+                temperature: Sequence[float] | None = None) -> None:
+        """One tick: /clock, /joint_states and /bam/actuator_states (values per joint).
+
+        ``current`` (A) and ``temperature`` (°C) where the actuator measures or
+        models them (None: NaN, not measured).
+        """
         self._stamp.sec, self._stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
         if self._clock_pub is not None:
             self._clock_pub.publish(self._clock_msg)
@@ -92,6 +97,10 @@ class ActuatorTopics:
             state.gain = float(gain[i])
             state.control = float(control[i])
             state.motor_torque = float(motor_torque[i])
+            if current is not None:
+                state.current = float(current[i])
+            if temperature is not None:
+                state.temperature = float(temperature[i])
         self._state_pub.publish(self.state_msg)
 
     def publish_states(self, joint: JointState, states: ActuatorStateArray) -> None:

@@ -15,10 +15,11 @@ import numpy as np
 
 from bam_sim.common.errors import BamError
 
-# Control-law families (the servo laws of servo.py branch on them).
-VOLTAGE, CURRENT = 0, 1
-FAMILY_NAMES = {VOLTAGE: "voltage", CURRENT: "current"}
-CONTROL_UNITS = {VOLTAGE: "V", CURRENT: "A"}
+# Control-law families (the servo laws of servo.py branch on them; DCMOTOR is the
+# on-board controller of MuJoCo's dcmotor, composed in models/motor_groups.py).
+VOLTAGE, CURRENT, DCMOTOR = 0, 1, 2
+FAMILY_NAMES = {VOLTAGE: "voltage", CURRENT: "current", DCMOTOR: "dcmotor"}
+CONTROL_UNITS = {VOLTAGE: "V", CURRENT: "A", DCMOTOR: "V"}
 
 # Layout of the actuator constant vector handed to the numba kernels.
 C_SUPPLY, C_DUTY_GAIN, C_MAX_DUTY, C_MAX_VOLTAGE, C_DAMPING = range(5)
@@ -74,7 +75,8 @@ def _dynamixel(name: str, title: str, kt: tuple, r: tuple, armature: tuple, **kw
         motor_bounds={"kt": kt, "R": r, "armature": armature},
         # stiffness, damping: the elasto-plastic spring-damper (K, B), whose sticking
         # is stable when T·(K·T + 2B) < 4J: J ≥ 0.015 kg·m² on these benches.
-        scales={"friction": 0.5, "viscous": 0.2, "stiffness": 1500.0, "damping": 3.0},
+        scales={"friction": 0.5, "viscous": 0.2, "stiffness": 1500.0, "damping": 3.0,
+                "current": 5.0},
         gains=(4.0, 8.0, 16.0, 32.0), masses=(0.5, 1.0, 1.5), lengths=(0.1, 0.15, 0.2),
         # One turn of the position register; the P-gain register of protocol 1.0 (0..254).
         goal_range=(-math.pi, math.pi - 2.0 * math.pi / 4096), gain_limit=254.0, **kw,
@@ -93,6 +95,22 @@ def _erob(name: str, title: str, damping: float, bounds: dict, fixed: dict,
     )
 
 
+def _dcmotor() -> Actuator:
+    # A generic motor with MuJoCo's on-board position controller ("MuJoCo DC Motor
+    # Model" section 2.5, MuJoCo 4's torque-space gains): the command's gain is k_p
+    # (N·m/rad). Bounds span small servo motors; the bench is the Dynamixel one.
+    return Actuator(
+        name="dcmotor", title="DC motor (MuJoCo dcmotor controller)", family=DCMOTOR,
+        supply_voltage=24.0,
+        motor_bounds={"motorconst": (0.05, 3.0), "resistance": (0.2, 20.0),
+                      "armature": (0.001, 0.1)},
+        scales={"friction": 0.5, "viscous": 0.2, "stiffness": 1500.0, "damping": 3.0,
+                "current": 5.0},
+        gains=(5.0, 10.0, 20.0, 40.0), masses=(0.5, 1.0, 1.5), lengths=(0.1, 0.15, 0.2),
+        goal_range=(-1000.0, 1000.0), gain_limit=1.0e4,
+    )
+
+
 ACTUATORS: dict[str, Actuator] = {
     a.name: a
     for a in (
@@ -101,20 +119,22 @@ ACTUATORS: dict[str, Actuator] = {
         _erob(
             "erob80_50", "eRob80:50", 1.0,
             {"kt": (2.0, 10.0), "R": (0.3, 5.0), "armature": (0.05, 1.0)},
-            {}, {"friction": 10.0, "viscous": 5.0, "stiffness": 5.0e4, "damping": 200.0},
+            {}, {"friction": 10.0, "viscous": 5.0, "stiffness": 5.0e4, "damping": 200.0,
+                 "current": 20.0},
         ),
         _erob(
             "erob80_100", "eRob80:100", 2.0,
             {"kt": (4.0, 15.0), "armature": (0.2, 2.0)},
             {"R": 2.0}, {"friction": 15.0, "viscous": 20.0, "stiffness": 5.0e4,
-                         "damping": 200.0},
+                         "damping": 200.0, "current": 20.0},
         ),
+        _dcmotor(),
     )
 }
 
 
 def get_actuator(name: str) -> Actuator:
-    """Lookup by name (mx64, mx106, erob80_50, erob80_100)."""
+    """Lookup by name (mx64, mx106, erob80_50, erob80_100, dcmotor)."""
     key = str(name).strip().lower()
     if key not in ACTUATORS:
         raise BamError(f"unknown actuator '{name}'; choose one of {', '.join(ACTUATORS)}")

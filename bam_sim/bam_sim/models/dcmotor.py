@@ -59,6 +59,7 @@ import numba as nb
 import numpy as np
 
 from bam_sim.common.errors import BamError
+from bam_sim.models.motor_groups import thermal_pair
 
 # ---- parameter layout (float64 vector) --------------------------------------
 P_R = 0            # resistance R0 at the reference temperature (Ω)
@@ -193,13 +194,29 @@ def drive_voltage(params: np.ndarray, u_pos: float, u_vel: float, u_ff: float, u
 @nb.njit(cache=True)
 def stribeck(params: np.ndarray, velocity: float) -> float:
     """g(ω) = τ_c + (τ_s − τ_c) exp(−(ω/ω_s)²), equation (10) with γ = 2."""
-    ratio = velocity / _max(MINVAL, params[P_VS])
-    return params[P_FC] + (params[P_FS] - params[P_FC]) * math.exp(-ratio * ratio)
+    return stribeck_curve(params[P_FC], params[P_FS], params[P_VS], velocity)
+
+
+@nb.njit(cache=True, inline="always")
+def stribeck_curve(coulomb: float, static: float, speed: float, velocity: float) -> float:
+    """g(ω) of equation (10) (γ = 2) for τ_c, τ_s and ω_s given one by one."""
+    ratio = velocity / _max(MINVAL, speed)
+    return coulomb + (static - coulomb) * math.exp(-ratio * ratio)
 
 
 @nb.njit(cache=True)
-def _step(params: np.ndarray, state: np.ndarray, u_pos: float, u_vel: float, u_ff: float,
-          u_volt: float, length: float, velocity: float, dt: float) -> float:
+def motor_step(params: np.ndarray, state: np.ndarray, u_pos: float, u_vel: float, u_ff: float,
+               u_volt: float, length: float, velocity: float,
+               dt: float) -> tuple[float, float, float, float]:
+    """One step from the inputs after the ctrlrange clamp: (force, v, τ_elec, τ_LuGre).
+
+    ``force`` is MuJoCo's actuator_force; ``v`` the terminal voltage of the
+    step; τ_elec the electrical torque K·i after the saturation clip (3), i.e.
+    the force without cogging and friction; τ_LuGre = −(σ0 z + σ1 ż), the
+    friction part of ``force`` (0 without LuGre). ``state`` is advanced in
+    place. The composition of the bench (:mod:`bam_sim.models.motor_groups`)
+    calls it with the inputs of its control law.
+    """
     spec = int(params[P_SPEC])
     k = params[P_K]
     te = params[P_TE]
@@ -268,10 +285,13 @@ def _step(params: np.ndarray, state: np.ndarray, u_pos: float, u_vel: float, u_f
 
     if params[P_FORCELIMITED] != 0.0:  # current/torque saturation (3)
         force = _clip(force, params[P_FMIN], params[P_FMAX])
+    electric = force
     if params[P_COG_A] != 0.0:  # cogging (6), after the clip
         force += params[P_COG_A] * math.sin(params[P_COG_N] * length + params[P_COG_PHASE])
+    lugre = 0.0
     if params[P_SIGMA0] > 0.0:  # LuGre friction (9b), state at t, after the clip
-        force -= params[P_SIGMA0] * state[S_BRISTLE] + params[P_SIGMA1] * z_dot
+        lugre = params[P_SIGMA0] * state[S_BRISTLE] + params[P_SIGMA1] * z_dot
+        force -= lugre
 
     # advance the states (mj_advance -> mj_nextActivation)
     if params[P_SLEW] > 0.0:
@@ -289,7 +309,7 @@ def _step(params: np.ndarray, state: np.ndarray, u_pos: float, u_vel: float, u_f
         state[S_BRISTLE] = exp_ah * state[S_BRISTLE] + int_h * velocity
     if te > 0.0:
         state[S_CURRENT] = current
-    return force
+    return force, v, electric, -lugre
 
 
 @nb.njit(cache=True)
@@ -307,10 +327,10 @@ def dcmotor_step(params: np.ndarray, state: np.ndarray, ctrl: float, length: flo
     u = _prepare(params, ctrl)
     if _bad(u) or spec == INPUT_NONE:
         u = 0.0
-    return _step(params, state,
-                 u if spec == INPUT_POS else 0.0, u if spec == INPUT_VEL else 0.0,
-                 u if spec == INPUT_FF else 0.0, u if spec == INPUT_VOLTAGE else 0.0,
-                 length, velocity, dt)
+    return motor_step(params, state,
+                      u if spec == INPUT_POS else 0.0, u if spec == INPUT_VEL else 0.0,
+                      u if spec == INPUT_FF else 0.0, u if spec == INPUT_VOLTAGE else 0.0,
+                      length, velocity, dt)[0]
 
 
 @nb.njit(cache=True)
@@ -337,7 +357,7 @@ def dcmotor_step_inputs(params: np.ndarray, state: np.ndarray, ctrl: np.ndarray,
             u3 = _prepare(params, ctrl[j])
     if _bad(u0) or _bad(u1) or _bad(u2) or _bad(u3):
         u0 = u1 = u2 = u3 = 0.0  # MuJoCo zeroes every control when one is bad
-    return _step(params, state, u0, u1, u2, u3, length, velocity, dt)
+    return motor_step(params, state, u0, u1, u2, u3, length, velocity, dt)[0]
 
 
 @nb.njit(cache=True)
@@ -685,13 +705,7 @@ def _thermal(spec: _Spec, el: ET.Element, what: str) -> None:
     if not (rt > 0.0 or c > 0.0 or tth > 0.0):
         spec.thermal, spec.alpha, spec.t0 = [0.0] * 3, 0.0, 0.0
         return
-    if tth > 0.0 and rt > 0.0 and (c == 0.0 or rt * c != tth):
-        c = tth / rt  # t_T = R_T C wins over an inconsistent capacitance
-    elif tth > 0.0 and c > 0.0 and rt == 0.0:
-        rt = tth / c
-    if rt <= 0.0 or c <= 0.0:
-        raise BamError(f"{what}: thermal needs two of resistance, capacitance, timeconst "
-                       "(all positive)")
+    rt, c = thermal_pair(rt, c, tth, what)
     spec.thermal, spec.alpha, spec.t0 = [rt, c, ta], alpha, t0
 
 

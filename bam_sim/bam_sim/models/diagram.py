@@ -31,16 +31,25 @@ from pathlib import Path
 import numba as nb
 import numpy as np
 
-from bam_sim.models import actuators
+from bam_sim.models import dcmotor as D
+from bam_sim.models import parameters as P
+from bam_sim.models.dcmotor import stribeck_curve
 from bam_sim.models.elastoplastic import friction_level
+from bam_sim.models.ep_validity import stall_torque
 from bam_sim.models.friction import friction_budget
-from bam_sim.models.model_registry import EP_FIRST
+from bam_sim.models.model_registry import EP_FIRST, LUGRE_ID
+from bam_sim.models.motor_model import motor_rows
 from bam_sim.models.parameter_set import ParameterSet
 
 
 @nb.njit(cache=True)
 def static_level(model: int, p: np.ndarray, tau_m: float, tau_e: float, dq: float) -> float:
-    """What friction can hold at speed |q̇|: the budget (M1..M6) or |Φ(q̇)| at the load (ep_*)."""
+    """What friction can hold at speed |q̇|: the budget (M1..M6), |Φ(q̇)| at the load (ep_*),
+    or LuGre's steady state g(q̇) + σ2|q̇| (the DC-motor document's (9)-(10), Fig. 6)."""
+    if model == LUGRE_ID:
+        speed = abs(dq)
+        return (stribeck_curve(p[P.LG_FC], p[P.LG_FS], p[P.LG_VS], speed)
+                + p[P.LG_S2] * speed)
     if model >= EP_FIRST:
         return friction_level(model - EP_FIRST, p, tau_m, tau_e, dq)
     return friction_budget(model, p, tau_m, tau_e, dq)
@@ -79,12 +88,17 @@ def _boundaries(model, p, tau_m, dq, limit, resolution, upper, lower):
 
 
 def max_motor_torque(params: ParameterSet) -> float:
-    """Stall torque of the actuator at rest (N·m): the natural range of a diagram."""
+    """Stall torque of the actuator at rest (N·m): the natural range of a diagram.
+
+    Within the saturation τ_max of the DC-motor model when the set carries it.
+    """
     act = params.actuator_def
-    v = params.values
-    if act.family == actuators.VOLTAGE:
-        return v["kt"] / v["R"] * act.supply_voltage * act.max_duty
-    return min(v["kt"] * v["current_limit"], v["kt"] / v["R"] * act.max_voltage)
+    p = params.vector()
+    stall = float(stall_torque(act, p, act.supply_voltage))
+    rows = motor_rows(act.family, params.model_id, p, act.consts())
+    if rows[0, D.P_FORCELIMITED] != 0.0:
+        stall = min(stall, float(rows[0, D.P_FMAX]))
+    return stall
 
 
 def drive_backdrive(params: ParameterSet, tau_m: np.ndarray, velocity: float = 0.0,

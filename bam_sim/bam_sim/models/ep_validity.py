@@ -1,5 +1,7 @@
 """When an elasto-plastic set (``ep_*``) may be simulated at a step: (14) and the coupling limit.
 
+(And the LuGre model's stable stick, :func:`lugre_violation`.)
+
 Equation numbers refer to ``reference/chattering-free-stiction.md``. Two
 conditions, both depending on the step T, so they are checked where T is known
 (a rollout, a bench stepper, a fit, an evaluation), not when a file is read:
@@ -47,6 +49,10 @@ def stall_torque(actuator: Actuator, p: np.ndarray, supply_voltage: float) -> np
     kt, resistance = p[..., P.KT], p[..., P.R]
     if actuator.family == actuators.VOLTAGE:
         return kt / resistance * supply_voltage * actuator.max_duty
+    if actuator.family == actuators.DCMOTOR:
+        # the controller's voltage clip, else the supply
+        vmax = p[..., P.CT_VMAX]
+        return kt / resistance * np.where(vmax > 0.0, vmax, supply_voltage)
     return np.minimum(kt * p[..., P.I_HEAT], kt / resistance * actuator.max_voltage)
 
 
@@ -63,7 +69,16 @@ def check_step(model: FrictionModel, actuator: Actuator, p: np.ndarray, dt: floa
     """Raise a one-line :class:`BamError` unless (14) and the coupling limit hold at ``dt``.
 
     ``inertia`` is the joint's J (bench and armature); nothing is checked for M1..M6.
+    LuGre has its own limit (:func:`lugre_violation`).
     """
+    if model.lugre:
+        bad = float(lugre_violation(p[None, :], dt, np.array([inertia]))[0])
+        if bad > 0.0:
+            raise BamError(f"lugre parameters at the step {dt:g} s (J = {inertia:.4g} kg·m²): "
+                           "the bristle spring-damper is unstable on the joint; it needs "
+                           "T·σ0 < σ1 + σ2 and T·(2(σ1 + σ2) − T·σ0) < 4(J + T·σ2) "
+                           "(a smaller lugre.stiffness or step, or more lugre.damping)")
+        return
     if not model.elastoplastic:
         return
     load = float(max_load(model, actuator, p, gravity_torque, supply_voltage))
@@ -87,6 +102,8 @@ def violation(model: FrictionModel, actuator: Actuator, population: np.ndarray, 
     """
     population = np.asarray(population, dtype=np.float64)
     out = np.zeros(population.shape[0])
+    if model.lugre:
+        return lugre_violation(population, dt, inertia)
     if not model.elastoplastic:
         return out
     form = ep_form(model)
@@ -108,3 +125,26 @@ def violation(model: FrictionModel, actuator: Actuator, population: np.ndarray, 
     excess = np.where(dt < limit, 0.0, dt * (K * dt + 2.0 * B) / (4.0 * inertia) - 1.0)
     # A set on the boundary itself is invalid too: never report exactly 0 for it.
     return short + np.where(dt < limit, 0.0, np.maximum(excess, 1e-12))
+
+
+def lugre_violation(population: np.ndarray, dt: float, inertia: np.ndarray) -> np.ndarray:
+    """How far each LuGre set is from a stable stick at the step T; 0 if stable.
+
+    The motor model takes the bristle force −σ0 z − σ1 ż with z and ż at t
+    (MuJoCo's order, DC-motor document section 2.4), z advances with the
+    velocity at t, and the joint's Euler step treats σ2 implicitly. While
+    sticking (|ω| ≪ ω_s, so a ≈ 0 in (11)) the pair (z, ω) then evolves by
+    [[1, T], [−Tσ0/J', 1 − Tσ1'/J']] with J' = J + Tσ2 and σ1' = σ1 + σ2,
+    whose eigenvalues lie inside the unit circle (Jury) iff T·σ0 < σ1' and
+    T·(2σ1' − T·σ0) < 4J'. The measure is relative, like :func:`violation`.
+    """
+    population = np.asarray(population, dtype=np.float64)
+    s0, s1 = population[:, P.LG_S0], population[:, P.LG_S1] + population[:, P.LG_S2]
+    inertia = np.asarray(inertia, dtype=np.float64) + dt * population[:, P.LG_S2]
+    spring = dt * s0
+    short = np.where(spring < s1, 0.0, np.maximum((spring - s1) / np.maximum(spring, 1e-300),
+                                                  1e-12))
+    load = dt * (2.0 * s1 - spring)
+    excess = np.where(load < 4.0 * inertia, 0.0,
+                      np.maximum(load / (4.0 * inertia) - 1.0, 1e-12))
+    return short + excess

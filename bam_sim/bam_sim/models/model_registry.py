@@ -4,7 +4,7 @@ Plain data, no numerics: the CLI, the parameter files and the drivers read
 it without loading numba. The kernels of :mod:`bam_sim.models.friction`
 branch on the integer ids.
 
-Two families share the registry:
+Three families share the registry:
 
 * BAM's extended friction models M1..M6 (ids 1..6, Duclusaud, Passault et
   al., equations 3, 6-10): a friction *budget* applied by Algorithm 1's clip;
@@ -14,7 +14,11 @@ Two families share the registry:
   (17) with a deflection state e carried between steps (Algorithm 1 of that
   paper). Their parameters reuse BAM's names where the meaning is the same
   (K_c = F_C, K_c^s = F_S − F_C, K_v = D, v_s = v_S, K_l, K_l^s) and add the
-  virtual spring-damper K, B (``contact_stiffness``, ``contact_damping``).
+  virtual spring-damper K, B (``contact_stiffness``, ``contact_damping``);
+* LuGre (``lugre``, id ``LUGRE_ID``; "MuJoCo DC Motor Model", (9)-(11)): the
+  friction force of MuJoCo's dcmotor with its bristle state, computed by the
+  motor model (:mod:`bam_sim.models.motor_groups`), its parameters named as the
+  document's ``lugre`` attribute (Table 12) plus σ2 as ``lugre.viscous``.
 """
 
 from __future__ import annotations
@@ -28,6 +32,10 @@ M1, M2, M3, M4, M5, M6 = 1, 2, 3, 4, 5, 6
 # elastoplastic.py), so a kernel gets the form by one subtraction.
 EP_FIRST = 10
 EP_CV_ID, EP_STRIBECK_ID, EP_RATIONAL_ID, EP_LOAD_ID = 10, 11, 12, 13
+# LuGre (the DC-motor document's (9)-(11)): a friction force of the motor model with
+# the bristle state; ids from LUGRE_ID on are not elasto-plastic.
+LUGRE_ID = 20
+BAM_PAPER = "Duclusaud et al."
 
 
 @dataclass(frozen=True)
@@ -71,6 +79,15 @@ _SPECS = {
         # (bam_identify.fitting.fit), so the bounds need not be exact.
         ParamSpec("contact_stiffness", "K", "N·m/rad", 0.01, 1.0, 0.3, "stiffness"),
         ParamSpec("contact_damping", "B", "N·m·s/rad", 0.001, 1.0, 0.2, "damping"),
+        # LuGre, Table 12 and σ2 of (9b). The bristle spring-damper acts explicitly on
+        # the joint like the elasto-plastic one: the same scales, and the fit refuses
+        # what the step cannot hold (models/motor_groups.lugre_violation).
+        ParamSpec("lugre.stiffness", "σ0", "N·m/rad", 0.01, 1.0, 0.2, "stiffness"),
+        ParamSpec("lugre.damping", "σ1", "N·m·s/rad", 0.01, 2.0, 0.5, "damping"),
+        ParamSpec("lugre.coulomb", "τ_c", "N·m", 0.0, 1.0, 0.2, "friction"),
+        ParamSpec("lugre.static", "τ_s", "N·m", 0.0, 2.0, 0.4, "friction"),
+        ParamSpec("lugre.stribeck", "ω_s", "rad/s", 0.05, 5.0, 0.5),
+        ParamSpec("lugre.viscous", "σ2", "N·m·s/rad", 0.0, 1.0, 0.2, "viscous"),
     )
 }
 
@@ -96,12 +113,17 @@ class FrictionModel:
     title: str
     equation: int
     params: tuple[str, ...]
-    paper: str = "Duclusaud et al."
+    paper: str = BAM_PAPER
 
     @property
     def elastoplastic(self) -> bool:
         """True for the ``ep_*`` models: a friction force with a state, not a budget."""
-        return self.model_id >= EP_FIRST
+        return EP_FIRST <= self.model_id < LUGRE_ID
+
+    @property
+    def lugre(self) -> bool:
+        """True for LuGre: a friction force of the DC-motor model, with the bristle state."""
+        return self.model_id == LUGRE_ID
 
     def specs(self) -> tuple[ParamSpec, ...]:
         return tuple(_SPECS[name] for name in self.params)
@@ -147,9 +169,12 @@ MODELS: dict[str, FrictionModel] = {
         FrictionModel("ep_load", EP_LOAD_ID, "elasto-plastic load-dependent Stribeck", 21,
                       _BASE + _EP_STRIBECK + ("load_friction_base", "load_friction_stribeck")
                       + _CONTACT, _CISNEROS),
+        FrictionModel("lugre", LUGRE_ID, "LuGre", 9,
+                      ("lugre.stiffness", "lugre.damping", "lugre.coulomb", "lugre.static",
+                       "lugre.stribeck", "lugre.viscous"), "the DC-motor document"),
     )
 }
-BAM_MODELS = tuple(name for name, m in MODELS.items() if not m.elastoplastic)
+BAM_MODELS = tuple(name for name, m in MODELS.items() if m.model_id < EP_FIRST)
 EP_MODELS = tuple(name for name, m in MODELS.items() if m.elastoplastic)
 
 

@@ -29,6 +29,10 @@ from pathlib import Path
 import yaml
 
 from bam_sim.common.errors import BamError
+from bam_sim.common.numbers import number
+from bam_sim.models.actuators import DCMOTOR, get_actuator
+from bam_sim.models.model_registry import BAM_PAPER
+from bam_sim.models.motor_groups import INPUT_MODES, effective_constant, thermal_pair
 from bam_sim.models.parameter_set import ParameterSet
 
 PUBLISHED_CITATION = (
@@ -71,8 +75,51 @@ def parse_yaml(text: str, where: str = "<string>") -> ParameterSet:
     provenance = flat.get("provenance", {})
     if not isinstance(provenance, dict):
         raise BamError(f"'provenance' in {where} must be a mapping")
-    values = {k: v for k, v in flat.items() if k not in _META}
+    _check_input(flat, where)
+    values = _flatten_groups({k: v for k, v in flat.items() if k not in _META}, where)
     return ParameterSet.build(flat["actuator"], flat["model"], values, provenance, where)
+
+
+def _check_input(flat: dict, where: str) -> None:
+    """``input`` (the dcmotor family's input mode): only ``position`` on the bench."""
+    if "input" not in flat:
+        return
+    value = flat.pop("input")
+    if get_actuator(flat["actuator"]).family != DCMOTOR:
+        raise BamError(f"'input' in {where} is the input mode of the dcmotor family; "
+                       f"{flat['actuator']} has its own control law, remove it")
+    if value not in INPUT_MODES:
+        raise BamError(f"input '{value}' in {where} is not supported: the bench commands goal "
+                       "positions, so input is position (replay a recorded voltage with "
+                       "--replay)")
+
+
+def _flatten_groups(values: dict, where: str) -> dict:
+    """Nested groups (``thermal: {resistance: ...}``) as ``thermal.resistance``, with the
+    document's alternatives turned into what a set holds: ``motorconst: {Kt, Ke}`` into
+    K = √(K_t K_e) and ``thermal.timeconst`` into the capacitance or resistance."""
+    flat: dict = {}
+    for key, value in values.items():
+        if not isinstance(value, dict):
+            flat[key] = value
+            continue
+        for sub, item in value.items():
+            if isinstance(item, (dict, list)):
+                raise BamError(f"'{key}.{sub}' in {where} must be a number")
+            flat[f"{key}.{sub}"] = item
+    kt_ke = {n: flat.pop(f"motorconst.{n}") for n in ("Kt", "Ke") if f"motorconst.{n}" in flat}
+    if kt_ke:
+        if "motorconst" in flat:
+            raise BamError(f"{where} gives motorconst twice (as K and as Kt/Ke); keep one")
+        kt, ke = (number(kt_ke.get(n, 0.0), f"motorconst.{n} in {where}") for n in ("Kt", "Ke"))
+        flat["motorconst"] = effective_constant(kt, ke, f"motorconst in {where}")
+    if "thermal.timeconst" in flat:
+        tth = number(flat.pop("thermal.timeconst"), f"thermal.timeconst in {where}")
+        rt, c = (number(flat.get(n, 0.0), f"{n} in {where}")
+                 for n in ("thermal.resistance", "thermal.capacitance"))
+        flat["thermal.resistance"], flat["thermal.capacitance"] = thermal_pair(
+            rt, c, tth, f"group thermal in {where}")
+    return flat
 
 
 def _ros_parameters(doc: object, where: str) -> dict:
@@ -98,11 +145,20 @@ def _ros_parameters(doc: object, where: str) -> dict:
 def dump_yaml(params: ParameterSet) -> str:
     """Text of the ROS 2 parameter file for ``params``."""
     body: dict[str, object] = {"actuator": params.actuator, "model": params.model}
-    body.update({k: float(v) for k, v in params.values.items()})
+    if params.actuator_def.family == DCMOTOR:
+        body["input"] = INPUT_MODES[0]
+    grouped: dict[str, dict[str, float]] = {}
+    for name, value in params.values.items():
+        head, dot, sub = name.partition(".")
+        if dot:
+            grouped.setdefault(head, {})[sub] = float(value)
+        else:
+            body[name] = float(value)
+    body.update(grouped)  # nested groups after the plain values, as the document's attributes
     if params.provenance:
         body["provenance"] = _ros_safe(params.provenance)
     mdl = params.model_def
-    paper = f" of {mdl.paper}" if mdl.elastoplastic else ""
+    paper = f" of {mdl.paper}" if mdl.paper != BAM_PAPER else ""
     header = (f"# BAM actuator parameters: {params.actuator_def.title}, friction model "
               f"{params.model} ({mdl.title}, equation {mdl.equation}{paper}).\n"
               "# SI units (REP-103). Load with bam_sim.models.parameter_file.load or as a "
@@ -155,14 +211,18 @@ def _ros_safe(value: object) -> object:
 
 def published(actuator: str, model: str) -> ParameterSet:
     """The published parameter set of ``model`` for ``actuator`` (shipped defaults)."""
-    from bam_sim.models.actuators import get_actuator
     from bam_sim.models.model_registry import get_model
 
     mdl = get_model(model)
-    if mdl.elastoplastic:
-        raise BamError(f"there is no published {mdl.name} set (the elasto-plastic models are "
+    if mdl.elastoplastic or mdl.lugre:
+        kind = "elasto-plastic models" if mdl.elastoplastic else "LuGre model"
+        raise BamError(f"there is no published {mdl.name} set (the {kind} are "
                        "not part of the published release); give a parameter file, e.g. "
                        "one written by 'fit --models " + mdl.name + "'")
     name = f"{get_actuator(actuator).name}_{mdl.name}.yaml"
     source = resources.files("bam_sim.models").joinpath("published", name)
+    if not source.is_file():
+        raise BamError(f"there is no published set of {actuator} (the published release holds "
+                       "the MX and eRob servos); give a parameter file, e.g. one written by "
+                       "'fit'")
     return parse_yaml(source.read_text(encoding="utf-8"), f"published/{name}")

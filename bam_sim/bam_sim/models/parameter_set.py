@@ -16,6 +16,12 @@ from bam_sim.common.errors import BamError
 from bam_sim.models import parameters as P
 from bam_sim.models.actuators import Actuator, get_actuator
 from bam_sim.models.model_registry import FrictionModel, get_model
+from bam_sim.models.motor_groups import (
+    allowed_group_names,
+    carried,
+    check_groups,
+    group_error,
+)
 
 
 def required_names(actuator: Actuator, model: FrictionModel) -> tuple[str, ...]:
@@ -24,11 +30,13 @@ def required_names(actuator: Actuator, model: FrictionModel) -> tuple[str, ...]:
 
 
 def allowed_names(actuator: Actuator, model: FrictionModel) -> frozenset[str]:
-    """Every parameter a set of (actuator, model) may hold: required, fixed, q_offset.
+    """Every parameter a set of (actuator, model) may hold: required, fixed, q_offset and
+    the optional groups of the DC-motor model (:mod:`bam_sim.models.motor_groups`).
 
     The one definition used by files, nodes, ``--set`` and the fit.
     """
-    return frozenset(required_names(actuator, model)) | frozenset(actuator.fixed) | {"q_offset"}
+    return (frozenset(required_names(actuator, model)) | frozenset(actuator.fixed)
+            | {"q_offset"} | allowed_group_names(actuator))
 
 
 def identification_bounds(actuator: Actuator,
@@ -76,6 +84,7 @@ class ParameterSet:
                 f"missing parameter{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
                 f"for {act.name} {mdl.name}{origin}"
             )
+        check_groups(clean, where)
         for name, value in act.fixed.items():
             clean.setdefault(name, value)
         clean.setdefault("q_offset", 0.0)
@@ -93,6 +102,11 @@ class ParameterSet:
     def model_id(self) -> int:
         return self.model_def.model_id
 
+    @property
+    def groups(self) -> tuple[str, ...]:
+        """The optional groups of the DC-motor model this set carries."""
+        return carried(self.values)
+
     def vector(self) -> np.ndarray:
         """The flat parameter vector of the numba kernels."""
         return P.to_vector(self.values)
@@ -104,6 +118,12 @@ class ParameterSet:
 
 
 def _not_allowed(name: str, act: Actuator, mdl: FrictionModel, allowed: set[str]) -> str:
+    about_groups = group_error(name, act, mdl)
+    if about_groups:
+        return about_groups
+    twin = {**P.ALIASES, **{v: k for k, v in P.ALIASES.items()}}.get(name)
+    if twin in allowed:
+        return f"{act.name} names parameter '{name}' '{twin}'"
     if name in P.INDEX:
         return f"parameter '{name}' is not a parameter of model {mdl.name} on {act.name}"
     close = difflib.get_close_matches(name, sorted(allowed), n=1)

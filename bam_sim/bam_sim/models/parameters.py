@@ -34,6 +34,19 @@ current_limit                      I_heat       A
 contact_stiffness                  K            N·m/rad
 contact_damping                    B            N·m·s/rad
 =================================  ===========  ===========
+
+Then the optional groups of MuJoCo's DC-motor model ("MuJoCo DC Motor Model",
+Tables 10-16), named ``group.sub-attribute`` as the document's MJCF attributes
+(a parameter file nests them: ``thermal: {resistance: 3.0, ...}``), read by
+:mod:`bam_sim.models.motor_groups`: ``inductance.L``/``timeconst`` (L, t_e),
+``saturation.torque``/``current``/``current_rate`` (τ_max, i_max, (di/dt)_max),
+``thermal.resistance``/``capacitance``/``tempcoef``/``reftemp``/``ambient``
+(R_T, C, α, T_0, T_a), ``cogging.amplitude``/``poles``/``phase`` (A, N_p, φ),
+the LuGre friction model's ``lugre.stiffness``/``damping``/``coulomb``/
+``static``/``stribeck``/``viscous`` (σ0, σ1, τ_c, τ_s, ω_s, σ2) and the dcmotor
+family's ``controller.ki``/``kd``/``slewmax``/``Imax``/``Vmax``. The dcmotor
+family calls R and k_t ``resistance`` and ``motorconst`` (Table 7): aliases
+of the same entries.
 """
 
 from __future__ import annotations
@@ -67,9 +80,40 @@ PARAM_NAMES: tuple[str, ...] = (
     # Appended, so the indices above (and the published files) are unchanged.
     "contact_stiffness",
     "contact_damping",
+    # The optional groups of the DC-motor document (models/motor_groups.py), named
+    # group.sub-attribute as its MJCF attributes (Tables 10-16), and the LuGre model.
+    "inductance.L",
+    "inductance.timeconst",
+    "saturation.torque",
+    "saturation.current",
+    "saturation.current_rate",
+    "thermal.resistance",
+    "thermal.capacitance",
+    "thermal.tempcoef",
+    "thermal.reftemp",
+    "thermal.ambient",
+    "cogging.amplitude",
+    "cogging.poles",
+    "cogging.phase",
+    "lugre.stiffness",
+    "lugre.damping",
+    "lugre.coulomb",
+    "lugre.static",
+    "lugre.stribeck",
+    "lugre.viscous",
+    "controller.ki",
+    "controller.kd",
+    "controller.slewmax",
+    "controller.Imax",
+    "controller.Vmax",
 )
 N_PARAMS = len(PARAM_NAMES)
+# The dcmotor family names its motor as the document does (Table 7): resistance is R,
+# motorconst the effective constant K (= k_t); the same entries of the vector.
+ALIASES = {"resistance": "R", "motorconst": "kt"}
 INDEX: dict[str, int] = {name: i for i, name in enumerate(PARAM_NAMES)}
+INDEX.update({alias: INDEX[name] for alias, name in ALIASES.items()})
+NAMES = PARAM_NAMES + tuple(ALIASES)  # every name a set or a file may use
 
 # Integer indices for the numba kernels (module-level constants are frozen
 # into the compiled code, so they cost nothing at run time).
@@ -93,6 +137,30 @@ KV = INDEX["friction_viscous"]
 I_HEAT = INDEX["current_limit"]
 CONTACT_K = INDEX["contact_stiffness"]
 CONTACT_B = INDEX["contact_damping"]
+IND_L = INDEX["inductance.L"]
+IND_TE = INDEX["inductance.timeconst"]
+SAT_TORQUE = INDEX["saturation.torque"]
+SAT_CURRENT = INDEX["saturation.current"]
+SAT_RATE = INDEX["saturation.current_rate"]
+TH_R = INDEX["thermal.resistance"]
+TH_C = INDEX["thermal.capacitance"]
+TH_ALPHA = INDEX["thermal.tempcoef"]
+TH_T0 = INDEX["thermal.reftemp"]
+TH_TA = INDEX["thermal.ambient"]
+COG_A = INDEX["cogging.amplitude"]
+COG_N = INDEX["cogging.poles"]
+COG_PHASE = INDEX["cogging.phase"]
+LG_S0 = INDEX["lugre.stiffness"]
+LG_S1 = INDEX["lugre.damping"]
+LG_FC = INDEX["lugre.coulomb"]
+LG_FS = INDEX["lugre.static"]
+LG_VS = INDEX["lugre.stribeck"]
+LG_S2 = INDEX["lugre.viscous"]
+CT_KI = INDEX["controller.ki"]
+CT_KD = INDEX["controller.kd"]
+CT_SLEW = INDEX["controller.slewmax"]
+CT_IMAX = INDEX["controller.Imax"]
+CT_VMAX = INDEX["controller.Vmax"]
 
 # Physically plausible values (unit, low, high; low excluded where the parameter
 # divides something): far wider than the identification bounds, which must lie
@@ -119,10 +187,37 @@ PLAUSIBLE: dict[str, tuple[str, float, float]] = {
     "current_limit": ("A", 0.0, 1.0e3),
     "contact_stiffness": ("N·m/rad", 0.0, 1.0e8),
     "contact_damping": ("N·m·s/rad", 0.0, 1.0e6),
+    "resistance": ("Ω", 0.0, 1.0e3),
+    "motorconst": ("N·m/A", 0.0, 1.0e3),
+    "inductance.L": ("H", 0.0, 10.0),
+    "inductance.timeconst": ("s", 0.0, 10.0),
+    "saturation.torque": ("N·m", 0.0, 1.0e4),
+    "saturation.current": ("A", 0.0, 1.0e4),
+    "saturation.current_rate": ("A/s", 0.0, 1.0e9),
+    "thermal.resistance": ("K/W", 0.0, 1.0e4),
+    "thermal.capacitance": ("J/K", 0.0, 1.0e7),
+    "thermal.tempcoef": ("1/K", -0.1, 0.1),
+    "thermal.reftemp": ("°C", -273.15, 1.0e3),
+    "thermal.ambient": ("°C", -273.15, 1.0e3),
+    "cogging.amplitude": ("N·m", -1.0e3, 1.0e3),
+    "cogging.poles": ("", 0.0, 1.0e4),
+    "cogging.phase": ("rad", -1.0e3, 1.0e3),
+    "lugre.stiffness": ("N·m/rad", 0.0, 1.0e9),
+    "lugre.damping": ("N·m·s/rad", 0.0, 1.0e6),
+    "lugre.coulomb": ("N·m", 0.0, 1.0e3),
+    "lugre.static": ("N·m", 0.0, 1.0e3),
+    "lugre.stribeck": ("rad/s", 0.0, 1.0e3),
+    "lugre.viscous": ("N·m·s/rad", 0.0, 1.0e3),
+    "controller.ki": ("N·m/(rad·s)", 0.0, 1.0e6),
+    "controller.kd": ("N·m·s/rad", 0.0, 1.0e6),
+    "controller.slewmax": ("rad/s", 0.0, 1.0e6),
+    "controller.Imax": ("rad·s", 0.0, 1.0e6),
+    "controller.Vmax": ("V", 0.0, 1.0e4),
 }
 # Parameters that must be strictly positive (they divide something).
 STRICTLY_POSITIVE = frozenset({"kt", "R", "dtheta_stribeck", "alpha", "contact_stiffness",
-                               "contact_damping"})
+                               "contact_damping", "resistance", "motorconst",
+                               "lugre.stiffness", "lugre.stribeck"})
 
 
 def check_value(name: str, value: object, where: str = "") -> float:
@@ -133,7 +228,7 @@ def check_value(name: str, value: object, where: str = "") -> float:
     origin = f" in {where}" if where else ""
     if name not in INDEX:
         raise BamError(
-            f"unknown parameter '{name}'{origin}; known parameters: {', '.join(PARAM_NAMES)}"
+            f"unknown parameter '{name}'{origin}; known parameters: {', '.join(NAMES)}"
         )
     x = number(value, f"parameter '{name}'{origin}")
     unit, low, high = PLAUSIBLE[name]

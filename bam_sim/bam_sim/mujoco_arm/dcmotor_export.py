@@ -47,6 +47,7 @@ from bam_sim.models import actuators
 from bam_sim.models.dcmotor import read_mjcf_text
 from bam_sim.models.diagram import static_level
 from bam_sim.models.model_registry import get_model
+from bam_sim.models.motor_model import uses_motor
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.mujoco_arm.servo_arm import STIFF_IMPEDANCE
 
@@ -126,6 +127,11 @@ def dcmotor_settings(joint: str, params: ParameterSet, gain: float | None = None
                      supply_voltage: float | None = None) -> DcMotorSettings:
     """Closed-form mapping of a servo model onto dcmotor attributes (module docstring)."""
     act = params.actuator_def
+    if uses_motor(act.family, params.model_id, params.vector()):
+        raise BamError(f"joint '{joint}': exporting a set of the DC-motor model family "
+                       f"({params.actuator} {params.model}, groups "
+                       f"{', '.join(params.groups) or 'none'}) is not supported yet; export a "
+                       "set of M1..M6 without groups")
     kp = float(act.gains[1] if gain is None else gain)
     if not (math.isfinite(kp) and kp >= 0.0):
         raise BamError(f"servo gain of joint '{joint}' must be >= 0, got {gain}")

@@ -54,6 +54,7 @@ from bam_sim.models.elastoplastic import ep_step, friction_level
 from bam_sim.models.ep_validity import check_step
 from bam_sim.models.friction import friction_budget
 from bam_sim.models.model_registry import EP_FIRST
+from bam_sim.models.motor_model import uses_motor
 from bam_sim.models.parameter_set import ParameterSet
 
 FRICTION_DOF = int(mujoco.mjtConstraint.mjCNSTR_FRICTION_DOF)
@@ -337,6 +338,11 @@ class ServoArm:
         act, scale = _motor_scale(m, spec.actuator, joint, spec.joint)
         dof = int(m.jnt_dofadr[joint])
         actuator = spec.params.actuator_def
+        if uses_motor(actuator.family, spec.params.model_id, spec.params.vector()):
+            raise BamError(f"joint '{spec.joint}': the arm does not simulate MuJoCo's DC-motor "
+                           f"model yet ({spec.params.actuator} {spec.params.model}, groups "
+                           f"{', '.join(spec.params.groups) or 'none'}); use the pendulum "
+                           "bench, or a set of M1..M6/ep_* without groups")
         self._ints[i] = (m.jnt_qposadr[joint], dof, act, spec.params.model_id, actuator.family)
         self._params[i] = spec.params.vector()
         self._consts[i] = actuator.consts()

@@ -19,6 +19,7 @@ from rclpy.node import Node
 from bam_sim.common.node_parameters import Param, declare
 from bam_sim.common.numbers import number
 from bam_sim.models import parameters as P
+from bam_sim.models.actuators import DCMOTOR, get_actuator
 from bam_sim.models.model_registry import get_model
 from bam_sim.models.parameter_file import published
 from bam_sim.models.parameter_set import ParameterSet
@@ -29,10 +30,10 @@ METADATA_PREFIX = "provenance."
 VALUE_PARAMETERS: tuple[Param, ...] = tuple(
     Param(name, math.nan, f"identified value of '{name}' (SI units, see the parameter file "
           "format); NaN = take it from params_file or the published set", dynamic=True)
-    for name in P.PARAM_NAMES)
+    for name in P.NAMES)
 
 
-HELP = ("\n  " + ", ".join(P.PARAM_NAMES) + ":\n    identified values (SI), as a parameter file "
+HELP = ("\n  " + ", ".join(P.NAMES) + ":\n    identified values (SI), as a parameter file "
         "of the fit holds them; given with --params-file FILE or -p, they replace those of "
         "params_file or of the published set")
 
@@ -49,9 +50,12 @@ def declare_values(node: Node) -> dict[str, float]:
 
 
 def base_set(actuator: str, model: str, values: Mapping[str, float]) -> ParameterSet:
-    """What ``values`` complete: the published set, or for a model without one (the
-    elasto-plastic ``ep_*``) the set of ``values`` alone, which must then be complete."""
-    if get_model(model).elastoplastic and values:
+    """What ``values`` complete: the published set, or for a model or an actuator without
+    one (``ep_*``, ``lugre``, ``dcmotor``) the set of ``values`` alone, which must then be
+    complete."""
+    mdl = get_model(model)
+    unpublished = mdl.elastoplastic or mdl.lugre or get_actuator(actuator).family == DCMOTOR
+    if unpublished and values:
         return ParameterSet.build(actuator, model, values, {"source": SOURCE}, SOURCE)
     return published(actuator, model)
 
@@ -75,7 +79,7 @@ def warn_unused_overrides(node: Node) -> None:
     declared = set(node._parameters)  # rclpy keeps declared parameters here
     unused = sorted(name for name in node._parameter_overrides
                     if name not in declared and not name.startswith(METADATA_PREFIX)
-                    and name != "use_sim_time")
+                    and name not in ("use_sim_time", "input"))
     if unused:
         node.get_logger().warning(
             f"ignoring unknown parameter(s) {', '.join(unused)}: not parameters of this node "

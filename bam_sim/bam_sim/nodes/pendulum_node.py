@@ -6,7 +6,11 @@ Example::
         -p mass:=1.0 -p length:=0.15
     ros2 run bam_sim pendulum --ros-args --params-file params/mx64_m6.yaml
 
-A thin node over :class:`bam_sim.bench.stepper.BenchStepper`. The simulator is
+A thin node over :class:`bam_sim.bench.stepper.BenchStepper`. With MuJoCo's
+DC-motor model (the dcmotor actuator, LuGre, or a group such as ``thermal``)
+``bam/actuator_states`` carries the motor current and the winding temperature
+(NaN when the set does not model them, as a driver that does not measure them).
+The simulator is
 the clock: tick k is stamped t_k = start_time + k/rate on ``joint_states``,
 ``bam/actuator_states`` and ``/clock``, whatever the real-time factor, so a
 recording keeps simulated time. The sample of tick k reports the command that
@@ -49,11 +53,12 @@ NODE_NAME = "pendulum"
 
 
 PARAMETERS: tuple[Param, ...] = (
-    Param("actuator", "mx64", "actuator simulated: mx64, mx106, erob80_50 or erob80_100",
-          read_only=True),
-    Param("model", "m4", "friction model m1..m6, or ep_cv, ep_stribeck, ep_rational, ep_load "
-          "(the published set when params_file is '', which the ep_* models do not have; "
-          "set automatically to the model of params_file)"),
+    Param("actuator", "mx64", "actuator simulated: mx64, mx106, erob80_50, erob80_100 or "
+          "dcmotor", read_only=True),
+    Param("model", "m4", "friction model m1..m6, ep_cv, ep_stribeck, ep_rational, ep_load or "
+          "lugre (the published set when params_file is '', which the ep_* and lugre models "
+          "and the dcmotor actuator do not have; set automatically to the model of "
+          "params_file)"),
     Param("params_file", "", "parameter file (ROS 2 YAML or legacy BAM JSON) of the actuator; "
           "'' = the published set of actuator and model"),
     Param("joint_name", "pendulum", "joint name in /joint_states and in commands",
@@ -197,7 +202,7 @@ class PendulumNode(SimNode):
         """The messages of one sample (its tick's stamp)."""
         self.topics.publish(self._time.ns(s.tick), (s.position,), (s.velocity,),
                             (s.motor_torque,), (s.goal,), (s.torque_enable,), (s.gain,),
-                            (s.control,), (s.motor_torque,))
+                            (s.control,), (s.motor_torque,), (s.current,), (s.temperature,))
 
     def _trip_watchdog(self) -> None:
         """Torque off from this tick on (caller holds the lock)."""
