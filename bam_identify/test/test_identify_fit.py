@@ -118,17 +118,16 @@ def test_restarts_after_stagnation_keep_the_best():
 
 
 def test_stagnation_rule():
-    from bam_identify.fitting.fit import FitSettings as Settings
-    from bam_identify.fitting.fit import _Run
+    from bam_identify.fitting.cma_run import CmaRun
 
-    run = _Run(Settings(), 0, 12, None)
+    run = CmaRun(11, 0, 12, seed=0)
     horizon = 10 + -(-30 * 11 // 12)
     run.bests = [1.0] * (horizon + 1)
-    assert run.stagnated(11)
+    assert run.stagnated()
     run.bests = list(np.geomspace(1.0, 0.5, horizon + 1))
-    assert not run.stagnated(11)
+    assert not run.stagnated()
     run.bests = [1.0] * horizon
-    assert not run.stagnated(11)  # too early to tell
+    assert not run.stagnated()  # too early to tell
 
 
 def test_objective_is_the_step_weighted_mae(m1_logs):

@@ -3,11 +3,14 @@
 The objective is the mean absolute error between the simulated and recorded
 positions over the training logs, the simulation recomputing the servo's
 control law from the simulated state (Algorithm 1 with the servo model). The
-search runs optuna's CMA-ES sampler through its ask/tell interface: a whole
-generation of candidates is asked, simulated in ONE batched, parallel numba
-call (:func:`bam_sim.bench.rollouts.batch_mae`) and told back, so the cost of a
-candidate is a few hundred microseconds of simulation instead of a Python
-rollout per log.
+search runs CMA-ES (the ``cmaes`` package, optuna's own backend, driven
+directly: :mod:`bam_identify.fitting.cma_run`): a whole generation of
+candidates is asked, simulated in ONE batched, parallel numba call
+(:func:`bam_sim.bench.rollouts.batch_mae`) and told back, so the cost of a
+candidate is its simulation and nothing per trial. With a storage, the study
+is recorded in optuna per lease of generations
+(:mod:`bam_identify.fitting.study_record`), resumed from there, or shared
+between workers.
 
 Identified: the actuator's motor parameters (k_t, R, J_m where they are not
 fixed constants), the bench offset q_offset and the friction parameters of
@@ -29,14 +32,17 @@ satisfies both conditions at the step of the logs it was fitted on.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import math
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from bam_identify.fitting.cma_run import CmaRun, default_popsize, random_start
+from bam_identify.fitting.study_record import POLL_SECONDS, Pending, open_record, shares_of
 from bam_sim.bench.bench_log import BenchLog, LogBatch
 from bam_sim.bench.rollouts import batch_mae, batch_violation
 from bam_sim.common.errors import BamError
@@ -90,6 +96,15 @@ class SearchSpace:
         """The vector of fixed values (actuator constants, --set values, q_offset 0)."""
         act = get_actuator(self.actuator)
         return P.to_vector({"q_offset": 0.0, **act.fixed, **self.fixed})
+
+    def unit_box(self) -> tuple[np.ndarray, np.ndarray]:
+        """(lower bounds, ranges): values = lower + u·range for u in the unit box."""
+        lower, upper = np.array(list(self.bounds.values()), dtype=float).reshape(-1, 2).T
+        return lower, upper - lower
+
+    def to_unit(self, values: dict[str, float]) -> np.ndarray:
+        lower, span = self.unit_box()
+        return (np.array([values[name] for name in self.names]) - lower) / span
 
     def population(self, candidates: list[dict[str, float]]) -> np.ndarray:
         base = self.base_vector()
@@ -183,6 +198,9 @@ class FitSettings:
     # fraction of each parameter's range); the mean is also evaluated first.
     start: dict[str, float] | None = None
     spread: float = 0.05
+    # Workers expected on one stored study: each generation is cut into this many
+    # shares, each claimed by one of them (None: as the stored study says, else 1).
+    shares: int | None = None
 
 
 @dataclass
@@ -196,74 +214,8 @@ class FitResult:
     reached_target: bool = False
     history: list[tuple[int, float, float]] = field(default_factory=list)  # trial, s, best
     restarts: int = 0
-
-
-def _default_popsize(dims: int) -> int:
-    # CMA-ES's 4 + 3 ln n, rounded up to an even batch: a generation is one
-    # parallel call, so a slightly larger population costs nothing extra.
-    size = 4 + int(3 * math.log(max(dims, 1)))
-    return size + size % 2
-
-
-class _Run:
-    """One CMA-ES run (restart k), an optuna study of its own.
-
-    IPOP restarts (Auger & Hansen, 2005): run k has the population
-    popsize·2^k and, from k = 1 on, a seeded random starting point. optuna's
-    own ``restart_strategy`` is ignored since optuna 4.4, hence this class.
-    """
-
-    def __init__(self, settings: FitSettings, k: int, popsize0: int,
-                 start: dict[str, float] | None):
-        import optuna
-
-        self.k = k
-        self.popsize = popsize0 * 2**k
-        seed = int(np.random.SeedSequence([settings.seed, k]).generate_state(1)[0])
-        warm = {"x0": start, "sigma0": settings.spread} if start else {}
-        with warnings.catch_warnings():
-            # x0/sigma0 are deprecated since optuna 4.9 (removed in 6.0; the
-            # requirements pin 5.x): they are how a warm start is given.
-            warnings.simplefilter("ignore", category=FutureWarning)
-            sampler = optuna.samplers.CmaEsSampler(
-                **warm, seed=seed, popsize=self.popsize, n_startup_trials=0,
-                # The first generation is drawn at random, before CMA-ES has a trial.
-                warn_independent_sampling=False)
-        name = f"{settings.study_name}.r{k}" if settings.study_name else None
-        try:
-            self.study = optuna.create_study(
-                sampler=sampler, storage=settings.storage, direction="minimize",
-                study_name=name, load_if_exists=settings.storage is not None)
-        except Exception as exc:  # noqa: BLE001 - optuna, SQLAlchemy or a driver: "cannot open"
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise BamError(f"cannot open the optuna storage '{settings.storage}': "
-                           f"{first}") from None
-        if start and k == 0 and not self.study.trials:
-            self.study.enqueue_trial(start)
-        self.bests: list[float] = []  # this run's best after each generation
-
-    def stagnated(self, dims: int) -> bool:
-        """No 0.1 % improvement over the last 10 + 30·n/λ generations."""
-        horizon = 10 + math.ceil(30 * dims / self.popsize)
-        if len(self.bests) <= horizon:
-            return False
-        return not self.bests[-1] < self.bests[-horizon - 1] * (1.0 - 1e-3)
-
-
-def _existing_runs(settings: FitSettings) -> int:
-    """How many restarts are already stored under this study name (a resumed fit)."""
-    if settings.storage is None or settings.study_name is None:
-        return 0
-    import optuna
-
-    try:
-        names = set(optuna.get_all_study_names(settings.storage))
-    except Exception:  # noqa: BLE001 - reported with its cause when the study is created
-        return 0
-    k = 0
-    while f"{settings.study_name}.r{k}" in names:
-        k += 1
-    return k
+    simulation_seconds: float = 0.0  # of ``seconds``, spent in the batched simulation
+    evaluated: int = 0  # candidates simulated by this process (the others were stored)
 
 
 # A mean position error beyond a turn: the simulation does not follow the bench at all
@@ -278,6 +230,80 @@ def _penalize_diverged(scores: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(scores) & (scores <= DIVERGED_MAE), scores, DIVERGED_SCORE)
 
 
+class _Search:
+    """The state of one fit: budget, best so far, history, time in the simulation."""
+
+    def __init__(self, space: SearchSpace, objective: Objective, settings: FitSettings,
+                 record, progress: Callable[[int, float], None] | None):
+        self.space, self.objective, self.settings = space, objective, settings
+        self.record, self.progress = record, progress
+        self.lower, self.span = space.unit_box()
+        self.best, self.best_values = math.inf, None
+        self.done = self.evaluated = 0
+        self.simulated = 0.0
+        self.history: list[tuple[int, float, float]] = []
+        self.start = time.perf_counter()
+
+    def score(self, x: np.ndarray) -> np.ndarray:
+        """Scores of parameter vectors x (m, n): one batched simulation."""
+        candidates = [dict(zip(self.space.names, map(float, row), strict=True)) for row in x]
+        started = time.perf_counter()
+        raw = self.objective(candidates)
+        # Invalid ep_* candidates keep their graded INFEASIBLE score (not simulated,
+        # so not "diverged"): CMA-ES follows it back into the valid region.
+        scores = np.where(self.objective.violation(candidates) > 0.0, raw,
+                          _penalize_diverged(raw))
+        self.simulated += time.perf_counter() - started
+        self.evaluated += len(x)
+        return scores
+
+    def generation(self, run: CmaRun, stored: dict[int, np.ndarray]) -> bool:
+        """Ask, score and tell one generation; False if the budget ended inside it.
+
+        Scores already stored (a resumed study, or shares other workers
+        evaluated) are read, not simulated again.
+        """
+        u = run.ask()
+        x = self.lower + u * self.span
+        g, size = run.generation, run.popsize
+        limit = min(size, self.settings.trials - self.done)
+        scores = stored.pop(g, np.full(size, np.nan))
+        while np.isnan(scores[:limit]).any():
+            shares = self.record.work(run.k, g, size)
+            for share in shares:
+                index = shares_of(size, self.record.shares)[share]
+                todo = index[(index < limit) & np.isnan(scores[index])]
+                if todo.size:
+                    scores[todo] = self.score(x[todo])
+                self.record.finish(Pending(run.k, g, share, g * size + index, x[index],
+                                           scores[index].copy()))
+            if not shares:
+                self._wait(run, g, scores)
+        self._account(scores[:limit], x[:limit])
+        if limit < size:
+            return False
+        run.tell(u, scores)
+        return True
+
+    def _wait(self, run: CmaRun, g: int, scores: np.ndarray) -> None:
+        """Other workers hold the missing shares: read theirs once they are written."""
+        theirs = self.record.scores(run.k, g, run.popsize)
+        if theirs is None:
+            time.sleep(POLL_SECONDS)
+        else:
+            np.copyto(scores, theirs, where=np.isnan(scores))
+
+    def _account(self, scores: np.ndarray, x: np.ndarray) -> None:
+        self.done += len(scores)
+        i = int(np.argmin(scores))
+        if scores[i] < self.best:
+            self.best = float(scores[i])
+            self.best_values = dict(zip(self.space.names, map(float, x[i]), strict=True))
+        self.history.append((self.done, time.perf_counter() - self.start, self.best))
+        if self.progress is not None:
+            self.progress(len(scores), self.best)
+
+
 def identify(space: SearchSpace, logs: list[BenchLog], settings: FitSettings,
              progress: Callable[[int, float], None] | None = None,
              check_logs: list[BenchLog] | None = None) -> FitResult:
@@ -285,47 +311,39 @@ def identify(space: SearchSpace, logs: list[BenchLog], settings: FitSettings,
 
     ``check_logs`` (e.g. the validation logs) must admit an ``ep_*`` result too
     (condition (14) and the coupling limit), so that it can be evaluated on them.
+    A stored study (``settings.storage``) is resumed where it stopped, or shared
+    with the other workers running the same command on it.
     """
-    import optuna
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
     objective = Objective(space, logs, settings.replay, check_logs)
-    distributions = {name: optuna.distributions.FloatDistribution(lo, hi)
-                     for name, (lo, hi) in space.bounds.items()}
-    popsize0 = settings.popsize or _default_popsize(len(space.names))
-    runs = [_Run(settings, k, popsize0, settings.start if k == 0 else None)
-            for k in range(max(1, _existing_runs(settings)))]
-    done = sum(len(run.study.trials) for run in runs)
-    best, best_params = _best_of(runs)
-    history: list[tuple[int, float, float]] = []
-    start = time.perf_counter()
+    dims = len(space.names)
+    popsize0 = settings.popsize or default_popsize(dims)
+    record = open_record(settings.storage, settings.study_name,
+                         _fingerprint(space, objective, settings, popsize0), space.names,
+                         list(space.bounds.values()), settings.shares)
+    search = _Search(space, objective, settings, record, progress)
+    start = None if settings.start is None else space.to_unit(settings.start)
+    run = CmaRun(dims, 0, popsize0, settings.seed, start, settings.spread,
+                 inject_start=start is not None)
     interrupted = False
     try:
-        while done < settings.trials and not _reached(best, settings.target):
-            run = runs[-1]
-            trials = [run.study.ask(distributions)
-                      for _ in range(min(run.popsize, settings.trials - done))]
-            candidates = [trial.params for trial in trials]
-            raw = objective(candidates)
-            # Invalid ep_* candidates keep their graded INFEASIBLE score (not simulated,
-            # so not "diverged"): CMA-ES follows it back into the valid region.
-            scores = np.where(objective.violation(candidates) > 0.0, raw,
-                              _penalize_diverged(raw))
-            for trial, score in zip(trials, scores, strict=True):
-                run.study.tell(trial, float(score))
-            done += len(trials)
-            i = int(np.argmin(scores))
-            if scores[i] < best:
-                best, best_params = float(scores[i]), dict(trials[i].params)
-            run.bests.append(min(run.bests[-1:] + [float(scores[i])]))
-            history.append((done, time.perf_counter() - start, best))
-            if progress is not None:
-                progress(len(trials), best)
-            if settings.restarts and run.stagnated(len(space.names)):
-                runs.append(_Run(settings, run.k + 1, popsize0,
-                                 _random_point(space, settings.seed, run.k + 1)))
+        stored = record.generations(0)
+        while search.done < settings.trials and not _reached(search.best, settings.target):
+            if not search.generation(run, stored):
+                break
+            if settings.restarts and run.stagnated():
+                k = run.k + 1
+                run = CmaRun(dims, k, popsize0, settings.seed,
+                             random_start(dims, settings.seed, k), settings.spread)
+                stored = record.generations(k)
     except KeyboardInterrupt:
         interrupted = True
+    finally:
+        record.close()
+    return _result(search, run.k, interrupted)
+
+
+def _result(search: _Search, restarts: int, interrupted: bool) -> FitResult:
+    best, done = search.best, search.done
     if done and INFEASIBLE <= best < np.inf:
         raise BamError(f"none of the {done} candidates evaluated satisfied condition (14) "
                        f"and the coupling limit T·(K·T + 2B) < 4J at the logs' step; check "
@@ -334,29 +352,30 @@ def identify(space: SearchSpace, logs: list[BenchLog], settings: FitSettings,
         raise BamError(f"every one of the {done} candidates evaluated diverged (a mean "
                        f"position error beyond {DIVERGED_MAE:g} rad or not finite): check the "
                        "parameters held fixed (--set) and the recorded data")
-    if best_params is None:
+    if search.best_values is None:
         raise BamError("the fit was stopped before any candidate was evaluated; nothing to write")
-    return FitResult(space=space, values=best_params, train_mae=best, trials=done,
-                     seconds=time.perf_counter() - start, interrupted=interrupted,
-                     reached_target=_reached(best, settings.target), history=history,
-                     restarts=len(runs) - 1)
+    target = search.settings.target
+    return FitResult(space=search.space, values=search.best_values, train_mae=best,
+                     trials=done, seconds=time.perf_counter() - search.start,
+                     interrupted=interrupted, reached_target=_reached(best, target),
+                     history=search.history, restarts=restarts,
+                     simulation_seconds=search.simulated, evaluated=search.evaluated)
 
 
-def _random_point(space: SearchSpace, seed: int, k: int) -> dict[str, float]:
-    rng = np.random.default_rng([seed, k])
-    return {name: float(rng.uniform(lo, hi)) for name, (lo, hi) in space.bounds.items()}
-
-
-def _best_of(runs: list[_Run]) -> tuple[float, dict | None]:
-    """Best completed trial of the runs already stored (a resumed fit), if any."""
-    import optuna
-
-    complete = [t for run in runs for t in run.study.trials
-                if t.state == optuna.trial.TrialState.COMPLETE]
-    if not complete:
-        return math.inf, None
-    trial = min(complete, key=lambda t: t.value)
-    return float(trial.value), dict(trial.params)
+def _fingerprint(space: SearchSpace, objective: Objective, settings: FitSettings,
+                 popsize0: int) -> dict:
+    """What a stored study must have been started with to be resumed or shared."""
+    digest = hashlib.sha256()
+    for batch in (objective.batch, objective.check_batch):
+        for item in dataclasses.fields(batch):
+            value = getattr(batch, item.name)
+            if isinstance(value, np.ndarray):
+                digest.update(np.ascontiguousarray(value).tobytes())
+    return {"actuator": space.actuator, "model": space.model,
+            "bounds": {k: list(v) for k, v in space.bounds.items()}, "fixed": space.fixed,
+            "seed": settings.seed, "popsize": popsize0, "restarts": settings.restarts,
+            "start": settings.start, "spread": settings.spread, "replay": settings.replay,
+            "data": digest.hexdigest()[:16]}
 
 
 # Each model's nearest simpler models: M1 ⊂ M2, M3 ⊂ M4 ⊂ M5 ⊂ M6 (section III);
