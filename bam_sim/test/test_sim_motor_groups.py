@@ -22,7 +22,6 @@ from bam_sim.bench.geometry import GRAVITY, Bench
 from bam_sim.bench.rollouts import batch_errors, batch_rollout, rollout
 from bam_sim.bench.trajectory import command_log
 from bam_sim.common.errors import BamError
-from bam_sim.models import parameters as P
 from bam_sim.models.actuators import get_actuator
 from bam_sim.models.ep_validity import lugre_violation
 from bam_sim.models.parameter_file import dump_yaml, parse_yaml, published
@@ -244,30 +243,43 @@ def test_temperature_error_is_scored_against_the_recorded_temperature():
     assert np.isnan(none[0, 0])
 
 
-@pytest.mark.parametrize("sigma1, stable", [(1.2, True), (0.8, False)])
-def test_lugre_stick_limit_separates_stable_from_diverging_sets(sigma1, stable):
-    # T·σ0 = 1.0 here: the stick is stable iff σ1 + σ2 > 1.0 (ep_validity.lugre_violation)
+def free_swing(params: ParameterSet, velocity: float, steps: int = 1200) -> np.ndarray:
+    """Velocities of the pendulum released (torque off) from rest at the bottom with
+    ``velocity``: only gravity and LuGre act. Through the kernel, past the step check."""
+    from bam_sim.bench.rollouts import _rollout_kernel
+
+    log = BenchLog(Bench(MASS, LENGTH), 20.0, DT, np.zeros(steps), np.zeros(steps, bool))
+    q, dq, tau, ctrl, current, temperature = (np.empty(steps) for _ in range(6))
+    _rollout_kernel(params.model_id, params.actuator_def.family, params.vector(),
+                    log.consts(params.actuator_def), 20.0,
+                    log.bench.inertia(params.values["armature"]), log.bench.gravity_torque,
+                    0.0, velocity, log.goal, log.enabled, np.zeros(steps), DT, False,
+                    np.empty(0), q, dq, tau, ctrl, current, temperature)
+    return dq
+
+
+@pytest.mark.parametrize("sigma0, sigma1, velocity, stable", [
+    # sticking: T·σ0 = 1.0, stable iff σ1 + σ2 > 1.0 (ep_validity.lugre_violation)
+    (200.0, 1.2, 0.05, True), (200.0, 0.8, 0.05, False),
+    # sliding with reversals: stable iff T·(2σ1 − σ2) < 2J, σ1 < 6.5 on this bench
+    (50.0, 6.0, 20.0, True), (50.0, 7.0, 20.0, False)])
+def test_lugre_limits_separate_stable_from_diverging_sets(sigma0, sigma1, velocity, stable):
     values = {"resistance": 2.0, "motorconst": 0.5, "armature": 0.01, **LUGRE,
-              "lugre.stiffness": 200.0, "lugre.damping": sigma1, "lugre.viscous": 0.0}
-    p = P.to_vector(values)
-    assert (lugre_violation(p[None, :], DT, np.array([0.0325]))[0] == 0.0) == stable
+              "lugre.stiffness": sigma0, "lugre.damping": sigma1, "lugre.viscous": 0.0}
     params = ParameterSet.build("dcmotor", "lugre", values)
-    log = command_log("steps", Bench(1.0, 0.15), 20.0)
+    inertia = Bench(MASS, LENGTH).inertia(0.01)
+    assert (lugre_violation(params.vector()[None, :], DT, np.array([inertia]))[0]
+            == 0.0) == stable
+    settled = np.abs(free_swing(params, velocity)[-200:]).max()
+    log = command_log("steps", Bench(MASS, LENGTH), 20.0)
     if stable:
+        assert settled < 1e-6, "a stable set should come to rest"
         assert np.isfinite(rollout(params, log).position).all()
         return
+    assert settled > 1e-3, "an unstable set should not come to rest"
     with pytest.raises(BamError, match="lugre parameters at the step 0.005 s") as err:
         rollout(params, log)
     assert "\n" not in str(err.value)
-    # the limit is the truth: stepped anyway (the kernel, past the check), the set diverges
-    from bam_sim.bench.rollouts import _rollout_kernel
-    n = len(log)
-    q, dq, tau, ctrl, current, temperature = (np.empty(n) for _ in range(6))
-    _rollout_kernel(params.model_id, params.actuator_def.family, params.vector(),
-                    log.consts(params.actuator_def), 20.0, log.bench.inertia(0.01),
-                    log.bench.gravity_torque, 0.0, 0.0, log.goal, log.enabled, np.zeros(n), DT,
-                    False, np.empty(0), q, dq, tau, ctrl, current, temperature)
-    assert not (np.abs(dq[-200:]) < 1.0).all(), "an unstable stick should not come to rest"
 
 
 FULL = """

@@ -76,8 +76,9 @@ def check_step(model: FrictionModel, actuator: Actuator, p: np.ndarray, dt: floa
         if bad > 0.0:
             raise BamError(f"lugre parameters at the step {dt:g} s (J = {inertia:.4g} kg·m²): "
                            "the bristle spring-damper is unstable on the joint; it needs "
-                           "T·σ0 < σ1 + σ2 and T·(2(σ1 + σ2) − T·σ0) < 4(J + T·σ2) "
-                           "(a smaller lugre.stiffness or step, or more lugre.damping)")
+                           "T·σ0 < σ1 + σ2, T·(2(σ1 + σ2) − T·σ0) < 4(J + T·σ2) and "
+                           "T·(2σ1 − σ2) < 2J (a smaller step or lugre.stiffness, a "
+                           "lugre.damping between)")
         return
     if not model.elastoplastic:
         return
@@ -128,23 +129,35 @@ def violation(model: FrictionModel, actuator: Actuator, population: np.ndarray, 
 
 
 def lugre_violation(population: np.ndarray, dt: float, inertia: np.ndarray) -> np.ndarray:
-    """How far each LuGre set is from a stable stick at the step T; 0 if stable.
+    """How far each LuGre set is from a stable joint at the step T; 0 if stable.
 
     The motor model takes the bristle force −σ0 z − σ1 ż with z and ż at t
     (MuJoCo's order, DC-motor document section 2.4), z advances with the
-    velocity at t, and the joint's Euler step treats σ2 implicitly. While
-    sticking (|ω| ≪ ω_s, so a ≈ 0 in (11)) the pair (z, ω) then evolves by
-    [[1, T], [−Tσ0/J', 1 − Tσ1'/J']] with J' = J + Tσ2 and σ1' = σ1 + σ2,
-    whose eigenvalues lie inside the unit circle (Jury) iff T·σ0 < σ1' and
-    T·(2σ1' − T·σ0) < 4J'. The measure is relative, like :func:`violation`.
+    velocity at t, and the joint's Euler step treats σ2 implicitly. Two modes
+    bound T (J' = J + Tσ2, σ1' = σ1 + σ2):
+
+    * sticking (|ω| ≪ ω_s, so a ≈ 0 in (11)): (z, ω) evolves by
+      [[1, T], [−Tσ0/J', 1 − Tσ1'/J']], whose eigenvalues lie inside the unit
+      circle (Jury) iff T·σ0 < σ1' and T·(2σ1' − T·σ0) < 4J';
+    * sliding with the velocity reversing every step (the period-2 mode of an
+      explicit damper): z is saturated at g/σ0 of the previous direction, so
+      ż = a z + ω ≈ 2ω and the bristle acts as an explicit damper 2σ1 beside
+      the implicit σ2: ω_k+1 = (1 − T(2σ1 + σ2)/J')·ω_k, stable iff
+      T·(2σ1 − σ2) < 2J.
+
+    The measure is relative, like :func:`violation`.
     """
     population = np.asarray(population, dtype=np.float64)
     s0, s1 = population[:, P.LG_S0], population[:, P.LG_S1] + population[:, P.LG_S2]
-    inertia = np.asarray(inertia, dtype=np.float64) + dt * population[:, P.LG_S2]
+    inertia = np.asarray(inertia, dtype=np.float64)
+    sigma2 = population[:, P.LG_S2]
+    total = inertia + dt * sigma2
     spring = dt * s0
-    short = np.where(spring < s1, 0.0, np.maximum((spring - s1) / np.maximum(spring, 1e-300),
-                                                  1e-12))
-    load = dt * (2.0 * s1 - spring)
-    excess = np.where(load < 4.0 * inertia, 0.0,
-                      np.maximum(load / (4.0 * inertia) - 1.0, 1e-12))
-    return short + excess
+    out = _excess(spring, s1) + _excess(dt * (2.0 * s1 - spring), 4.0 * total)
+    return out + _excess(dt * (2.0 * population[:, P.LG_S1] - sigma2), 2.0 * inertia)
+
+
+def _excess(load: np.ndarray, limit: np.ndarray) -> np.ndarray:
+    """0 where load < limit, else the relative excess (never exactly 0 on the boundary)."""
+    return np.where(load < limit, 0.0,
+                    np.maximum((load - limit) / np.maximum(np.abs(limit), 1e-300), 1e-12))
