@@ -11,6 +11,7 @@ from bam_identify.data.synthetic import paper_like_set, record
 from bam_identify.fitting.report import (
     ModelResult,
     check_report_folder,
+    envelope_voltage,
     identifiability_warnings,
     mae_table,
     write_report,
@@ -18,6 +19,7 @@ from bam_identify.fitting.report import (
 from bam_sim.bench.geometry import Bench
 from bam_sim.common.errors import BamError
 from bam_sim.models.parameter_file import published
+from bam_sim.models.parameter_set import ParameterSet
 
 
 def test_warnings_for_what_the_data_cannot_identify():
@@ -66,3 +68,25 @@ def test_validation_figure_with_repeated_trajectories(tmp_path):
 
     logs = paper_like_set(published("mx64", "m1"), 6, duration=1.0, trajectories=("steps",))
     assert [id(log) for log in _pick_logs(logs, 4)] == [id(log) for log in logs[:4]]
+
+
+def test_report_draws_the_dc_motor_curves_of_motor_sets_only(tmp_path):
+    lugre = {"resistance": 2.0, "motorconst": 0.5, "armature": 0.01,
+             "saturation.torque": 2.0, "lugre.stiffness": 300.0, "lugre.damping": 0.5,
+             "lugre.coulomb": 0.1, "lugre.static": 0.2, "lugre.stribeck": 0.3,
+             "lugre.viscous": 0.05}
+    motor = ParameterSet.build("dcmotor", "lugre", lugre)
+    logs = paper_like_set(published("mx64", "m1"), 2, duration=1.0)
+    results = [ModelResult(motor, 0.01, 0.01, 10, 1.0, tmp_path / "lugre.yaml")]
+    folder = write_report(tmp_path / "motor", results, [], logs, [], {"actuator": "dcmotor"}
+                          ).parent
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["figures"]["dcmotor"] == "dcmotor_curves.png"
+    assert (folder / "dcmotor_curves.png").read_bytes()[:4] == b"\x89PNG"
+    assert "Stribeck curve (Fig. 6)" in (folder / "report.md").read_text()
+    # the envelope is drawn at the controller's v_max, else the supply
+    assert envelope_voltage(motor) == motor.actuator_def.supply_voltage
+    plain = [ModelResult(published("mx64", "m1"), 0.01, 0.01, 10, 1.0, tmp_path / "m1.yaml")]
+    folder = write_report(tmp_path / "plain", plain, [], logs, [], {"actuator": "mx64"}).parent
+    assert "dcmotor" not in json.loads((folder / "summary.json").read_text())["figures"]
+    assert not (folder / "dcmotor_curves.png").exists()

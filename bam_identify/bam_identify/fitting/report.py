@@ -79,6 +79,9 @@ def write_report(folder: Path, results: list[ModelResult], validation: list[Benc
         figures["validation"] = _plot_validation(folder / "validation.png", results, validation)
     figures["diagrams"] = _plot_diagrams(folder / "drive_backdrive.png", results)
     figures["friction"] = _plot_friction(folder / "friction.png", results, train)
+    motor = [r for r in results if _uses_motor(r.params)]
+    if motor:
+        figures["dcmotor"] = _plot_dcmotor(folder / "dcmotor_curves.png", motor)
     summary = {
         "provenance": provenance,
         "warnings": warnings,
@@ -158,7 +161,9 @@ def _markdown(summary: dict, results: list[ModelResult]) -> str:
               "validation": "Simulated vs recorded positions on validation logs (Fig. 1)",
               "diagrams": "Drive/backdrive diagrams of the fitted models (Fig. 4)",
               "friction": "Friction against velocity at zero load; pre-sliding "
-                          "displacement of the elasto-plastic models"}
+                          "displacement of the elasto-plastic models",
+              "dcmotor": "DC-motor model: torque-speed envelope (Fig. 2-3), Stribeck curve "
+                         "(Fig. 6) and pre-sliding hysteresis (Fig. 5) of the DC-motor document"}
     for key, name in summary["figures"].items():
         out += [f"### {titles[key]}", "", f"![{titles[key]}]({name})", ""]
     out += ["## Parameters", ""]
@@ -244,6 +249,46 @@ def _plot_diagrams(path: Path, results: list[ModelResult]) -> Path:
 
     title = f"{results[0].params.actuator_def.title}: fitted models"
     return plot_diagram([r.params for r in results], path, title=title)
+
+
+def _uses_motor(params: ParameterSet) -> bool:
+    from bam_sim.models.motor_model import uses_motor
+
+    return bool(uses_motor(params.actuator_def.family, params.model_id, params.vector()))
+
+
+def envelope_voltage(params: ParameterSet) -> float:
+    """The largest voltage the drive applies: v_max of its controller, else the supply's
+    (times the largest duty of a PWM servo)."""
+    from bam_sim.models import dcmotor
+    from bam_sim.models.actuators import VOLTAGE
+    from bam_sim.models.motor_model import dcmotor_parameters
+
+    vmax = float(dcmotor_parameters(params)[dcmotor.P_VMAX])
+    if vmax > 0.0:
+        return vmax
+    act = params.actuator_def
+    return act.supply_voltage * (act.max_duty if act.family == VOLTAGE else 1.0)
+
+
+def _plot_dcmotor(path: Path, results: list[ModelResult]) -> Path:
+    """The DC-motor document's Fig. 2-3 envelope, Fig. 6 Stribeck curve and Fig. 5 loop."""
+    from bam_sim.models.dcmotor_curves import plot_curves
+    from bam_sim.models.motor_model import dcmotor_parameters
+
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
+    for r in results:
+        plot_curves(dcmotor_parameters(r.params), axes, envelope_voltage(r.params), r.model)
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
+    fig.suptitle(f"{results[0].params.actuator_def.title}: DC-motor model of the fitted sets")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def _ep_params(params: ParameterSet, max_load: float = 0.0):

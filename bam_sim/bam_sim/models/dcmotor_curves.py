@@ -149,3 +149,4 @@ def plot_curves(params: np.ndarray, axes, voltage: float | None = None,
     ax_str.set(xlabel="speed ω (rad/s)", ylabel="friction τ_ss (N·m)", title="Stribeck curve")
     ax_hys.set(xlabel="displacement θ (rad)", ylabel="friction τ (N·m)",
                title="Pre-sliding hysteresis")
+    ax_hys.ticklabel_format(axis="x", style="sci", scilimits=(-2, 2))
