@@ -174,7 +174,7 @@ def _bad(u: float) -> bool:
     return u != u or u > MAXVAL or u < -MAXVAL
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def drive_voltage(params: np.ndarray, u_pos: float, u_vel: float, u_ff: float, u_volt: float,
                   length: float, velocity: float, x_i: float) -> float:
     """Terminal voltage v: controller (12)-(13) in torque space, Vmax clip, raw voltage added."""
@@ -191,7 +191,7 @@ def drive_voltage(params: np.ndarray, u_pos: float, u_vel: float, u_ff: float, u
     return v + u_volt
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def stribeck(params: np.ndarray, velocity: float) -> float:
     """g(ω) = τ_c + (τ_s − τ_c) exp(−(ω/ω_s)²), equation (10) with γ = 2."""
     return stribeck_curve(params[P_FC], params[P_FS], params[P_VS], velocity)
@@ -204,7 +204,7 @@ def stribeck_curve(coulomb: float, static: float, speed: float, velocity: float)
     return coulomb + (static - coulomb) * math.exp(-ratio * ratio)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def motor_step(params: np.ndarray, state: np.ndarray, u_pos: float, u_vel: float, u_ff: float,
                u_volt: float, length: float, velocity: float,
                dt: float) -> tuple[float, float, float, float]:
