@@ -19,6 +19,7 @@ from bam_sim.models.elastoplastic import (
     EP_LOAD,
     EP_RATIONAL,
     EP_STRIBECK,
+    NEAR_SLIDE,
     PAPER_GOAL,
     PAPER_INERTIA,
     ElastoPlasticParams,
@@ -32,6 +33,7 @@ from bam_sim.models.elastoplastic import (
     plot_integral_compensation,
     simulate_joint,
 )
+from bam_sim.models.elastoplastic import _phi_z_stribeck_near as phi_z_stribeck_near
 
 T_PAPER = 1.0e-3
 Z_PAPER = 1.0 / 55.0  # (12): 1/(5000·0.001 + 50)
@@ -161,6 +163,32 @@ def test_violating_14_breaks_continuity() -> None:
     t = z * F_S
     jump = phi_z_stribeck(math.nextafter(t, 1.0), z, F_S, F_C, V_S, D) - F_S
     assert abs(jump) > 0.1
+
+
+@pytest.mark.parametrize("set_name", SETS)
+def test_stribeck_table_path_agrees_with_the_libm_path(set_name: str) -> None:
+    """Beyond |x| = Z·F_S + NEAR_SLIDE·v_S(1 + Z·D) Φ_Z uses the table exponential and
+    the table of W0(ψ)/ψ; the threshold-side evaluation (libm exp/expm1, (27) as
+    written) holds everywhere. They agree to rounding, and do not jump at the switch."""
+    fs, fc, vs, d, z = SETS[set_name]
+    edge = z * fs + NEAR_SLIDE * vs * (1.0 + z * d)
+    xs = np.concatenate([edge * np.linspace(1.0, 40.0, 4001), np.logspace(-12, 4, 400) + edge])
+    for x in xs:
+        y = phi_z_stribeck(x, z, fs, fc, vs, d)
+        assert y == pytest.approx(phi_z_stribeck_near(x, z, fs, fc, vs, d), rel=2e-15)
+    below = phi_z_stribeck(math.nextafter(edge, 0.0), z, fs, fc, vs, d)
+    above = phi_z_stribeck(math.nextafter(edge, 1.0), z, fs, fc, vs, d)
+    assert abs(above - below) <= 1e-15 * abs(below) + 2.0 * math.ulp(edge) / z
+
+
+def test_stribeck_far_sliding_is_viscous() -> None:
+    """Far out e^(−x/v_S) vanishes: y = (F_C + D·x)/(1 + Z·D), no overflow, inf stays inf."""
+    for x in (1e3, 1e6, 1e300):
+        ref = (F_C + D * x) / (1.0 + Z_PAPER * D)
+        assert phi_z_stribeck(x, Z_PAPER, F_S, F_C, V_S, D) == pytest.approx(ref, rel=1e-15)
+        assert phi_z_stribeck(-x, Z_PAPER, F_S, F_C, V_S, D) == pytest.approx(-ref, rel=1e-15)
+    assert phi_z_stribeck(math.inf, Z_PAPER, F_S, F_C, V_S, D) == math.inf
+    assert math.isnan(phi_z_stribeck(math.nan, Z_PAPER, F_S, F_C, V_S, D))
 
 
 # -- Reductions ---------------------------------------------------------------

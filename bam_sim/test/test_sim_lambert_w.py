@@ -1,4 +1,5 @@
-"""Lambert W0 against a 50-digit reference, scipy, its defining identity and special values."""
+"""Lambert W0 against a 50-digit reference, scipy, its defining identity and special values;
+its table region (W0(x)/x in pieces) against the reference, piece by piece."""
 
 from __future__ import annotations
 
@@ -8,7 +9,17 @@ from decimal import Decimal, localcontext
 import numpy as np
 import pytest
 
-from bam_sim.models.lambert_w import BRANCH_POINT, lambert_w0, lambert_w0_branch
+from bam_sim.models import lambert_w_table as table
+from bam_sim.models.lambert_w import (
+    BRANCH_POINT,
+    SERIES_LIMIT,
+    TABLE_LIMIT,
+    TABLE_SCALE,
+    lambert_w0,
+    lambert_w0_branch,
+    lambert_w0_ratio,
+    lambert_w0_ratio_near,
+)
 
 REL = 1.0e-14
 EM1 = -math.exp(-1.0)  # the double nearest −1/e (just below it)
@@ -109,9 +120,15 @@ def test_subnormal_arguments() -> None:
         assert lambert_w0(x) == x
 
 
+def piece_edges() -> list[float]:
+    """The x where the table switches from one piece to the next (h = ±½)."""
+    return [-(j + 0.5) / TABLE_SCALE for j in range(table.INTERVALS)]
+
+
 def test_monotone_across_region_boundaries() -> None:
-    """No jumps where the algorithm switches form (series, branch, Fritsch)."""
-    around = [b + d for b in (-0.3, -1e-3, 1e-3) for d in np.linspace(-1e-12, 1e-12, 41)]
+    """No jumps where the algorithm switches form (branch, table pieces, series, Fritsch)."""
+    edges = [TABLE_LIMIT, SERIES_LIMIT, *piece_edges()]
+    around = [b + d for b in edges for d in np.linspace(-1e-12, 1e-12, 41)]
     xs = np.unique(np.concatenate([np.linspace(EM1, 3.0, 20001), around]))
     ws = np.array([lambert_w0(x) for x in xs])
     assert np.all(np.diff(ws) >= 0.0)
@@ -128,3 +145,56 @@ def test_branch_form_given_distance() -> None:
             worst = max(worst, abs(float(Decimal(lambert_w0_branch(float(q))) - reference(x))))
     assert lambert_w0_branch(0.0) == -1.0
     assert worst <= 1e-15
+
+
+def test_defining_identity_on_dense_log_grid() -> None:
+    """w·eʷ = x to 1e-15 relative, the residual evaluated in 50 digits from the double w.
+
+    Grids log-spaced by distance to −1/e, by distance to 0 on both sides, and
+    up to the largest doubles. Beyond x = e the residual is divided by the
+    condition number |1 + w| of w ↦ w·eʷ (a relative error δ in w moves
+    w·eʷ by (1 + w)·δ): no double w does better there.
+    """
+    near_branch = [EM1 + d for d in np.logspace(-17, math.log10(0.36), 1500)]
+    negative = list(-np.logspace(-300, math.log10(0.3678), 1500))
+    positive = list(np.logspace(-300, 308, 3000))
+    worst = 0.0
+    with localcontext() as ctx:
+        ctx.prec = 50
+        for x in (float(v) for v in near_branch + negative + positive):
+            if x < EM1:
+                continue
+            w = Decimal(lambert_w0(x))
+            residual = abs((w * w.exp() - Decimal(x)) / Decimal(x))
+            worst = max(worst, float(residual / max(Decimal(1), abs(1 + w))))
+    assert worst <= 1e-15
+
+
+def test_table_ratio_against_decimal_reference() -> None:
+    """W0(x)/x from the table on a dense grid of its region and at every piece edge."""
+    xs = [float(x) for x in np.linspace(TABLE_LIMIT, 0.0, 4001)[1:-1]]
+    xs += [e + d for e in piece_edges() for d in (-1e-15, 1e-15)]
+    worst = 0.0
+    for x in xs:
+        ref = reference(x) / Decimal(x)
+        worst = max(worst, abs(float(Decimal(lambert_w0_ratio(x)) / ref - 1)))
+    assert lambert_w0_ratio(0.0) == 1.0
+    assert worst <= 5e-16
+
+
+@pytest.mark.parametrize("offset", [-0.05, 0.05])
+def test_table_piece_chosen_from_an_estimate(offset: float) -> None:
+    """A piece chosen from an estimate of x a few per cent off still gives W0(x)/x."""
+    worst = 0.0
+    for x in np.linspace(TABLE_LIMIT, 0.0, 1601)[1:-1]:
+        u = -float(x) * TABLE_SCALE
+        estimate = min(max(u + offset, 0.0), float(table.INTERVALS))
+        ref = reference(float(x)) / Decimal(float(x))
+        worst = max(worst, abs(float(Decimal(lambert_w0_ratio_near(estimate, u)) / ref - 1)))
+    assert worst <= 5e-16
+
+
+def test_table_reads_no_memory_beyond_its_pieces() -> None:
+    """An index from a NaN lands in the padding, which gives NaN, not another piece."""
+    assert math.isnan(lambert_w0_ratio(math.nan))
+    assert math.isnan(lambert_w0_ratio_near(200.0, 200.0))

@@ -66,7 +66,11 @@ import numpy as np
 
 from bam_sim.common.errors import BamError
 from bam_sim.models import parameters as P
-from bam_sim.models.lambert_w import SERIES_LIMIT, lambert_w0, lambert_w0_branch
+from bam_sim.models.fast_exp import exp_split
+from bam_sim.models.lambert_w import TABLE_LIMIT as W0_TABLE_LIMIT
+from bam_sim.models.lambert_w import TABLE_SCALE as W0_TABLE_SCALE
+from bam_sim.models.lambert_w import lambert_w0_branch, lambert_w0_ratio, lambert_w0_ratio_near
+from bam_sim.models.lambert_w_table import LOG_SPAN as W0_TABLE_LOG_SPAN
 
 EP_CV, EP_STRIBECK, EP_RATIONAL, EP_LOAD = 0, 1, 2, 3
 FORM_NAMES = {EP_CV: "Coulomb-viscous", EP_STRIBECK: "Stribeck", EP_RATIONAL: "rational",
@@ -93,7 +97,13 @@ def phi_z_coulomb_viscous(x: float, Z: float, F: float, D: float) -> float:
     return math.copysign((F + D * ax) / (1.0 + Z * D), x)
 
 
-@nb.njit(cache=True)
+# Sliding beyond s = NEAR_SLIDE (s in units of v_S·(1 + Z·D), see phi_z_stribeck)
+# puts ψ₊ = −a·e^(−a−s) ≥ −e^(−1−s) in the table region of W0 whatever a is,
+# since a·e^(−a) ≤ 1/e: −e^(−1−NEAR_SLIDE) is the table's lower end.
+NEAR_SLIDE = W0_TABLE_LOG_SPAN - 1.0
+
+
+@nb.njit(cache=True, fastmath={"contract"})
 def phi_z_stribeck(x: float, Z: float, F_S: float, F_C: float, v_S: float, D: float) -> float:
     """Φ_Z of the Stribeck function (21) with α = 1, eqs. (24)-(30).
 
@@ -102,14 +112,42 @@ def phi_z_stribeck(x: float, Z: float, F_S: float, F_C: float, v_S: float, D: fl
     s = (x − Z·F_S)/(v_S(1 + Z·D)). (28)-(29) is the mirror image, so y₋ is
     taken as −y₊(−x), which makes Φ_Z exactly odd.
 
-    Near the threshold ψ₊ is close to the branch point −1/e (a → 1 is the
-    edge of condition (14)); W0 is then computed from q = 1 + e·ψ₊, written
-    as u·e^t − expm1(t) with u = 1 − a and t = u − s, which has no
-    cancellation, so Φ_Z stays continuous at ±Z·F_S to rounding.
+    Beyond s = NEAR_SLIDE (the bulk of sliding), W0(ψ₊) = ψ₊·G(ψ₊) with G
+    from the table of :mod:`bam_sim.models.lambert_w`, and (27) becomes a sum
+    of positive terms, y₊ = [F_C + D·x + F_SC·e^(−a−s)·G(ψ₊)]/(1 + Z·D),
+    with one table exponential, no division by Z and the table piece chosen
+    from e^(−a−s)'s own table value while its polynomial runs. Closer to the
+    threshold, :func:`_phi_z_stribeck_near`.
     """
     ax = abs(x)
     if ax <= Z * F_S:
         return x / Z
+    A = 1.0 + Z * D
+    vA = v_S * A
+    f_sc = F_S - F_C
+    if ax < Z * F_S + NEAR_SLIDE * vA or f_sc <= 0.0:
+        return _phi_z_stribeck_near(x, Z, F_S, F_C, v_S, D)
+    g = 1.0 / vA
+    t, p = exp_split((Z * F_C - ax) * g)  # e^(−a−s) = t·(1 + p)
+    e_as = t + t * p
+    scale = Z * f_sc * g * W0_TABLE_SCALE  # −ψ₊·W0_TABLE_SCALE = scale·e^(−a−s)
+    ratio = lambert_w0_ratio_near(t * scale, e_as * scale)
+    inv_a = v_S * g  # 1/(1 + Z·D)
+    return math.copysign(inv_a * (F_C + D * ax) + (inv_a * f_sc) * e_as * ratio, x)
+
+
+@nb.njit(cache=True)
+def _phi_z_stribeck_near(x: float, Z: float, F_S: float, F_C: float, v_S: float,
+                         D: float) -> float:
+    """(27)-(30) for Z·F_S < |x| < Z·F_S + NEAR_SLIDE·v_S(1 + Z·D), and without stiction.
+
+    Near the threshold ψ₊ may be close to the branch point −1/e (a → 1 is the
+    edge of condition (14)); W0 is then computed from q = 1 + e·ψ₊, written
+    as u·e^t − expm1(t) with u = 1 − a and t = u − s, whose rounding error is
+    of the order of u·ε, so √(2q) and W0 keep an absolute error at the
+    rounding level and Φ_Z stays continuous at ±Z·F_S.
+    """
+    ax = abs(x)
     A = 1.0 + Z * D
     f_sc = F_S - F_C
     if f_sc <= 0.0:  # no stiction: ψ₊ = 0, W0 = 0 and (27) is (20)
@@ -126,8 +164,8 @@ def phi_z_stribeck(x: float, Z: float, F_S: float, F_C: float, v_S: float, D: fl
         et = math.exp(t)
         em1 = et - 1.0
     psi = -a * et * INV_E
-    if psi > -SERIES_LIMIT:
-        w = lambert_w0(psi)
+    if psi > W0_TABLE_LIMIT:
+        w = psi * lambert_w0_ratio(psi)
     else:
         w = lambert_w0_branch(u * et - em1)
     return math.copysign((F_C + D * ax) / A - v_S * w / Z, x)
