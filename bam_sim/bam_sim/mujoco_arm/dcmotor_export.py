@@ -24,7 +24,16 @@ Coulomb-viscous friction, the model M1 (equation 3); ``armature`` = J_m. Every
 term of M2..M6 (Stribeck, load-dependent, directional, quadratic) has no
 counterpart and is dropped; :func:`losses` lists what a given set loses.
 (dcmotor's LuGre friction has a Stribeck curve, but with bristle dynamics and
-a fixed exponent 2: not the paper's static budget, so it is not used.)
+a fixed exponent 2: not the paper's static budget, so it is not used for M2..M6.)
+
+Sets of the DC-motor model family (:mod:`bam_sim.models.motor_groups`) export
+without loss: their groups become the dcmotor attributes of the same names
+(``inductance`` as its time constant, ``saturation`` with the current rate,
+``thermal``, ``cogging``), the ``lugre`` friction model its ``lugre`` attribute
+with σ2 as the actuator's ``damping`` (the joint then gets no frictionloss or
+damping), and the ``dcmotor`` family's controller its ``controller`` (the
+servo gain is k_p). :class:`~bam_sim.mujoco_arm.servo_arm.ServoArm` simulates the
+same sets with the numba kernel; a test checks both give the same motion.
 """
 
 from __future__ import annotations
@@ -44,10 +53,12 @@ from bam_sim.common.arguments import ArgumentParser
 from bam_sim.common.errors import BamError
 from bam_sim.common.output_paths import check_writable
 from bam_sim.models import actuators
+from bam_sim.models import dcmotor as dc
+from bam_sim.models import parameters as P
 from bam_sim.models.dcmotor import read_mjcf_text
 from bam_sim.models.diagram import static_level
 from bam_sim.models.model_registry import get_model
-from bam_sim.models.motor_model import uses_motor
+from bam_sim.models.motor_model import dcmotor_parameters, uses_motor
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.mujoco_arm.servo_arm import STIFF_IMPEDANCE
 
@@ -94,10 +105,16 @@ class DcMotorSettings:
     armature: float        # kg·m²
     damping: float         # N·m·s/rad
     frictionloss: float    # N·m
+    # The DC-motor family's controller terms and groups (zero/empty otherwise).
+    ki: float = 0.0
+    slewmax: float = 0.0
+    imax: float = 0.0
+    groups: tuple[tuple[str, str], ...] = ()  # (dcmotor attribute, value), e.g. thermal
 
     def controller(self) -> str:
         """The ``controller`` attribute: kp ki kd slewmax Imax Vmax."""
-        return " ".join(_num(v) for v in (self.kp, 0.0, self.kd, 0.0, 0.0, self.vmax))
+        return " ".join(_num(v) for v in (self.kp, self.ki, self.kd, self.slewmax, self.imax,
+                                          self.vmax))
 
 
 @dataclass(frozen=True)
@@ -127,26 +144,55 @@ def dcmotor_settings(joint: str, params: ParameterSet, gain: float | None = None
                      supply_voltage: float | None = None) -> DcMotorSettings:
     """Closed-form mapping of a servo model onto dcmotor attributes (module docstring)."""
     act = params.actuator_def
-    if uses_motor(act.family, params.model_id, params.vector()):
-        raise BamError(f"joint '{joint}': exporting a set of the DC-motor model family "
-                       f"({params.actuator} {params.model}, groups "
-                       f"{', '.join(params.groups) or 'none'}) is not supported yet; export a "
-                       "set of M1..M6 without groups")
     kp = float(act.gains[1] if gain is None else gain)
     if not (math.isfinite(kp) and kp >= 0.0):
         raise BamError(f"servo gain of joint '{joint}' must be >= 0, got {gain}")
     c = consts(params, supply_voltage)
-    v = params.values
-    kt, resistance = v["kt"], v["R"]
+    v, vec = params.values, params.vector()
+    kt, resistance = float(vec[P.KT]), float(vec[P.R])  # the dcmotor family's aliases too
+    ki = slew = imax = 0.0
     if act.family == actuators.VOLTAGE:
         kp_t = kt / resistance * kp * c[actuators.C_DUTY_GAIN] * c[actuators.C_SUPPLY]
         vmax = c[actuators.C_MAX_DUTY] * c[actuators.C_SUPPLY]
         kd_t, limit = kt * kt / resistance, 0.0
-    else:
+    elif act.family == actuators.CURRENT:
         kp_t, kd_t = kt * kp, kt * c[actuators.C_DAMPING] * math.sqrt(kp)
-        vmax, limit = c[actuators.C_MAX_VOLTAGE], kt * v["current_limit"]
-    return DcMotorSettings(joint, resistance, kt, kp_t, kd_t, vmax, limit, v["armature"],
-                           v["friction_viscous"], v["friction_base"])
+        vmax, limit = c[actuators.C_MAX_VOLTAGE], kt * vec[P.I_HEAT]
+    else:  # the dcmotor family: MuJoCo's own controller, the gain is its k_p
+        kp_t, ki, kd_t = kp, v.get("controller.ki", 0.0), v.get("controller.kd", 0.0)
+        slew, imax = v.get("controller.slewmax", 0.0), v.get("controller.Imax", 0.0)
+        vmax, limit = v.get("controller.Vmax", 0.0), 0.0
+    damping = v.get("friction_viscous", 0.0)
+    frictionloss, groups = v.get("friction_base", 0.0), ()
+    if uses_motor(act.family, params.model_id, params.vector()):
+        row = dcmotor_parameters(params, kp, c)
+        groups = _group_attributes(params, row)
+        if row[dc.P_FORCELIMITED] != 0.0:
+            limit = min(limit, float(row[dc.P_FMAX])) if limit > 0.0 else float(row[dc.P_FMAX])
+        if params.model_def.lugre:  # friction is the actuator's (σ2 its damping)
+            damping = frictionloss = 0.0
+    return DcMotorSettings(joint, resistance, kt, kp_t, kd_t, vmax, limit, float(vec[P.ARMATURE]),
+                           damping, frictionloss, ki, slew, imax, groups)
+
+
+def _group_attributes(params: ParameterSet, row: np.ndarray) -> tuple[tuple[str, str], ...]:
+    """The dcmotor attributes of the set's groups, from its compiled dcmotor row."""
+    out = []
+    if row[dc.P_TE] > 0.0:
+        out.append(("inductance", f"0 {_num(row[dc.P_TE])}"))
+    if row[dc.P_DIMAX] > 0.0:
+        out.append(("saturation_rate", _num(row[dc.P_DIMAX])))
+    if row[dc.P_RT] > 0.0:
+        out.append(("thermal", " ".join(_num(row[i]) for i in (dc.P_RT, dc.P_C)) + " 0 "
+                    + " ".join(_num(row[i]) for i in (dc.P_ALPHA, dc.P_T0, dc.P_TA))))
+    if row[dc.P_COG_A] != 0.0:
+        out.append(("cogging", " ".join(_num(row[i]) for i in
+                                        (dc.P_COG_A, dc.P_COG_N, dc.P_COG_PHASE))))
+    if params.model_def.lugre:
+        out.append(("lugre", " ".join(_num(row[i]) for i in
+                                      (dc.P_SIGMA0, dc.P_SIGMA1, dc.P_FC, dc.P_FS, dc.P_VS))))
+        out.append(("damping", _num(params.vector()[P.LG_S2])))
+    return tuple(out)
 
 
 # Losses of every export, whatever the parameters.
@@ -164,11 +210,14 @@ def losses(params: ParameterSet) -> list[str]:
 
     Every parameter beyond M1 (with its value and effect), the richer model's
     friction budget at rest that the export drops, the clip-order corner of
-    the current law, a non-zero bench offset. See also GENERAL_LOSSES.
+    the current law, a non-zero bench offset. See also GENERAL_LOSSES. The
+    DC-motor family (its groups, LuGre, its controller) is MuJoCo's own model:
+    it loses nothing.
     """
     v, act = params.values, params.actuator_def
     out = [f"{name} = {_fmt(v[name])}: {_EFFECTS[name]}"
-           for name in params.model_def.params if name not in M1_PARAMS]
+           for name in params.model_def.params
+           if name not in M1_PARAMS and not params.model_def.lugre]
     if out:
         p = params.vector()
         # ep_*: F_S, the level the elasto-plastic friction holds at rest.
@@ -177,7 +226,8 @@ def losses(params: ParameterSet) -> list[str]:
                    f"export keeps K_c = {_fmt(v['friction_base'])} N·m (for a dcmotor, prefer a "
                    "set identified as M1)")
     if act.family == actuators.CURRENT:
-        speed = (act.max_voltage + v["R"] * v["current_limit"]) / v["kt"]
+        vec = params.vector()
+        speed = (act.max_voltage + vec[P.R] * vec[P.I_HEAT]) / vec[P.KT]
         out.append(f"current law: the I_heat and back-EMF clips differ for |q̇| > "
                    f"{_fmt(speed)} rad/s (clips applied in the other order)")
     if v.get("q_offset", 0.0) != 0.0:
@@ -293,8 +343,11 @@ def _set_actuator(root: ET.Element, s: DcMotorSettings, where: str) -> None:
     attrs = {"name": motor.get("name", s.joint) if motor is not None else s.joint,
              "joint": s.joint, "resistance": _num(s.resistance),
              "motorconst": _num(s.motorconst), "input": "pos", "controller": s.controller()}
-    if s.torque_limit > 0.0:
-        attrs["saturation"] = _num(s.torque_limit)
+    groups = dict(s.groups)
+    rate = groups.pop("saturation_rate", None)
+    if s.torque_limit > 0.0 or rate is not None:
+        attrs["saturation"] = f"{_num(s.torque_limit)} 0 {rate or 0}"
+    attrs.update(groups)
     element = ET.Element("dcmotor", attrs)
     if motor is None:
         section.append(element)

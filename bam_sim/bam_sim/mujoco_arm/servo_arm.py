@@ -32,6 +32,16 @@ joint is checked at binding for condition (14) and the coupling limit
 T·(K·T + 2B) < 4J, with J its mass-matrix diagonal at qpos0 (``dof_M0``,
 armature included) and, for ``ep_load``, the load bound of the stall torque
 alone (the external torques of an arm are not known in advance).
+
+Joints whose set runs through MuJoCo's DC-motor model (the ``dcmotor`` family,
+the ``lugre`` friction model or any group of :mod:`bam_sim.models.motor_groups`)
+get their motor torque from :func:`bam_sim.models.motor_model.motor_torque`,
+with the motor's states (slew, integral, temperature, bristle, current) kept
+per joint; an M1..M6 budget then applies as above, while LuGre's force (9b)
+goes through the motor with σ2 as the joint's damping, as MuJoCo's native
+``<dcmotor>`` does. The same sets exported by
+:func:`bam_sim.mujoco_arm.dcmotor_export.export_dcmotor` and simulated by
+MuJoCo alone move the arm the same way (tests).
 """
 
 from __future__ import annotations
@@ -49,12 +59,13 @@ import numpy as np
 from bam_sim.common.errors import BamError
 from bam_sim.common.numbers import number
 from bam_sim.models import actuators, servo
+from bam_sim.models import dcmotor as D
 from bam_sim.models import parameters as P
 from bam_sim.models.elastoplastic import ep_step, friction_level
 from bam_sim.models.ep_validity import check_step
 from bam_sim.models.friction import friction_budget
-from bam_sim.models.model_registry import EP_FIRST
-from bam_sim.models.motor_model import uses_motor
+from bam_sim.models.model_registry import EP_FIRST, LUGRE_ID
+from bam_sim.models.motor_model import ON, init_state, motor_rows, motor_torque, uses_motor
 from bam_sim.models.parameter_set import ParameterSet
 
 FRICTION_DOF = int(mujoco.mjtConstraint.mjCNSTR_FRICTION_DOF)
@@ -62,15 +73,16 @@ FRICTION_DOF = int(mujoco.mjtConstraint.mjCNSTR_FRICTION_DOF)
 STIFF_IMPEDANCE = 0.9999
 
 # Columns of the per-joint integer table handed to the kernel.
-I_QADR, I_DADR, I_ACT, I_MODEL, I_FAMILY = range(5)
-N_INTS = 5
+I_QADR, I_DADR, I_ACT, I_MODEL, I_FAMILY, I_MOTOR = range(6)
+N_INTS = 6
 # Columns of the per-joint float work table: command, memory of the last
 # step, and the outputs of the last step.
 W_GOAL, W_ENABLE, W_KP, W_CTRL_SCALE = 0, 1, 2, 3
 W_PREV_TAU_M, W_PREV_KV, W_PREV_DQ = 4, 5, 6
 W_CONTROL, W_TAU_M, W_TAU_E, W_BUDGET = 7, 8, 9, 10
 W_DEFLECTION = 11  # e_k−1 of an elasto-plastic joint
-N_WORK = 12
+W_CURRENT = 12  # motor current (A) of a joint of the DC-motor model, last step
+N_WORK = 13
 
 
 @dataclass(frozen=True)
@@ -101,8 +113,8 @@ class ArmState(NamedTuple):
 
 
 @nb.njit(cache=True)
-def _update(ints, params, consts, work, qpos, qvel, qfrc_smooth, qfrc_constraint,
-            efc_type, efc_id, efc_force, ctrl, frictionloss, damping, dt):
+def _update(ints, params, consts, work, rows, motor_state, qpos, qvel, qfrc_smooth,
+            qfrc_constraint, efc_type, efc_id, efc_force, ctrl, frictionloss, damping, dt):
     """Steps 1-3 of the module docstring for every servo joint (before mj_step)."""
     for i in range(ints.shape[0]):
         dof = ints[i, I_DADR]
@@ -116,11 +128,21 @@ def _update(ints, params, consts, work, qpos, qvel, qfrc_smooth, qfrc_constraint
         tau_e = (qfrc_smooth[dof] - work[i, W_PREV_TAU_M]
                  + work[i, W_PREV_KV] * work[i, W_PREV_DQ]
                  + qfrc_constraint[dof] - own_friction)
-        tau_m, control = servo.servo_torque(
-            ints[i, I_FAMILY], p, consts[i], work[i, W_KP], q, dq, work[i, W_GOAL],
-            work[i, W_ENABLE] != 0.0,
-        )
         model = ints[i, I_MODEL]
+        if ints[i, I_MOTOR] != 0:
+            tau_m, lugre, control, current = motor_torque(
+                ints[i, I_FAMILY], p, consts[i], rows[i], motor_state[i], work[i, W_KP], q, dq,
+                work[i, W_GOAL], work[i, W_ENABLE] != 0.0, False, 0.0, dt)
+            work[i, W_CURRENT] = current
+            if model == LUGRE_ID:
+                _update_lugre(i, p, work, tau_m, lugre, tau_e, dq, control, ctrl,
+                              ints[i, I_ACT], frictionloss, damping, dof)
+                continue
+        else:
+            tau_m, control = servo.servo_torque(
+                ints[i, I_FAMILY], p, consts[i], work[i, W_KP], q, dq, work[i, W_GOAL],
+                work[i, W_ENABLE] != 0.0,
+            )
         if model >= EP_FIRST:
             _update_elastoplastic(i, model - EP_FIRST, p, work, tau_m, tau_e, dq, control,
                                   ctrl, ints[i, I_ACT], frictionloss, damping, dof, dt)
@@ -159,6 +181,24 @@ def _update_elastoplastic(i, form, p, work, tau_m, tau_e, dq, control, ctrl, act
     work[i, W_BUDGET] = friction_level(form, p, tau_m, tau_e, dq)
 
 
+@nb.njit(cache=True, inline="always")
+def _update_lugre(i, p, work, tau_m, lugre, tau_e, dq, control, ctrl, act, frictionloss,
+                  damping, dof):
+    """A LuGre joint: the dcmotor's force (motor and LuGre (9b)) through the motor, σ2 as
+    the joint's damping (MuJoCo's implicit damping, as its dcmotor ``damping``)."""
+    force = tau_m + lugre
+    ctrl[act] = force * work[i, W_CTRL_SCALE]
+    frictionloss[dof] = 0.0
+    damping[dof] = p[P.LG_S2]
+    work[i, W_PREV_TAU_M] = force
+    work[i, W_PREV_KV] = p[P.LG_S2]
+    work[i, W_PREV_DQ] = dq
+    work[i, W_CONTROL] = control
+    work[i, W_TAU_M] = tau_m
+    work[i, W_TAU_E] = tau_e
+    work[i, W_BUDGET] = abs(lugre) + p[P.LG_S2] * abs(dq)
+
+
 @nb.njit(cache=True)
 def _half_step(ints, work, qpos, qvel, dt):
     """The ½·q̈·Δt² position term of the identification integrator (after mj_step).
@@ -167,15 +207,22 @@ def _half_step(ints, work, qpos, qvel, dt):
     integrated (implicit damping included).
     """
     for i in range(ints.shape[0]):
-        if ints[i, I_MODEL] >= EP_FIRST:
-            continue  # validated with semi-implicit Euler (module docstring)
+        if ints[i, I_MODEL] >= EP_FIRST or ints[i, I_MODEL] == LUGRE_ID:
+            continue  # validated with / defined by semi-implicit Euler (module docstring)
         qpos[ints[i, I_QADR]] += 0.5 * dt * (qvel[ints[i, I_DADR]] - work[i, W_PREV_DQ])
 
 
 @nb.njit(cache=True)
-def _servo_outputs(ints, params, consts, work, qpos, qvel, out_tau, out_control):
+def _servo_outputs(ints, params, consts, work, rows, motor_state, qpos, qvel, dt, out_tau,
+                   out_control):
     """τ_m and control of every joint at the current state and command (no side effect)."""
     for i in range(ints.shape[0]):
+        if ints[i, I_MOTOR] != 0:  # the motor's states are advanced on a copy
+            out_tau[i], _, out_control[i], _ = motor_torque(
+                ints[i, I_FAMILY], params[i], consts[i], rows[i].copy(), motor_state[i].copy(),
+                work[i, W_KP], qpos[ints[i, I_QADR]], qvel[ints[i, I_DADR]], work[i, W_GOAL],
+                work[i, W_ENABLE] != 0.0, False, 0.0, dt)
+            continue
         out_tau[i], out_control[i] = servo.servo_torque(
             ints[i, I_FAMILY], params[i], consts[i], work[i, W_KP], qpos[ints[i, I_QADR]],
             qvel[ints[i, I_DADR]], work[i, W_GOAL], work[i, W_ENABLE] != 0.0,
@@ -257,7 +304,7 @@ def _number(name: str, value: object) -> float:
 
 
 class ServoArm:
-    """A MuJoCo model whose hinge joints are servo actuators with M1..M6 or ep_* friction.
+    """A MuJoCo model whose hinge joints are servo actuators (M1..M6, ep_*, DC-motor model).
 
     ``model`` is modified in place (armature, friction, damping, and with
     ``stiff_friction`` the friction constraint's solref/solimp of the servo
@@ -290,6 +337,8 @@ class ServoArm:
         self._params = np.zeros((n, P.N_PARAMS))
         self._consts = np.zeros((n, actuators.N_CONSTS))
         self._work = np.zeros((n, N_WORK))
+        self._rows = np.zeros((n, 3, D.N_PARAMS))  # dcmotor rows of DC-motor model joints
+        self._motor_state = np.zeros((n, D.N_STATES))
         for i, spec in enumerate(joints):
             self._bind(i, spec, stiff_friction)
         # The armature changed the mass matrix: recompute the constants MuJoCo derives
@@ -338,12 +387,13 @@ class ServoArm:
         act, scale = _motor_scale(m, spec.actuator, joint, spec.joint)
         dof = int(m.jnt_dofadr[joint])
         actuator = spec.params.actuator_def
-        if uses_motor(actuator.family, spec.params.model_id, spec.params.vector()):
-            raise BamError(f"joint '{spec.joint}': the arm does not simulate MuJoCo's DC-motor "
-                           f"model yet ({spec.params.actuator} {spec.params.model}, groups "
-                           f"{', '.join(spec.params.groups) or 'none'}); use the pendulum "
-                           "bench, or a set of M1..M6/ep_* without groups")
-        self._ints[i] = (m.jnt_qposadr[joint], dof, act, spec.params.model_id, actuator.family)
+        motor = uses_motor(actuator.family, spec.params.model_id, spec.params.vector())
+        if motor and spec.params.model_def.elastoplastic:
+            raise BamError(f"joint '{spec.joint}': an {spec.params.model} set with DC-motor "
+                           f"groups ({', '.join(spec.params.groups)}) is simulated on the "
+                           "pendulum bench only; use M1..M6 or lugre with groups in the arm")
+        self._ints[i] = (m.jnt_qposadr[joint], dof, act, spec.params.model_id, actuator.family,
+                         int(motor))
         self._params[i] = spec.params.vector()
         self._consts[i] = actuator.consts()
         if spec.supply_voltage is not None:
@@ -351,6 +401,9 @@ class ServoArm:
             if volts <= 0.0:
                 raise BamError(f"joint '{spec.joint}' supply_voltage must be > 0 V, got {volts}")
             self._consts[i, actuators.C_SUPPLY] = volts
+        if motor:
+            self._rows[i] = motor_rows(actuator.family, spec.params.model_id, self._params[i],
+                                       self._consts[i])
         self._work[i, W_CTRL_SCALE] = scale
         m.dof_armature[dof] = self._params[i, P.ARMATURE]
         if stiff_friction:
@@ -415,23 +468,26 @@ class ServoArm:
         qpos, qvel, smooth, constraint = self._views
         ctrl, frictionloss, damping = self._outputs
         dt = m.opt.timestep
+        rows, motor_state = self._rows, self._motor_state
         if self._half_step:
             for _ in range(n):
-                _update(ints, params, consts, work, qpos, qvel, smooth, constraint,
-                        d.efc_type, d.efc_id, d.efc_force, ctrl, frictionloss, damping, dt)
+                _update(ints, params, consts, work, rows, motor_state, qpos, qvel, smooth,
+                        constraint, d.efc_type, d.efc_id, d.efc_force, ctrl, frictionloss,
+                        damping, dt)
                 mujoco.mj_step(m, d)
                 _half_step(ints, work, qpos, qvel, dt)
             return
         for _ in range(n):
-            _update(ints, params, consts, work, qpos, qvel, smooth, constraint,
-                    d.efc_type, d.efc_id, d.efc_force, ctrl, frictionloss, damping, dt)
+            _update(ints, params, consts, work, rows, motor_state, qpos, qvel, smooth,
+                    constraint, d.efc_type, d.efc_id, d.efc_force, ctrl, frictionloss, damping,
+                    dt)
             mujoco.mj_step(m, d)
 
     def state(self) -> ArmState:
         qadr, dadr = self._ints[:, I_QADR], self._ints[:, I_DADR]
         tau, control = np.empty(self.n_joints), np.empty(self.n_joints)
-        _servo_outputs(self._ints, self._params, self._consts, self._work, self.data.qpos,
-                       self.data.qvel, tau, control)
+        _servo_outputs(self._ints, self._params, self._consts, self._work, self._rows,
+                       self._motor_state, self.data.qpos, self.data.qvel, self.dt, tau, control)
         w = self._work
         return ArmState(self.data.qpos[qadr].copy(), self.data.qvel[dadr].copy(),
                         w[:, W_GOAL].copy(), w[:, W_ENABLE] != 0.0, w[:, W_KP].copy(),
@@ -441,6 +497,18 @@ class ServoArm:
     def external_torque(self) -> np.ndarray:
         """τ_e (N·m) each joint's friction budget used in the last step."""
         return self._work[:, W_TAU_E].copy()
+
+    @property
+    def motor_current(self) -> np.ndarray:
+        """Current (A) of each joint of the DC-motor model in the last step; NaN elsewhere."""
+        return np.where(self._ints[:, I_MOTOR] != 0, self._work[:, W_CURRENT], np.nan)
+
+    @property
+    def temperature(self) -> np.ndarray:
+        """Winding temperature (°C) of each joint with a thermal group; NaN elsewhere."""
+        rise = self._motor_state[:, D.S_TEMPERATURE]
+        thermal = (self._ints[:, I_MOTOR] != 0) & (self._rows[:, ON, D.P_RT] > 0.0)
+        return np.where(thermal, self._rows[:, ON, D.P_TA] + rise, np.nan)
 
     @property
     def friction_budget(self) -> np.ndarray:
@@ -473,4 +541,7 @@ class ServoArm:
         self._work[:, W_PREV_KV] = 0.0
         self._work[:, W_PREV_DQ] = dq
         self._work[:, W_DEFLECTION] = 0.0  # Algorithm 1 line 1
+        self._work[:, W_CURRENT] = 0.0
+        for i in range(n):  # the motor's states: slew at the goal, temperature at ambient
+            init_state(self._rows[i, ON], self._motor_state[i], float(q[i]), math.nan)
         mujoco.mj_forward(m, d)
