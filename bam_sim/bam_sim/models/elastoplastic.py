@@ -132,8 +132,7 @@ def phi_z_stribeck(x: float, Z: float, F_S: float, F_C: float, v_S: float, D: fl
     e_as = t + t * p
     scale = Z * f_sc * g * W0_TABLE_SCALE  # −ψ₊·W0_TABLE_SCALE = scale·e^(−a−s)
     ratio = lambert_w0_ratio_near(t * scale, e_as * scale)
-    inv_a = v_S * g  # 1/(1 + Z·D)
-    return math.copysign(inv_a * (F_C + D * ax) + (inv_a * f_sc) * e_as * ratio, x)
+    return math.copysign(v_S * g * (F_C + D * ax + f_sc * e_as * ratio), x)  # v_S·g = 1/A
 
 
 @nb.njit(cache=True)
