@@ -48,7 +48,7 @@ from provenance import environment
 from bam_sim.bench.bench_log import BenchLog, LogBatch
 from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import batch_mae, batch_rollout, rollout
-from bam_sim.bench.trajectory import TRAJECTORIES, command_log
+from bam_sim.bench.trajectory import PROTOCOL_TRAJECTORIES, command_log
 from bam_sim.models.parameter_file import published
 from bam_sim.models.parameters import INDEX
 
@@ -63,7 +63,8 @@ def make_logs(actuator: str, n_logs: int, n_steps: int, dt: float, seed: int) ->
     rng = np.random.default_rng(seed)
     truth = published(actuator, "m4")
     act = truth.actuator_def
-    configs = list(itertools.product(act.masses, act.lengths, act.gains, TRAJECTORIES))
+    configs = list(itertools.product(act.masses, act.lengths, act.gains,
+                                     PROTOCOL_TRAJECTORIES))
     rng.shuffle(configs)
     logs = []
     for mass, length, kp, name in configs[:n_logs]:

@@ -27,6 +27,7 @@ from bam_sim.common.arguments import ArgumentParser
 from bam_sim.common.errors import BamError
 from bam_sim.common.output_paths import check_writable
 from bam_sim.models.model_registry import MODELS, get_model
+from bam_sim.models.motor_groups import DEFAULT_TEMPERATURE_WEIGHT, GROUPS
 from bam_sim.models.parameter_file import load, save, write_atomic
 
 DEFAULT_OUTPUT = "out/fit/{actuator}_{model}.yaml"
@@ -90,11 +91,13 @@ class FitJob:
     report: Path = Path("out/fit/report")
     force: bool = False
     quiet: bool = False
+    groups: tuple[str, ...] = ()
+    temperature_weight: float = DEFAULT_TEMPERATURE_WEIGHT
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> FitJob:
         values = {f.name: getattr(args, f.name) for f in fields(cls)}
-        for name in ("bags", "logs", "models", "set"):
+        for name in ("bags", "logs", "models", "set", "groups"):
             values[name] = tuple(values[name] or ())
         return cls(**values)
 
@@ -116,6 +119,16 @@ def fit_parser() -> argparse.ArgumentParser:
                         "MAE is at most this (rad)")
     parser.add_argument("--set", action="append", metavar="NAME=VALUE",
                         help="hold a parameter fixed (repeatable)")
+    parser.add_argument("--groups", nargs="+", default=[], choices=list(GROUPS),
+                        metavar="GROUP", help="optional groups of MuJoCo's DC-motor model to "
+                        f"identify too, among {', '.join(GROUPS)} (thermal: R_T, C and α from "
+                        "the recorded winding temperature; hold thermal.ambient and "
+                        "thermal.reftemp with --set, else both are the coolest first "
+                        "temperature of the training logs)")
+    parser.add_argument("--temperature-weight", type=float,
+                        default=DEFAULT_TEMPERATURE_WEIGHT, metavar="RAD_PER_K",
+                        help="weight of the winding-temperature MAE added to the position MAE "
+                        f"(rad/K, default {DEFAULT_TEMPERATURE_WEIGHT:g}: 1 K counts as 1 mrad)")
     parser.add_argument("--no-offset", action="store_true", help="do not identify q_offset")
     parser.add_argument("--no-warm-start", action="store_true",
                         help="start every model from scratch, not from a nested simpler "
@@ -205,9 +218,11 @@ def run_fit(args: FitJob) -> str:
         if path.exists() and not args.force:
             raise BamError(f"{path} already exists; choose another --output or pass --force")
     per_model = _fixed_per_model(fixed, dataset.actuator, models)
-    spaces = {m: SearchSpace.build(dataset.actuator, m, per_model[m], not args.no_offset)
-              for m in models}
     train, validation = split(dataset, args.validation_fraction, args.seed, args.validation_kp)
+    held = group_defaults(args.groups, train.logs)
+    spaces = {m: SearchSpace.build(dataset.actuator, m, {**held, **per_model[m]},
+                                   not args.no_offset, args.groups)
+              for m in models}
     warnings = identifiability_warnings(train.logs, models)
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -225,25 +240,34 @@ def run_fit(args: FitJob) -> str:
                                target=args.target_mae, storage=args.storage,
                                study_name=f"bam_{dataset.actuator}_{model}_seed{args.seed}",
                                start=nested_start(spaces[model], base.params.values)
-                               if base else None)
+                               if base else None,
+                               temperature_weight=args.temperature_weight)
         fitted = _fit_one(spaces[model], train.logs, settings, args.quiet, identify,
                           validation.logs)
-        val_mae = (float(np.average(Objective(spaces[model], validation.logs).per_log(
-            fitted.values), weights=[len(log) for log in validation.logs]))
-            if validation.logs else None)
+        train_mae, train_t = Objective(spaces[model], train.logs).errors(fitted.values)
+        val_mae, val_t = (Objective(spaces[model], validation.logs).errors(fitted.values)
+                          if validation.logs else (None, None))
         record = {**provenance, "model": model, "trials": fitted.trials,
-                  "seconds": round(fitted.seconds, 3), "train_mae": fitted.train_mae,
+                  "seconds": round(fitted.seconds, 3), "train_mae": train_mae,
                   "interrupted": fitted.interrupted}
         if val_mae is not None:
             record["validation_mae"] = val_mae
+        if train_t is not None:
+            record.update(train_temperature_mae=train_t,
+                          temperature_weight=args.temperature_weight,
+                          objective=fitted.train_mae)
+        if val_t is not None:
+            record["validation_temperature_mae"] = val_t
+        if args.groups:
+            record["groups"] = list(args.groups)
         if per_model[model]:
             record["fixed"] = per_model[model]
         if base is not None:
             record["warm_start"] = base.model
         params = spaces[model].parameter_set(fitted.values, record)
         output = _save_fit(params, outputs[model], args.force, fitted.interrupted)
-        results.append(ModelResult(params, fitted.train_mae, val_mae, fitted.trials,
-                                   fitted.seconds, output, fitted.interrupted))
+        results.append(ModelResult(params, train_mae, val_mae, fitted.trials,
+                                   fitted.seconds, output, fitted.interrupted, train_t, val_t))
         if fitted.interrupted:
             break
     report = write_report(args.report, results, validation.logs, train.logs, warnings,
@@ -253,6 +277,20 @@ def run_fit(args: FitJob) -> str:
     if results and results[-1].interrupted:
         raise FitInterrupted(summary)
     return summary
+
+
+def group_defaults(groups: tuple[str, ...], logs) -> dict[str, float]:
+    """Values held for the groups fitted, unless --set: the thermal group's ambient and
+    reference temperatures are the coolest first temperature of the training logs (a
+    motor at rest is at ambient, and R is identified at that temperature)."""
+    if "thermal" not in groups:
+        return {}
+    first = [float(log.temperature[0]) for log in logs if log.temperature is not None]
+    if not first:
+        raise BamError("--groups thermal needs the winding temperature, but no training log "
+                       "recorded one (bam/actuator_states temperature); record it, or leave "
+                       "thermal out")
+    return {"thermal.ambient": min(first), "thermal.reftemp": min(first)}
 
 
 class FitInterrupted(Exception):
@@ -307,7 +345,8 @@ def _provenance(args, dataset, train, validation) -> dict:
 def eval_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
         prog="eval", description="Score parameter files (YAML or legacy JSON) on logs: "
-        "mean absolute position error of simulated-control rollouts.")
+        "mean absolute position error of simulated-control rollouts (and of the winding "
+        "temperature, for sets with the thermal group on logs that recorded it).")
     parser.add_argument("--params", nargs="+", type=Path, required=True, metavar="FILE")
     _data_arguments(parser)
     parser.add_argument("--replay", action="store_true", help="replay the recorded control")
@@ -327,18 +366,27 @@ def run_eval(args: argparse.Namespace) -> str:
     dataset = _load(args)
     weights = [len(log) for log in dataset.logs]
     scores = {}
-    lines = [f"{'file':<40} {'model':<6} {'MAE [rad]':>10}"]
+    rows = []
     for path, params in sets:
         if params.actuator != dataset.actuator:
             raise BamError(f"{path} is for {params.actuator} but the logs are of "
                            f"{dataset.actuator}; pass matching --params or --actuator")
         space = SearchSpace.build(params.actuator, params.model, params.values, False)
-        per_log = Objective(space, dataset.logs, args.replay).per_log({})
+        objective = Objective(space, dataset.logs, args.replay)
+        per_log = objective.per_log({})
         mae = float(np.average(per_log, weights=weights))
+        _, temperature = objective.errors({})
         scores[str(path)] = {"model": params.model, "mae": mae,
                              "per_log": dict(zip([log.name for log in dataset.logs],
                                                  per_log.tolist(), strict=True))}
-        lines.append(f"{str(path):<40} {params.model:<6} {mae:>10.3e}")
+        if temperature is not None:
+            scores[str(path)]["temperature_mae"] = temperature
+        rows.append((f"{str(path):<40} {params.model:<6} {mae:>10.3e}", temperature))
+    # the winding-temperature column only when a set was scored on temperature
+    heated = any(t is not None for _, t in rows)
+    lines = [f"{'file':<40} {'model':<6} {'MAE [rad]':>10}" + (f" {'MAE [K]':>8}" if heated
+                                                               else "")]
+    lines += [row + (f" {_kelvin(t):>8}" if heated else "") for row, t in rows]
     if args.json:
         summary = {"logs": len(dataset.logs), "actuator": dataset.actuator,
                    "replay": args.replay, "scores": scores, "version": version()}
@@ -346,6 +394,10 @@ def run_eval(args: argparse.Namespace) -> str:
         write_atomic(args.json, json.dumps(summary, indent=2) + "\n")
         lines.append(f"wrote {args.json}")
     return "\n".join(lines)
+
+
+def _kelvin(value: float | None) -> str:
+    return f"{value:.3f}" if value is not None else "-"
 
 
 def _main(parser: argparse.ArgumentParser, run, argv: list[str] | None) -> int:

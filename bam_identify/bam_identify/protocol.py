@@ -10,6 +10,7 @@ A protocol is read from YAML (``yaml.safe_load``, never evaluated)::
       settle: 0.5                              # s at the start pose before a run (optional)
       runs:                                    # optional explicit runs, played after
         - {trajectory: steps, gain: 32, repetitions: 1}
+        - {trajectory: heat_cool, gain: 16, duration: 300}   # a run's own duration
 
 The schedule is the cross product trajectory × gain × repetition in that order
 (trajectory-major, as written), followed by the explicit ``runs``. A run's
@@ -34,7 +35,7 @@ from bam_sim.bench.trajectory import TRAJECTORIES, get_trajectory
 from bam_sim.common.errors import BamError, one_line
 
 PROTOCOL_KEYS = ("trajectories", "gains", "repetitions", "duration", "settle", "runs")
-RUN_KEYS = ("trajectory", "gain", "repetitions")
+RUN_KEYS = ("trajectory", "gain", "repetitions", "duration")
 MAX_RUNS = 100_000  # runs a schedule may hold: beyond, a typo rather than a plan
 
 
@@ -45,6 +46,7 @@ class Run:
     trajectory: str  # canonical name, a key of bam_sim.bench.trajectory.TRAJECTORIES
     gain: float  # kp as used by the firmware/host
     repetition: int  # 0 for the first run of this trajectory and gain
+    duration: float | None = None  # s; None: the protocol's (or the node's) duration
 
 
 @dataclass(frozen=True)
@@ -137,7 +139,7 @@ def parse_protocol(data: object, where: str = "protocol") -> Protocol:
         missing = "gains" if trajectories else "trajectories"
         raise BamError(f"{where}: trajectories and gains go together; give {missing} too (or "
                        "use 'runs')")
-    pairs = [(name, gain, repetitions) for name in trajectories for gain in gains]
+    pairs = [(name, gain, repetitions, None) for name in trajectories for gain in gains]
     runs = data.get("runs", [])
     if not isinstance(runs, list):
         raise BamError(f"{where}: runs must be a list of {{trajectory, gain, repetitions}}, "
@@ -151,21 +153,24 @@ def parse_protocol(data: object, where: str = "protocol") -> Protocol:
         for key in ("trajectory", "gain"):
             if key not in item:
                 raise BamError(f"{label}: missing '{key}'")
+        own = (_seconds(item["duration"], label, "duration", minimum_ok=False)
+               if "duration" in item else None)
         pairs.append((check_trajectory(item["trajectory"], label),
-                      check_gain(item["gain"], label), _count(item.get("repetitions", 1), label)))
+                      check_gain(item["gain"], label), _count(item.get("repetitions", 1), label),
+                      own))
     if not pairs:
         raise BamError(f"{where}: the schedule is empty; give trajectories and gains, or runs")
-    size = sum(count for _, _, count in pairs)
+    size = sum(count for _, _, count, _ in pairs)
     if size > MAX_RUNS:
         raise BamError(f"{where}: the schedule holds {size} runs, more than {MAX_RUNS} "
                        "(weeks of bench time); lower the repetitions")
     done: dict[tuple[str, float], int] = {}
     schedule = []
-    for name, gain, count in pairs:
+    for name, gain, count, own in pairs:
         for _ in range(count):
             repetition = done.get((name, gain), 0)
             done[(name, gain)] = repetition + 1
-            schedule.append(Run(name, gain, repetition))
+            schedule.append(Run(name, gain, repetition, own))
     duration = settle = None
     if "duration" in data:
         duration = _seconds(data["duration"], where, "duration", minimum_ok=False)

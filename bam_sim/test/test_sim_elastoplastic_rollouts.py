@@ -19,7 +19,7 @@ from bam_sim.bench.bench_log import BenchLog, LogBatch
 from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import batch_mae, batch_rollout, batch_violation, rollout
 from bam_sim.bench.stepper import BenchStepper
-from bam_sim.bench.trajectory import TRAJECTORIES, command_log
+from bam_sim.bench.trajectory import PROTOCOL_TRAJECTORIES, command_log
 from bam_sim.common.errors import BamError
 from bam_sim.models import actuators
 from bam_sim.models import parameters as P
@@ -120,7 +120,7 @@ def test_pendulum_rollout_equals_simulate_joint(actuator, model):
     bench = Bench(1.0, 0.15) if actuator == "mx64" else Bench(8.2, 0.5)  # no arm mass
     params, core = core_of(ep_set(actuator, model), bench)
     kp = params.actuator_def.gains[1]
-    for name in TRAJECTORIES:
+    for name in PROTOCOL_TRAJECTORIES:
         log = command_log(name, bench, kp, DT, duration=4.0)
         run = rollout(params, log)
         assert np.ptp(run.position) > 0.3
@@ -152,7 +152,7 @@ def test_batched_rollout_equals_single_bit_for_bit(model, replay):
     act = params.actuator_def
     benches = [Bench(0.5, 0.1), Bench(1.5, 0.2, 0.1), Bench(1.0, 0.15)]
     logs = []
-    for i, name in enumerate(TRAJECTORIES):
+    for i, name in enumerate(PROTOCOL_TRAJECTORIES):
         cmd = command_log(name, benches[i % 3], act.gains[i % 4], DT, duration=2.0 + 0.7 * i)
         recorded = rollout(params, cmd)
         logs.append(BenchLog(cmd.bench, cmd.kp, DT, cmd.goal, cmd.enabled,

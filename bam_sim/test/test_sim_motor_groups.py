@@ -22,6 +22,7 @@ from bam_sim.bench.geometry import GRAVITY, Bench
 from bam_sim.bench.rollouts import batch_errors, batch_rollout, rollout
 from bam_sim.bench.trajectory import command_log
 from bam_sim.common.errors import BamError
+from bam_sim.models import parameters as P
 from bam_sim.models.actuators import get_actuator
 from bam_sim.models.ep_validity import lugre_violation
 from bam_sim.models.parameter_file import dump_yaml, parse_yaml, published
@@ -371,3 +372,18 @@ def test_a_dcmotor_set_has_no_published_defaults():
     with pytest.raises(BamError, match="there is no published lugre set"):
         published("mx64", "lugre")
     assert ParameterSet.build("dcmotor", "m1", GOOD).values["motorconst"] == 0.5
+
+
+def test_group_bounds_lie_inside_the_plausible_ranges():
+    from bam_sim.models.actuators import ACTUATORS
+    from bam_sim.models.motor_groups import GROUPS
+
+    for actuator in ACTUATORS.values():
+        for group in GROUPS.values():
+            bounds = group.bounds(actuator.scales)
+            assert set(bounds) == set(group.identified)
+            defaults = group.defaults(actuator.scales)
+            for name, (low, high) in bounds.items():
+                assert low < high and low <= defaults[name] <= high, name
+                for value in (low, high):
+                    P.check_value(name, value, f"bounds of {actuator.name} {group.name}")

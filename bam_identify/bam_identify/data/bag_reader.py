@@ -179,7 +179,8 @@ def _deserialize(reader: Reader, label: str, names: dict[str, str]) -> _Recordin
                 for state in msg.actuators:
                     rec.actuators.setdefault(state.name, _Series()).add(
                         stamp, goal=state.goal_position, enabled=bool(state.torque_enable),
-                        control=state.control, unit=state.control_unit)
+                        control=state.control, unit=state.control_unit,
+                        temperature=state.temperature)
             elif topic == TOPIC_BENCH_INFO:
                 rec.infos.append((_stamp(msg.header), msg))
             else:
@@ -269,7 +270,8 @@ def _pick(series: dict, wanted: str, what: str, topic: str, where: str) -> str:
 
 
 # Beyond these a recording is corrupt or not of a bench (rad, rad/s, V or A).
-PLAUSIBLE = {"position": 1.0e4, "velocity": 1.0e3, "goal position": 1.0e4, "control": 1.0e3}
+PLAUSIBLE = {"position": 1.0e4, "velocity": 1.0e3, "goal position": 1.0e4, "control": 1.0e3,
+             "temperature": 1.0e3}
 
 
 def _finite_or_fail(values: np.ndarray, stamps: np.ndarray, start: int, what: str,
@@ -292,7 +294,8 @@ def read_bag(path: str | Path, dt: float = 0.005,
     ``path`` is a rosbag2 folder or a single .mcap/.db3 file. Each START/END
     pair of /bam/trial becomes one log (runs ended with success = false are
     skipped), with the bench, actuator, supply voltage and damping of the
-    latest bam/bench_info at or before its start. ``namespace`` picks one bench
+    latest bam/bench_info at or before its start, and the winding temperature
+    of bam/actuator_states where the actuator reported it. ``namespace`` picks one bench
     of a bag that recorded several (default: the only one).
     """
     path = Path(path)
@@ -379,6 +382,8 @@ def _trial_log(path: Path, marker: _Marker, info, joints: dict, actuators: dict,
     at = resample.grid_ns(int(stamps[-1]) - t_start, dt_ns)
     t_joint = (stamps - t_start) * 1e-9
     t_act = (a_stamps - t_start) * 1e-9
+    temperature = _temperature(a_values["temperature"][k0:k1], t_act, at, a_stamps, t_start,
+                               f"temperature of '{name}'", where)
     supply = float(info.supply_voltage)
     damping = float(info.damping)
     return BenchLog(
@@ -397,4 +402,17 @@ def _trial_log(path: Path, marker: _Marker, info, joints: dict, actuators: dict,
         supply_voltage=(supply if act.family == VOLTAGE and math.isfinite(supply)
                         and supply > 0.0 else None),
         damping=damping if math.isfinite(damping) and damping > 0.0 else None,
+        temperature=temperature,
     )
+
+
+def _temperature(values: np.ndarray, times: np.ndarray, at: np.ndarray, stamps: np.ndarray,
+                 start: int, what: str, where: str) -> np.ndarray | None:
+    """The winding temperature on the grid, from its measured samples (NaN: not measured);
+    None when fewer than two samples of the trial were measured."""
+    values = values.astype(np.float64)
+    measured = np.isfinite(values)
+    if measured.sum() < 2:
+        return None
+    _finite_or_fail(values[measured], stamps[measured], start, what, where)
+    return resample.interpolate(at, times[measured], values[measured])

@@ -25,21 +25,28 @@ PAPER_TRAJECTORIES = ("accelerated_oscillations", "slow_oscillations", "raise_lo
 
 def record(truth: ParameterSet, bench: Bench, kp: float, trajectory: str, dt: float = 0.005,
            duration: float = 6.0, noise: float = 0.0,
-           rng: np.random.Generator | None = None) -> BenchLog:
+           rng: np.random.Generator | None = None, temperature_step: float = 0.0) -> BenchLog:
     """One log of ``trajectory`` as the bench would record it under ``truth``.
 
     ``noise`` (rad) adds Gaussian measurement noise to the recorded positions.
+    A ``truth`` with the thermal group also records the winding temperature,
+    rounded to ``temperature_step`` (°C; 0: exact), as a servo reports it.
     """
     cmd = command_log(trajectory, bench, kp, dt, duration)
     sim = rollout(truth, cmd)
     position = sim.position
     if noise > 0.0:
         position = position + (rng or np.random.default_rng(0)).normal(0.0, noise, len(cmd))
+    temperature = None
+    if np.isfinite(sim.temperature).all():
+        temperature = sim.temperature
+        if temperature_step > 0.0:
+            temperature = np.round(temperature / temperature_step) * temperature_step
     return BenchLog(bench=bench, kp=kp, dt=dt, goal=cmd.goal, enabled=cmd.enabled,
                     position=position, velocity=sim.velocity, control=sim.control,
                     name=f"{trajectory}_m{bench.mass:g}_l{bench.length:g}_kp{kp:g}",
                     meta={"trajectory": trajectory, "gain": kp},
-                    supply_voltage=None, damping=None)
+                    supply_voltage=None, damping=None, temperature=temperature)
 
 
 def paper_like_set(truth: ParameterSet, n_logs: int, arm_mass: float = 0.0,
@@ -91,3 +98,22 @@ def elastoplastic_example(actuator: str, model: str = "ep_stribeck") -> Paramete
         values[name] = factor * scales.get(scale, 1.0)
     return ParameterSet.build(actuator, mdl.name, values,
                               {"source": "bam_identify.data.synthetic.elastoplastic_example"})
+
+
+# A made-up motor of the dcmotor family: a small servo motor with LuGre friction and a
+# winding that heats by tens of kelvin within a minute of holding against gravity.
+_DCMOTOR_EXAMPLE = {
+    "resistance": 2.5, "motorconst": 0.45, "armature": 0.012,
+    "lugre.stiffness": 150.0, "lugre.damping": 1.5, "lugre.coulomb": 0.06,
+    "lugre.static": 0.12, "lugre.stribeck": 0.3, "lugre.viscous": 0.04,
+    "thermal.resistance": 6.0, "thermal.capacitance": 4.0, "thermal.tempcoef": 0.0039,
+    "thermal.reftemp": 22.0, "thermal.ambient": 22.0,
+    "controller.kd": 0.4,
+}
+
+
+def dcmotor_example(**values: float) -> ParameterSet:
+    """A made-up ``dcmotor`` set with LuGre and the thermal group, to simulate recordings
+    from (not identified on any motor); ``values`` replace some of its numbers."""
+    return ParameterSet.build("dcmotor", "lugre", {**_DCMOTOR_EXAMPLE, **values},
+                              {"source": "bam_identify.data.synthetic.dcmotor_example"})

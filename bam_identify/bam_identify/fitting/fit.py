@@ -15,6 +15,19 @@ between workers.
 Identified: the actuator's motor parameters (k_t, R, J_m where they are not
 fixed constants), the bench offset q_offset and the friction parameters of
 the model, each within the registry's bounds; any of them can be held fixed.
+The optional groups of MuJoCo's DC-motor model asked for
+(``SearchSpace.build(groups=...)``, ``fit --groups``) add their identified
+parameters (:mod:`bam_sim.models.motor_groups`): inductance L, saturation
+current, the thermal R_T, C and α, cogging amplitude and phase, the dcmotor
+controller's k_i and k_d. The thermal parameters are identified from the
+recorded winding temperature: the objective adds its MAE, weighted by
+``temperature_weight`` (rad/K, default :data:`DEFAULT_TEMPERATURE_WEIGHT`), to
+the position MAE.
+
+LuGre (``lugre``) is searched like the elasto-plastic models below: a
+candidate whose bristle spring-damper is unstable on the joint at the logs'
+step (:func:`bam_sim.models.ep_validity.lugre_violation`) is not simulated and
+gets the graded ``INFEASIBLE`` score.
 
 Elasto-plastic models (``ep_*``, Cisneros et al.): F_C, F_S − F_C, v_S, D,
 K, B (and K_l, K_l^s for ``ep_load``) are searched in the registry's box, but
@@ -44,11 +57,12 @@ import numpy as np
 from bam_identify.fitting.cma_run import CmaRun, default_popsize, random_start
 from bam_identify.fitting.study_record import POLL_SECONDS, Pending, open_record, shares_of
 from bam_sim.bench.bench_log import BenchLog, LogBatch
-from bam_sim.bench.rollouts import batch_mae, batch_violation
+from bam_sim.bench.rollouts import batch_errors, batch_mae, batch_violation
 from bam_sim.common.errors import BamError
 from bam_sim.models import parameters as P
-from bam_sim.models.actuators import get_actuator
+from bam_sim.models.actuators import FAMILY_NAMES, get_actuator
 from bam_sim.models.model_registry import get_model
+from bam_sim.models.motor_groups import DEFAULT_TEMPERATURE_WEIGHT, get_group
 from bam_sim.models.parameter_set import (
     ParameterSet,
     allowed_names,
@@ -73,9 +87,18 @@ class SearchSpace:
 
     @classmethod
     def build(cls, actuator: str, model: str, fixed: dict[str, float] | None = None,
-              identify_offset: bool = True) -> SearchSpace:
+              identify_offset: bool = True, groups: tuple[str, ...] = ()) -> SearchSpace:
+        """``groups``: optional groups of the DC-motor model whose parameters are
+        identified too (:data:`bam_sim.models.motor_groups.GROUPS`; their other
+        parameters are held at ``fixed``, where the group needs them)."""
         act, mdl = get_actuator(actuator), get_model(model)
         bounds = dict(identification_bounds(act, mdl))
+        for name in groups:
+            group = get_group(name)
+            if group.family is not None and group.family != act.family:
+                raise BamError(f"--groups {group.name}: the group belongs to the "
+                               f"{FAMILY_NAMES[group.family]} family, not to {act.name}")
+            bounds.update(group.bounds(act.scales))
         if identify_offset:
             bounds["q_offset"] = Q_OFFSET_BOUNDS
         allowed = allowed_names(act, mdl)
@@ -86,7 +109,12 @@ class SearchSpace:
                                f"{act.name}; its parameters are {', '.join(sorted(allowed))}")
             P.check_value(name, value, "--set")
             bounds.pop(name, None)
-        return cls(act.name, mdl.name, bounds, fixed)
+        space = cls(act.name, mdl.name, bounds, fixed)
+        # A set of the space must be valid as a whole (a group missing what it needs, a
+        # held value outside a group's rules): say so now, not after the fit.
+        middle = {name: 0.5 * (lo + hi) for name, (lo, hi) in bounds.items()}
+        space.parameter_set(middle, {})
+        return space
 
     @property
     def names(self) -> list[str]:
@@ -139,38 +167,66 @@ def parse_assignments(items: list[str] | None) -> dict[str, float]:
 
 
 class Objective:
-    """Training MAE of a population: one batched simulation of every log."""
+    """Training error of a population: one batched simulation of every log.
+
+    The score is the step-weighted position MAE (rad) plus, for sets with the
+    thermal group, ``temperature_weight`` (rad/K) times the step-weighted MAE
+    of the winding temperature over the logs that recorded it (K).
+    """
 
     def __init__(self, space: SearchSpace, logs: list[BenchLog], replay: bool = False,
-                 check_logs: list[BenchLog] | None = None):
+                 check_logs: list[BenchLog] | None = None,
+                 temperature_weight: float = DEFAULT_TEMPERATURE_WEIGHT):
         """``check_logs``: more logs (e.g. the validation logs) on which an ``ep_*``
         candidate must be valid too, though they are not scored."""
         if not logs:
             raise BamError("no training logs to identify from")
+        if not (math.isfinite(temperature_weight) and temperature_weight >= 0.0):
+            raise BamError(f"the temperature weight must be a finite number >= 0 (rad/K), got "
+                           f"{temperature_weight}")
         self.space = space
         self.batch = LogBatch.pack(logs, get_actuator(space.actuator))
         self.check_batch = (LogBatch.pack([*logs, *check_logs], self.batch.actuator)
                             if check_logs else self.batch)
         self.weights = self.batch.lengths / self.batch.lengths.sum()
         self.replay = replay
+        self.temperature_weight = float(temperature_weight)
         self.evaluations = 0
 
     def __call__(self, candidates: list[dict[str, float]]) -> np.ndarray:
-        """Step-weighted MAE over all logs, for each candidate (rad).
+        """Score of each candidate: position MAE + weight·temperature MAE (rad).
 
-        An ``ep_*`` candidate that may not be simulated at the logs' step scores
-        ``INFEASIBLE``·(1 + violation) (see the module docstring).
+        An ``ep_*`` or LuGre candidate that may not be simulated at the logs'
+        step scores ``INFEASIBLE``·(1 + violation) (see the module docstring).
         """
         population = self.space.population(candidates)
         violation = self.violation(candidates)
         valid = violation == 0.0
         scores = INFEASIBLE * (1.0 + violation)
         if valid.any():
-            errors = batch_mae(self.space.model, population[valid], self.batch, self.replay)
-            simulated = errors @ self.weights
+            errors, errors_t = batch_errors(self.space.model, population[valid], self.batch,
+                                            self.replay)
+            simulated = errors @ self.weights + self.temperature_weight * self._mean(errors_t)
             scores[valid] = np.where(np.isfinite(simulated), simulated, np.inf)
         self.evaluations += len(candidates)
         return scores
+
+    def _mean(self, errors_t: np.ndarray) -> np.ndarray:
+        """Step-weighted mean over the logs scored on temperature (0 where none is)."""
+        scored = np.isfinite(errors_t[0]) if errors_t.size else np.zeros(0, bool)
+        if not scored.any():
+            return np.zeros(errors_t.shape[0])
+        weights = self.batch.lengths[scored] / self.batch.lengths[scored].sum()
+        return errors_t[:, scored] @ weights
+
+    def errors(self, values: dict[str, float]) -> tuple[float, float | None]:
+        """(position MAE in rad, temperature MAE in K or None) of one set over the logs,
+        step-weighted; a one-line BamError if the set may not run on them."""
+        errors, errors_t = batch_errors(self.space.model, self.space.population([values]),
+                                        self.batch, self.replay)
+        temperature = (float(self._mean(errors_t)[0]) if np.isfinite(errors_t).any()
+                       else None)
+        return float(errors[0] @ self.weights), temperature
 
     def violation(self, candidates: list[dict[str, float]]) -> np.ndarray:
         """0 for each candidate that may be simulated, else its relative violation of
@@ -201,6 +257,8 @@ class FitSettings:
     # Workers expected on one stored study: each generation is cut into this many
     # shares, each claimed by one of them (None: as the stored study says, else 1).
     shares: int | None = None
+    # Weight of the winding-temperature error (rad/K), for sets with the thermal group.
+    temperature_weight: float = DEFAULT_TEMPERATURE_WEIGHT
 
 
 @dataclass
@@ -314,7 +372,7 @@ def identify(space: SearchSpace, logs: list[BenchLog], settings: FitSettings,
     A stored study (``settings.storage``) is resumed where it stopped, or shared
     with the other workers running the same command on it.
     """
-    objective = Objective(space, logs, settings.replay, check_logs)
+    objective = Objective(space, logs, settings.replay, check_logs, settings.temperature_weight)
     dims = len(space.names)
     popsize0 = settings.popsize or default_popsize(dims)
     record = open_record(settings.storage, settings.study_name,
@@ -346,8 +404,9 @@ def _result(search: _Search, restarts: int, interrupted: bool) -> FitResult:
     best, done = search.best, search.done
     if done and INFEASIBLE <= best < np.inf:
         raise BamError(f"none of the {done} candidates evaluated satisfied condition (14) "
-                       f"and the coupling limit T·(K·T + 2B) < 4J at the logs' step; check "
-                       "the parameters held fixed (--set) and the step (--dt)")
+                       f"and the coupling limit T·(K·T + 2B) < 4J (ep_*) or the LuGre stick "
+                       "limits (lugre) at the logs' step; check the parameters held fixed "
+                       "(--set) and the step (--dt)")
     if done and not best <= DIVERGED_MAE:
         raise BamError(f"every one of the {done} candidates evaluated diverged (a mean "
                        f"position error beyond {DIVERGED_MAE:g} rad or not finite): check the "
@@ -375,7 +434,7 @@ def _fingerprint(space: SearchSpace, objective: Objective, settings: FitSettings
             "bounds": {k: list(v) for k, v in space.bounds.items()}, "fixed": space.fixed,
             "seed": settings.seed, "popsize": popsize0, "restarts": settings.restarts,
             "start": settings.start, "spread": settings.spread, "replay": settings.replay,
-            "data": digest.hexdigest()[:16]}
+            "temperature_weight": settings.temperature_weight, "data": digest.hexdigest()[:16]}
 
 
 # Each model's nearest simpler models: M1 ⊂ M2, M3 ⊂ M4 ⊂ M5 ⊂ M6 (section III);

@@ -38,6 +38,9 @@ class ModelResult:
     seconds: float
     output: Path
     interrupted: bool = False
+    # Winding-temperature MAE (K) of sets with the thermal group on logs that recorded it.
+    train_temperature_mae: float | None = None
+    validation_temperature_mae: float | None = None
 
     @property
     def model(self) -> str:
@@ -87,6 +90,8 @@ def write_report(folder: Path, results: list[ModelResult], validation: list[Benc
         "warnings": warnings,
         "data": _data_summary(train, validation),
         "models": {r.model: {"train_mae": r.train_mae, "validation_mae": r.validation_mae,
+                             "train_temperature_mae": r.train_temperature_mae,
+                             "validation_temperature_mae": r.validation_temperature_mae,
                              "trials": r.trials, "seconds": r.seconds,
                              "interrupted": r.interrupted, "parameters": r.params.values,
                              "file": str(r.output)} for r in results},
@@ -104,13 +109,23 @@ def write_report(folder: Path, results: list[ModelResult], validation: list[Benc
 
 def mae_table(results: list[ModelResult]) -> str:
     """The MAE table as aligned text (also printed by the fit command)."""
+    heated = any(r.train_temperature_mae is not None for r in results)
+    extra = f" {'train MAE [K]':>14} {'validation MAE [K]':>19}" if heated else ""
     lines = [f"{'model':<6} {'train MAE [rad]':>16} {'validation MAE [rad]':>21} "
-             f"{'trials':>7} {'time [s]':>9}"]
+             f"{'trials':>7} {'time [s]':>9}{extra}"]
     for r in results:
         val = f"{r.validation_mae:.3e}" if r.validation_mae is not None else "-"
-        lines.append(f"{r.model:<6} {r.train_mae:>16.3e} {val:>21} {r.trials:>7d} "
-                     f"{r.seconds:>9.1f}")
+        line = (f"{r.model:<6} {r.train_mae:>16.3e} {val:>21} {r.trials:>7d} "
+                f"{r.seconds:>9.1f}")
+        if heated:
+            line += f" {_kelvin(r.train_temperature_mae):>14} "
+            line += f"{_kelvin(r.validation_temperature_mae):>19}"
+        lines.append(line)
     return "\n".join(lines)
+
+
+def _kelvin(value: float | None) -> str:
+    return f"{value:.3f}" if value is not None else "-"
 
 
 def _data_summary(train: list[BenchLog], validation: list[BenchLog]) -> dict:
@@ -142,6 +157,13 @@ def _markdown(summary: dict, results: list[ModelResult]) -> str:
         note = " (interrupted)" if r.interrupted else ""
         out.append(f"| {r.model}{note} | {r.train_mae:.3e} | {val} | {r.trials} | "
                    f"{r.seconds:.1f} | `{r.output}` |")
+    heated = [r for r in results if r.train_temperature_mae is not None]
+    if heated:
+        out += ["", "Winding temperature (thermal group, second objective term): mean "
+                "absolute error on the logs that recorded it, K.", "",
+                "| model | train MAE [K] | validation MAE [K] |", "|---|---|---|"]
+        out += [f"| {r.model} | {_kelvin(r.train_temperature_mae)} | "
+                f"{_kelvin(r.validation_temperature_mae)} |" for r in heated]
     if summary["warnings"]:
         out += ["", "## Warnings", ""] + [f"- {w}" for w in summary["warnings"]]
     if "elastoplastic" in summary:

@@ -450,7 +450,8 @@ class TrajectoryNode(Node):
     def _start_protocol_run(self) -> None:
         item = self.protocol.runs[self._protocol_index]
         self._begin(item.trajectory, item.gain, item.repetition, 0, None,
-                    self.protocol.duration, self.protocol.settle)
+                    self.protocol.duration if item.duration is None else item.duration,
+                    self.protocol.settle)
 
     def _watch(self) -> None:
         with self._lock:

@@ -10,7 +10,13 @@ enable e(t), starting from rest at q = 0:
   joint stays static until it is backdriven;
 * ``lift_drop`` — lift, hold, then release (torque off: H-bridge released or
   current zero), so the fall shows friction without back-EMF;
-* ``steps`` — position steps of both signs.
+* ``steps`` — position steps of both signs;
+* ``heat_cool`` — raise the mass near horizontal and hold it there (the largest
+  gravity torque: high current, copper losses) for 60 % of the run, then lower
+  it and let the motor cool: the winding temperature the thermal group of
+  MuJoCo's DC-motor model (R_T, C, α; "MuJoCo DC Motor Model" (7)-(8)) is
+  identified from. A protocol plays it for minutes (a run's own ``duration``,
+  ``config/protocol_thermal.yaml`` of bam_identify: 300 s).
 
 These are numerical functions only; the ROS trajectory node plays them.
 """
@@ -57,6 +63,15 @@ def _lift_drop(t: np.ndarray, duration: float) -> tuple[np.ndarray, np.ndarray]:
     return top * _smoothstep(t / rise), t < release
 
 
+def _heat_cool(t: np.ndarray, duration: float) -> tuple[np.ndarray, np.ndarray]:
+    # Raise to near horizontal, hold there (the largest gravity torque, hence the
+    # largest current and copper losses) for 60 % of the run, lower, rest hanging.
+    top, ramp, hold = 1.5, min(2.0, duration / 10.0), 0.6 * duration
+    up = top * _smoothstep(t / ramp)
+    down = top * (1.0 - _smoothstep((t - hold) / ramp))
+    return np.where(t < hold, up, down), np.ones(t.size, bool)
+
+
 def _steps(t: np.ndarray, duration: float) -> tuple[np.ndarray, np.ndarray]:
     levels = np.array([0.0, 0.6, -0.4, 1.2, 0.2, -0.8])
     index = np.minimum((t / duration * levels.size).astype(int), levels.size - 1)
@@ -89,8 +104,14 @@ TRAJECTORIES: dict[str, Trajectory] = {
         Trajectory("raise_lower", "raise the mass, then lower it slowly", 6.0, _raise_lower),
         Trajectory("lift_drop", "lift, hold, release with torque off", 6.0, _lift_drop),
         Trajectory("steps", "position steps of both signs", 6.0, _steps),
+        # 6 s like the others by default; a protocol run gives it minutes (protocol_thermal)
+        Trajectory("heat_cool", "hold against gravity to heat the motor, then cool", 6.0,
+                   _heat_cool),
     )
 }
+# The trajectories of the paper's protocol (section V-A); heat_cool is for the thermal group.
+PROTOCOL_TRAJECTORIES = ("accelerated_oscillations", "slow_oscillations", "raise_lower",
+                         "lift_drop", "steps")
 
 
 def get_trajectory(name: str) -> Trajectory:

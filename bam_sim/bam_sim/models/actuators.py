@@ -76,7 +76,7 @@ def _dynamixel(name: str, title: str, kt: tuple, r: tuple, armature: tuple, **kw
         # stiffness, damping: the elasto-plastic spring-damper (K, B), whose sticking
         # is stable when T·(K·T + 2B) < 4J: J ≥ 0.015 kg·m² on these benches.
         scales={"friction": 0.5, "viscous": 0.2, "stiffness": 1500.0, "damping": 3.0,
-                "current": 5.0},
+                "current": 5.0, "thermal": 20.0},
         gains=(4.0, 8.0, 16.0, 32.0), masses=(0.5, 1.0, 1.5), lengths=(0.1, 0.15, 0.2),
         # One turn of the position register; the P-gain register of protocol 1.0 (0..254).
         goal_range=(-math.pi, math.pi - 2.0 * math.pi / 4096), gain_limit=254.0, **kw,
@@ -105,7 +105,7 @@ def _dcmotor() -> Actuator:
         motor_bounds={"motorconst": (0.05, 3.0), "resistance": (0.2, 20.0),
                       "armature": (0.001, 0.1)},
         scales={"friction": 0.5, "viscous": 0.2, "stiffness": 1500.0, "damping": 3.0,
-                "current": 5.0},
+                "current": 5.0, "thermal": 20.0},
         gains=(5.0, 10.0, 20.0, 40.0), masses=(0.5, 1.0, 1.5), lengths=(0.1, 0.15, 0.2),
         goal_range=(-1000.0, 1000.0), gain_limit=1.0e4,
     )
@@ -120,13 +120,13 @@ ACTUATORS: dict[str, Actuator] = {
             "erob80_50", "eRob80:50", 1.0,
             {"kt": (2.0, 10.0), "R": (0.3, 5.0), "armature": (0.05, 1.0)},
             {}, {"friction": 10.0, "viscous": 5.0, "stiffness": 5.0e4, "damping": 200.0,
-                 "current": 20.0},
+                 "current": 20.0, "thermal": 200.0},
         ),
         _erob(
             "erob80_100", "eRob80:100", 2.0,
             {"kt": (4.0, 15.0), "armature": (0.2, 2.0)},
             {"R": 2.0}, {"friction": 15.0, "viscous": 20.0, "stiffness": 5.0e4,
-                         "damping": 200.0, "current": 20.0},
+                         "damping": 200.0, "current": 20.0, "thermal": 200.0},
         ),
         _dcmotor(),
     )

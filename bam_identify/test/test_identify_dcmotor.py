@@ -1,0 +1,204 @@
+"""Identification of MuJoCo's DC-motor model: LuGre, the thermal group from the winding
+temperature (heat-and-cool trajectory, second objective term), bags, fit and eval."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from bam_identify.cli import eval_main, fit_main
+from bam_identify.data.bag_reader import read_bag
+from bam_identify.data.bag_writer import BagSession, BagTrial, write_bag
+from bam_identify.data.synthetic import dcmotor_example, record
+from bam_identify.fitting.fit import FitSettings, Objective, SearchSpace, identify
+from bam_identify.protocol import load_protocol, protocol_from_text
+from bam_sim.bench.geometry import Bench
+from bam_sim.bench.rollouts import rollout
+from bam_sim.bench.trajectory import get_trajectory
+from bam_sim.common.errors import BamError
+from bam_sim.models.parameter_file import load, save
+
+SEED = 3
+NOISE = 5e-4  # rad, Gaussian noise of the recorded positions
+STEP = 1.0  # °C, the temperature reading's resolution
+# A made-up motor whose winding heats by ~60 K within a minute of holding, with a
+# voltage clip that the fast moves reach (so K and R show apart from K/R).
+TRUTH = dcmotor_example(**{"controller.Vmax": 12.0, "thermal.resistance": 3.0,
+                           "thermal.capacitance": 8.0})
+IDENTIFIED = ("motorconst", "resistance", "armature", "lugre.coulomb", "lugre.static",
+              "lugre.viscous", "thermal.resistance", "thermal.capacitance", "thermal.tempcoef")
+TRAIN = (("steps", 1.0, 0.15, 20.0, 6.0), ("accelerated_oscillations", 0.5, 0.2, 10.0, 6.0),
+         ("raise_lower", 1.5, 0.1, 20.0, 6.0), ("lift_drop", 1.0, 0.2, 10.0, 6.0),
+         ("heat_cool", 1.0, 0.15, 20.0, 60.0))
+VALIDATION = (("slow_oscillations", 1.0, 0.15, 20.0, 6.0), ("steps", 1.5, 0.2, 10.0, 6.0),
+              ("heat_cool", 0.5, 0.2, 20.0, 40.0))
+
+
+def recordings(spec, rng):
+    return [record(TRUTH, Bench(mass, length), kp, name, duration=duration, noise=NOISE,
+                   rng=rng, temperature_step=STEP)
+            for name, mass, length, kp, duration in spec]
+
+
+@pytest.fixture(scope="module")
+def logs():
+    rng = np.random.default_rng(SEED)
+    return recordings(TRAIN, rng), recordings(VALIDATION, rng)
+
+
+def test_heat_cool_holds_against_gravity_then_lowers():
+    goal, enabled = get_trajectory("heat_cool").sample(0.005, 300.0)
+    t = np.arange(goal.size) * 0.005
+    assert enabled.all() and goal[0] == 0.0 and goal[-1] == 0.0
+    assert np.all(goal[(t > 2.0) & (t < 180.0)] == 1.5)  # 3 minutes near horizontal
+    assert np.all(goal[t > 182.0] == 0.0)  # 2 minutes hanging: the motor cools
+
+
+def test_the_recorded_temperature_rises_while_holding_and_falls_after(logs):
+    heat = logs[0][-1]
+    t = heat.time
+    assert heat.temperature[0] == TRUTH.values["thermal.ambient"]
+    assert np.all(np.round(heat.temperature) == heat.temperature)  # 1 °C readings
+    peak = heat.temperature[np.searchsorted(t, 36.0)]
+    assert peak > heat.temperature[0] + 30.0 and heat.temperature[-1] < peak - 10.0
+
+
+def test_fitting_back_a_known_set_from_noisy_logs_with_1C_temperature_readings(logs):
+    train, validation = logs
+    fixed = {k: v for k, v in TRUTH.values.items() if k not in IDENTIFIED and k != "q_offset"}
+    space = SearchSpace.build("dcmotor", "lugre", fixed, identify_offset=False,
+                              groups=("thermal",))
+    assert set(space.names) == set(IDENTIFIED)
+    result = identify(space, train, FitSettings(trials=2400, seed=SEED))
+    for name in IDENTIFIED:
+        assert result.values[name] == pytest.approx(TRUTH.values[name], rel=0.10), name
+    truth = {name: TRUTH.values[name] for name in IDENTIFIED}
+    fitted_mae, fitted_t = Objective(space, validation).errors(result.values)
+    truth_mae, truth_t = Objective(space, validation).errors(truth)
+    assert fitted_mae <= 1.05 * truth_mae
+    # the truth's own errors are the measurement's: noise and the 1 °C rounding
+    assert truth_mae == pytest.approx(NOISE * np.sqrt(2 / np.pi), rel=0.1)
+    assert 0.15 < truth_t < 0.35 and fitted_t <= 1.05 * truth_t
+
+
+def test_temperature_error_is_a_weighted_second_objective_term(logs):
+    train, _ = logs
+    space = SearchSpace.build("dcmotor", "lugre", {k: v for k, v in TRUTH.values.items()
+                                                  if k != "q_offset"}, identify_offset=False)
+    hotter = {"thermal.resistance": 1.2 * TRUTH.values["thermal.resistance"]}
+    cooler = SearchSpace.build("dcmotor", "lugre", {**space.fixed, **hotter}, False)
+    position, temperature = Objective(cooler, train).errors({})
+    for weight in (0.0, 1e-3, 1e-2):
+        score = Objective(cooler, train, temperature_weight=weight)([{}])[0]
+        assert score == pytest.approx(position + weight * temperature, rel=1e-12)
+    assert temperature > 1.0  # a 20 % hotter winding is seen in the temperature
+    with pytest.raises(BamError, match="temperature weight must be a finite number >= 0"):
+        Objective(space, train, temperature_weight=-1.0)
+
+
+def test_the_bag_keeps_the_winding_temperature(logs, tmp_path):
+    log = logs[1][0]
+    bag = write_bag(tmp_path / "bench", [BagSession("dcmotor", [BagTrial(log, "steps", log.kp,
+                                                                         1, 0)])])
+    (back,) = read_bag(bag)
+    np.testing.assert_array_equal(back.temperature, log.temperature)
+    # a motor without the thermal group reports none (NaN): the log has no temperature
+    cold = TRUTH.values.copy()
+    for name in [n for n in cold if n.startswith("thermal.")]:
+        del cold[name]
+    plain = record(type(TRUTH).build("dcmotor", "lugre", cold), Bench(1.0, 0.15), 20.0,
+                   "steps", duration=1.0)
+    assert plain.temperature is None
+    bag = write_bag(tmp_path / "none", [BagSession("dcmotor", [BagTrial(plain, "steps", 20.0,
+                                                                        1, 0)])])
+    assert read_bag(bag)[0].temperature is None
+
+
+@pytest.fixture(scope="module")
+def bag(logs, tmp_path_factory):
+    train, validation = logs
+    # one session per log: each bench is its own BenchInfo
+    sessions = [BagSession("dcmotor", [BagTrial(log, log.meta["trajectory"], log.kp, i + 1, 0)])
+                for i, log in enumerate(train + validation)]
+    return write_bag(tmp_path_factory.mktemp("bags") / "thermal", sessions)
+
+
+def run(main, args, capsys):
+    code = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_fit_and_eval_commands_report_both_errors(bag, tmp_path, capsys):
+    held = [f"{k}={v!r}" for k, v in TRUTH.values.items()
+            if k not in IDENTIFIED and k not in ("q_offset", "thermal.ambient",
+                                                 "thermal.reftemp")]
+    out = tmp_path / "fit.yaml"
+    args = ["--bags", bag, "--models", "lugre", "--groups", "thermal", "--trials", 40,
+            "--no-offset", "--output", out, "--report", tmp_path / "report", "--quiet"]
+    for item in held:
+        args += ["--set", item]
+    code, stdout, err = run(fit_main, args, capsys)
+    assert code == 0, err
+    assert "train MAE [K]" in stdout and "validation MAE [K]" in stdout
+    fitted = load(out)
+    prov = fitted.provenance
+    assert prov["groups"] == ["thermal"] and prov["temperature_weight"] == 1e-3
+    # the held ambient is the coolest first reading: the motor started at rest
+    assert fitted.values["thermal.ambient"] == TRUTH.values["thermal.ambient"]
+    assert prov["objective"] == pytest.approx(
+        prov["train_mae"] + 1e-3 * prov["train_temperature_mae"], rel=1e-9)
+    summary = json.loads((tmp_path / "report" / "summary.json").read_text())
+    assert summary["models"]["lugre"]["validation_temperature_mae"] == pytest.approx(
+        prov["validation_temperature_mae"])
+    # eval of the truth: the temperature error is the 1 °C rounding, nothing else
+    truth = save(TRUTH, tmp_path / "truth.yaml")
+    code, stdout, err = run(eval_main, ["--params", truth, "--bags", bag, "--json",
+                                        tmp_path / "scores.json"], capsys)
+    assert code == 0, err
+    scores = json.loads((tmp_path / "scores.json").read_text())["scores"][str(truth)]
+    # (the truth from each log's recorded first state: the temperatures it recorded, to
+    # the 1e-5 K the position noise of that state moves them)
+    exact = [rollout(TRUTH, log).temperature for log in read_bag(bag)]
+    rounding = sum(np.abs(np.round(t) - t).sum() for t in exact) / sum(t.size for t in exact)
+    assert scores["temperature_mae"] == pytest.approx(rounding, rel=1e-3)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--groups", "controller", "--actuator", "dcmotor"], None),
+    (["--groups", "cogging"], "has an amplitude but no poles > 0"),
+    (["--temperature-weight", "-1"], "temperature weight must be a finite number >= 0"),
+])
+def test_bad_group_requests_are_refused_in_one_line(bag, tmp_path, capsys, extra, message):
+    code, _, err = run(fit_main, ["--bags", bag, "--models", "lugre", "--trials", 4,
+                                  "--output", tmp_path / "p.yaml", "--report", tmp_path / "r",
+                                  "--quiet", *extra], capsys)
+    if message is None:  # the controller group is the dcmotor's: accepted
+        assert code == 0, err
+        return
+    assert code == 2 and message in err and err.count("\n") == 1
+    assert not (tmp_path / "p.yaml").exists()
+
+
+def test_thermal_group_needs_recorded_temperatures(tmp_path, capsys):
+    log = record(TRUTH, Bench(1.0, 0.15), 20.0, "steps", duration=1.0)
+    log = type(log)(**{**log.__dict__, "temperature": None})
+    bag = write_bag(tmp_path / "cold", [BagSession("dcmotor", [BagTrial(log, "steps", 20.0, 1,
+                                                                        0)])])
+    code, _, err = run(fit_main, ["--bags", bag, "--models", "lugre", "--groups", "thermal",
+                                  "--trials", 4, "--output", tmp_path / "p.yaml",
+                                  "--report", tmp_path / "r", "--quiet"], capsys)
+    assert code == 2 and "no training log recorded one" in err
+
+
+def test_a_protocol_run_may_have_its_own_duration():
+    protocol = load_protocol(__file__.rsplit("/test/", 1)[0] + "/config/protocol_thermal.yaml")
+    heat = [run for run in protocol if run.trajectory == "heat_cool"]
+    assert [r.duration for r in heat] == [300.0] and protocol.duration == 6.0
+    assert all(r.duration is None for r in protocol if r.trajectory != "heat_cool")
+    with pytest.raises(BamError) as err:
+        protocol_from_text("protocol: {runs: [{trajectory: heat_cool, gain: 5, duration: -1}]}")
+    assert "duration must be a finite number > 0 s" in str(err.value)
+    assert "\n" not in str(err.value)
