@@ -142,7 +142,7 @@ def _phi_z_stribeck_near(x: float, Z: float, F_S: float, F_C: float, v_S: float,
 
     Near the threshold ψ₊ may be close to the branch point −1/e (a → 1 is the
     edge of condition (14)); W0 is then computed from q = 1 + e·ψ₊, written
-    as u·e^t − expm1(t) with u = 1 − a and t = u − s, whose rounding error is
+    as u·e^t − (e^t − 1) with u = 1 − a and t = u − s, whose rounding error is
     of the order of u·ε, so √(2q) and W0 keep an absolute error at the
     rounding level and Φ_Z stays continuous at ±Z·F_S.
     """
@@ -155,13 +155,11 @@ def _phi_z_stribeck_near(x: float, Z: float, F_S: float, F_C: float, v_S: float,
     a = Z * f_sc * g
     u = 1.0 - a
     t = u - (ax - Z * F_S) * g
-    # e^t and e^t − 1 from one call, each where it is accurate.
-    if abs(t) < 0.5:
-        em1 = math.expm1(t)
-        et = 1.0 + em1
-    else:
-        et = math.exp(t)
-        em1 = et - 1.0
+    # e^t = e_tab·(1 + p) and e^t − 1 = (e_tab − 1) + e_tab·p, where e_tab − 1 is
+    # exact (e_tab is a double in (0, e]): both to about one ulp, e^t − 1 too as t → 0.
+    e_tab, p = exp_split(t)
+    et = e_tab + e_tab * p
+    em1 = (e_tab - 1.0) + e_tab * p
     psi = -a * et * INV_E
     if psi > W0_TABLE_LIMIT:
         w = psi * lambert_w0_ratio(psi)
