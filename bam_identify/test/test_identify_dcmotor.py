@@ -202,3 +202,24 @@ def test_a_protocol_run_may_have_its_own_duration():
         protocol_from_text("protocol: {runs: [{trajectory: heat_cool, gain: 5, duration: -1}]}")
     assert "duration must be a finite number > 0 s" in str(err.value)
     assert "\n" not in str(err.value)
+
+
+def test_the_electrical_groups_of_a_dynamixel_are_identified_from_noisy_logs():
+    """An MX-64 (voltage law) carrying inductance and a current limit: L and i_max are
+    fitted back with the motor and M1 friction, as any actuator may carry the groups."""
+    from bam_sim.models.parameter_file import published
+
+    truth = published("mx64", "m1").replace(**{"saturation.current": 1.5,
+                                               "inductance.L": 0.006})
+    rng = np.random.default_rng(1)
+    logs = [record(truth, Bench(mass, length), kp, name, duration=6.0, noise=NOISE, rng=rng)
+            for name, mass, length, kp in (
+                ("steps", 1.0, 0.15, 32.0), ("accelerated_oscillations", 0.5, 0.2, 16.0),
+                ("raise_lower", 1.5, 0.1, 32.0), ("lift_drop", 1.0, 0.2, 16.0),
+                ("slow_oscillations", 1.5, 0.2, 32.0), ("steps", 0.5, 0.1, 16.0))]
+    space = SearchSpace.build("mx64", "m1", {}, identify_offset=False,
+                              groups=("saturation", "inductance"))
+    assert {"saturation.current", "inductance.L"} <= set(space.names)
+    result = identify(space, logs, FitSettings(trials=3000, seed=0))
+    for name in space.names:
+        assert result.values[name] == pytest.approx(truth.values[name], rel=0.10), name
