@@ -22,9 +22,8 @@ from decimal import Decimal, localcontext
 
 import numba as nb
 import numpy as np
-from llvmlite import ir
-from numba import types
-from numba.extending import intrinsic
+
+from bam_sim.models.float_ops import bits_float, float_bits, fma
 
 EXP_TABLE_BITS = 10
 _N = 1 << EXP_TABLE_BITS
@@ -54,30 +53,6 @@ def _constants() -> tuple[float, float, float, np.ndarray]:
 EXP_INV_STEP, EXP_STEP_HI, EXP_STEP_LO, _TABLE_BITS = _constants()
 
 
-@intrinsic
-def float_bits(typingctx, x):  # noqa: ARG001 (numba's intrinsic signature)
-    """The IEEE-754 bit pattern of a float64 as an int64 (no conversion)."""
-    if x != types.float64:
-        return None
-
-    def codegen(context, builder, signature, args):  # noqa: ARG001
-        return builder.bitcast(args[0], ir.IntType(64))
-
-    return types.int64(types.float64), codegen
-
-
-@intrinsic
-def bits_float(typingctx, i):  # noqa: ARG001
-    """The float64 whose IEEE-754 bit pattern is the int64 ``i``."""
-    if i != types.int64:
-        return None
-
-    def codegen(context, builder, signature, args):  # noqa: ARG001
-        return builder.bitcast(args[0], ir.DoubleType())
-
-    return types.float64(types.int64), codegen
-
-
 @nb.njit(cache=True, inline="always")
 def exp_split(z: float) -> tuple[float, float]:
     """(t, p) with eᶻ = t·(1 + p): t = 2^(k/N) exactly from the table, |p| < 3.4e-4.
@@ -85,14 +60,15 @@ def exp_split(z: float) -> tuple[float, float]:
     For EXP_FLOOR ≤ z ≤ 700; z below EXP_FLOOR is taken as EXP_FLOOR; NaN
     gives NaN. t is ready before p (it needs no polynomial).
     """
-    z = max(z, EXP_FLOOR)
-    kd = z * EXP_INV_STEP + ROUND_SHIFT
+    if z < EXP_FLOOR:  # (not max(): NaN stays NaN)
+        z = EXP_FLOOR
+    kd = fma(z, EXP_INV_STEP, ROUND_SHIFT)
     ki = float_bits(kd)
     k = kd - ROUND_SHIFT
-    r = (z - k * EXP_STEP_HI) - k * EXP_STEP_LO
+    r = fma(-k, EXP_STEP_LO, z - k * EXP_STEP_HI)  # z − k·EXP_STEP_HI is exact
     t = bits_float(_TABLE_BITS[ki & (_N - 1)] + (ki << (52 - EXP_TABLE_BITS)))
     r2 = r * r
-    p = r + r2 * ((0.5 + r * (1.0 / 6.0)) + r2 * (1.0 / 24.0))
+    p = fma(r2, fma(r2, 1.0 / 24.0, fma(r, 1.0 / 6.0, 0.5)), r)
     return t, p
 
 
@@ -100,4 +76,4 @@ def exp_split(z: float) -> tuple[float, float]:
 def exp_table(z: float) -> float:
     """eᶻ for EXP_FLOOR ≤ z ≤ 700 (z below EXP_FLOOR is taken as EXP_FLOOR)."""
     t, p = exp_split(z)
-    return t + t * p
+    return fma(t, p, t)

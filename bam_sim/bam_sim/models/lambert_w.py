@@ -40,7 +40,8 @@ import numba as nb
 import numpy as np
 
 from bam_sim.models import lambert_w_table as table
-from bam_sim.models.fast_exp import ROUND_SHIFT, float_bits
+from bam_sim.models.fast_exp import ROUND_SHIFT
+from bam_sim.models.float_ops import float_bits, fma
 
 E = math.e
 # 1/e split in two doubles: x + INV_E_HI is exact for x near −1/e (Sterbenz), so
@@ -129,10 +130,10 @@ def lambert_w0_ratio_near(u_est: float, u: float) -> float:
     h = u - (shifted - ROUND_SHIFT)
     c = _TABLE
     h2 = h * h
-    low = (c[row] + h * c[row + np.uint64(1)]) + h2 * (c[row + np.uint64(2)]
-                                                       + h * c[row + np.uint64(3)])
-    high = (c[row + np.uint64(4)] + h * c[row + np.uint64(5)]) + h2 * c[row + np.uint64(6)]
-    return low + (h2 * h2) * high
+    low = fma(h2, fma(h, c[row + np.uint64(3)], c[row + np.uint64(2)]),
+              fma(h, c[row + np.uint64(1)], c[row]))
+    high = fma(h2, c[row + np.uint64(6)], fma(h, c[row + np.uint64(5)], c[row + np.uint64(4)]))
+    return fma(h2 * h2, high, low)
 
 
 @nb.njit(cache=True)
