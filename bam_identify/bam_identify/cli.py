@@ -84,6 +84,7 @@ class FitJob:
     set: tuple[str, ...] = ()
     no_offset: bool = False
     no_warm_start: bool = False
+    no_polish: bool = False
     validation_fraction: float = 0.25
     validation_kp: float | None = None
     storage: str | None = None
@@ -133,6 +134,9 @@ def fit_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-warm-start", action="store_true",
                         help="start every model from scratch, not from a nested simpler "
                         "model fitted in the same run")
+    parser.add_argument("--no-polish", action="store_true",
+                        help="CMA-ES only: no Levenberg-Marquardt finish on the position "
+                        "residuals once CMA-ES has found the basin")
     parser.add_argument("--validation-fraction", type=float,
                         default=FitJob.validation_fraction)
     parser.add_argument("--validation-kp", type=float,
@@ -241,7 +245,8 @@ def run_fit(args: FitJob) -> str:
                                study_name=f"bam_{dataset.actuator}_{model}_seed{args.seed}",
                                start=nested_start(spaces[model], base.params.values)
                                if base else None,
-                               temperature_weight=args.temperature_weight)
+                               temperature_weight=args.temperature_weight,
+                               polish=not args.no_polish)
         fitted = _fit_one(spaces[model], train.logs, settings, args.quiet, identify,
                           validation.logs)
         train_mae, train_t = Objective(spaces[model], train.logs).errors(fitted.values)

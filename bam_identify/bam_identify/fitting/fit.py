@@ -10,7 +10,9 @@ candidates is asked, simulated in ONE batched, parallel numba call
 candidate is its simulation and nothing per trial. With a storage, the study
 is recorded in optuna per lease of generations
 (:mod:`bam_identify.fitting.study_record`), resumed from there, or shared
-between workers.
+between workers. Once CMA-ES has found the basin, Levenberg–Marquardt on the
+position residuals finishes the fit (:mod:`bam_identify.fitting.polish`,
+scheduled by :mod:`bam_identify.fitting.search`).
 
 Identified: the actuator's motor parameters (k_t, R, J_m where they are not
 fixed constants), the bench offset q_offset and the friction parameters of
@@ -55,9 +57,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bam_identify.fitting.cma_run import CmaRun, default_popsize, random_start
-from bam_identify.fitting.study_record import POLL_SECONDS, Pending, open_record, shares_of
+from bam_identify.fitting.search import DIVERGED_MAE, Search
+from bam_identify.fitting.study_record import open_record
 from bam_sim.bench.bench_log import BenchLog, LogBatch
-from bam_sim.bench.rollouts import batch_errors, batch_mae, batch_violation
+from bam_sim.bench.rollouts import batch_errors, batch_mae, batch_rollout, batch_violation
 from bam_sim.common.errors import BamError
 from bam_sim.models import parameters as P
 from bam_sim.models.actuators import FAMILY_NAMES, get_actuator
@@ -234,6 +237,19 @@ class Objective:
         return batch_violation(self.space.model, self.space.population(candidates),
                                self.check_batch)
 
+    def residuals(self, candidates: list[dict[str, float]]) -> np.ndarray:
+        """Simulated minus recorded position of every entry of every log, one row per
+        candidate (rad; padding 0); a row of NaN for an ``ep_*`` candidate that may not
+        be simulated. The position MAE of a row is ``|row|.sum() / batch.lengths.sum()``."""
+        population = self.space.population(candidates)
+        valid = self.violation(candidates) == 0.0
+        rows = np.full((len(candidates), self.batch.position.size), np.nan)
+        if valid.any():
+            q = batch_rollout(self.space.model, population[valid], self.batch, self.replay)
+            rows[valid] = (q - self.batch.position).reshape(int(valid.sum()), -1)
+        self.evaluations += len(candidates)
+        return rows
+
     def per_log(self, values: dict[str, float]) -> np.ndarray:
         """MAE of each log for one set; a one-line BamError if an ep_* set may not run."""
         return batch_mae(self.space.model, self.space.population([values]), self.batch,
@@ -259,6 +275,10 @@ class FitSettings:
     shares: int | None = None
     # Weight of the winding-temperature error (rad/K), for sets with the thermal group.
     temperature_weight: float = DEFAULT_TEMPERATURE_WEIGHT
+    # Finish with Levenberg–Marquardt on the position residuals once CMA-ES has
+    # found the basin (:mod:`bam_identify.fitting.polish`; not with a temperature
+    # term, which the residuals do not hold).
+    polish: bool = True
 
 
 @dataclass
@@ -274,92 +294,7 @@ class FitResult:
     restarts: int = 0
     simulation_seconds: float = 0.0  # of ``seconds``, spent in the batched simulation
     evaluated: int = 0  # candidates simulated by this process (the others were stored)
-
-
-# A mean position error beyond a turn: the simulation does not follow the bench at all
-# (a diverged rollout). Such candidates score a finite penalty (CMA-ES needs numbers) and
-# a fit whose best candidate diverged is reported as such.
-DIVERGED_MAE = 2.0 * np.pi
-DIVERGED_SCORE = 1.0e3 * DIVERGED_MAE
-
-
-def _penalize_diverged(scores: np.ndarray) -> np.ndarray:
-    scores = np.asarray(scores, dtype=float)
-    return np.where(np.isfinite(scores) & (scores <= DIVERGED_MAE), scores, DIVERGED_SCORE)
-
-
-class _Search:
-    """The state of one fit: budget, best so far, history, time in the simulation."""
-
-    def __init__(self, space: SearchSpace, objective: Objective, settings: FitSettings,
-                 record, progress: Callable[[int, float], None] | None):
-        self.space, self.objective, self.settings = space, objective, settings
-        self.record, self.progress = record, progress
-        self.lower, self.span = space.unit_box()
-        self.best, self.best_values = math.inf, None
-        self.done = self.evaluated = 0
-        self.simulated = 0.0
-        self.history: list[tuple[int, float, float]] = []
-        self.start = time.perf_counter()
-
-    def score(self, x: np.ndarray) -> np.ndarray:
-        """Scores of parameter vectors x (m, n): one batched simulation."""
-        candidates = [dict(zip(self.space.names, map(float, row), strict=True)) for row in x]
-        started = time.perf_counter()
-        raw = self.objective(candidates)
-        # Invalid ep_* candidates keep their graded INFEASIBLE score (not simulated,
-        # so not "diverged"): CMA-ES follows it back into the valid region.
-        scores = np.where(self.objective.violation(candidates) > 0.0, raw,
-                          _penalize_diverged(raw))
-        self.simulated += time.perf_counter() - started
-        self.evaluated += len(x)
-        return scores
-
-    def generation(self, run: CmaRun, stored: dict[int, np.ndarray]) -> bool:
-        """Ask, score and tell one generation; False if the budget ended inside it.
-
-        Scores already stored (a resumed study, or shares other workers
-        evaluated) are read, not simulated again.
-        """
-        u = run.ask()
-        x = self.lower + u * self.span
-        g, size = run.generation, run.popsize
-        limit = min(size, self.settings.trials - self.done)
-        scores = stored.pop(g, np.full(size, np.nan))
-        while np.isnan(scores[:limit]).any():
-            shares = self.record.work(run.k, g, size)
-            for share in shares:
-                index = shares_of(size, self.record.shares)[share]
-                todo = index[(index < limit) & np.isnan(scores[index])]
-                if todo.size:
-                    scores[todo] = self.score(x[todo])
-                self.record.finish(Pending(run.k, g, share, g * size + index, x[index],
-                                           scores[index].copy()))
-            if not shares:
-                self._wait(run, g, scores)
-        self._account(scores[:limit], x[:limit])
-        if limit < size:
-            return False
-        run.tell(u, scores)
-        return True
-
-    def _wait(self, run: CmaRun, g: int, scores: np.ndarray) -> None:
-        """Other workers hold the missing shares: read theirs once they are written."""
-        theirs = self.record.scores(run.k, g, run.popsize)
-        if theirs is None:
-            time.sleep(POLL_SECONDS)
-        else:
-            np.copyto(scores, theirs, where=np.isnan(scores))
-
-    def _account(self, scores: np.ndarray, x: np.ndarray) -> None:
-        self.done += len(scores)
-        i = int(np.argmin(scores))
-        if scores[i] < self.best:
-            self.best = float(scores[i])
-            self.best_values = dict(zip(self.space.names, map(float, x[i]), strict=True))
-        self.history.append((self.done, time.perf_counter() - self.start, self.best))
-        if self.progress is not None:
-            self.progress(len(scores), self.best)
+    polishes: list[tuple[int, str, int]] = field(default_factory=list)  # trial, how, evals
 
 
 def identify(space: SearchSpace, logs: list[BenchLog], settings: FitSettings,
@@ -378,16 +313,22 @@ def identify(space: SearchSpace, logs: list[BenchLog], settings: FitSettings,
     record = open_record(settings.storage, settings.study_name,
                          _fingerprint(space, objective, settings, popsize0), space.names,
                          list(space.bounds.values()), settings.shares)
-    search = _Search(space, objective, settings, record, progress)
+    # The residuals hold the positions only: no polish when temperatures are scored too.
+    polish = settings.polish and not (objective.batch.has_temperature
+                                      and objective.temperature_weight > 0.0)
+    search = Search(space.names, space.unit_box(), objective, settings.trials,
+                    settings.target, record, polish, progress)
     start = None if settings.start is None else space.to_unit(settings.start)
     run = CmaRun(dims, 0, popsize0, settings.seed, start, settings.spread,
                  inject_start=start is not None)
     interrupted = False
     try:
         stored = record.generations(0)
-        while search.done < settings.trials and not _reached(search.best, settings.target):
+        while search.done < settings.trials and not search.reached():
             if not search.generation(run, stored):
                 break
+            if search.polish_due(run):
+                search.polish(run)
             if settings.restarts and run.stagnated():
                 k = run.k + 1
                 run = CmaRun(dims, k, popsize0, settings.seed,
@@ -397,10 +338,10 @@ def identify(space: SearchSpace, logs: list[BenchLog], settings: FitSettings,
         interrupted = True
     finally:
         record.close()
-    return _result(search, run.k, interrupted)
+    return _result(space, search, run.k, interrupted)
 
 
-def _result(search: _Search, restarts: int, interrupted: bool) -> FitResult:
+def _result(space: SearchSpace, search: Search, restarts: int, interrupted: bool) -> FitResult:
     best, done = search.best, search.done
     if done and INFEASIBLE <= best < np.inf:
         raise BamError(f"none of the {done} candidates evaluated satisfied condition (14) "
@@ -413,12 +354,12 @@ def _result(search: _Search, restarts: int, interrupted: bool) -> FitResult:
                        "parameters held fixed (--set) and the recorded data")
     if search.best_values is None:
         raise BamError("the fit was stopped before any candidate was evaluated; nothing to write")
-    target = search.settings.target
-    return FitResult(space=search.space, values=search.best_values, train_mae=best,
+    return FitResult(space=space, values=search.best_values, train_mae=best,
                      trials=done, seconds=time.perf_counter() - search.start,
-                     interrupted=interrupted, reached_target=_reached(best, target),
+                     interrupted=interrupted, reached_target=search.reached(),
                      history=search.history, restarts=restarts,
-                     simulation_seconds=search.simulated, evaluated=search.evaluated)
+                     simulation_seconds=search.simulated, evaluated=search.evaluated,
+                     polishes=search.polishes)
 
 
 def _fingerprint(space: SearchSpace, objective: Objective, settings: FitSettings,
@@ -434,7 +375,8 @@ def _fingerprint(space: SearchSpace, objective: Objective, settings: FitSettings
             "bounds": {k: list(v) for k, v in space.bounds.items()}, "fixed": space.fixed,
             "seed": settings.seed, "popsize": popsize0, "restarts": settings.restarts,
             "start": settings.start, "spread": settings.spread, "replay": settings.replay,
-            "temperature_weight": settings.temperature_weight, "data": digest.hexdigest()[:16]}
+            "temperature_weight": settings.temperature_weight, "polish": settings.polish,
+            "data": digest.hexdigest()[:16]}
 
 
 # Each model's nearest simpler models: M1 ⊂ M2, M3 ⊂ M4 ⊂ M5 ⊂ M6 (section III);
@@ -479,7 +421,3 @@ def nested_start(space: SearchSpace, fitted: dict[str, float]) -> dict[str, floa
             value = 0.0
         start[name] = min(max(value, lo), hi)
     return start
-
-
-def _reached(best: float, target: float | None) -> bool:
-    return target is not None and best <= target

@@ -79,6 +79,16 @@ class MemoryRecord:
     def scores(self, run: int, generation: int, popsize: int) -> np.ndarray | None:
         raise AssertionError("a fit without storage never waits for another worker")
 
+    def claim_polish(self, run: int, generation: int) -> bool:
+        return True
+
+    def polish_result(self, run: int, generation: int) -> dict | None:
+        return None
+
+    def finish_polish(self, run: int, generation: int, result: dict, values: np.ndarray,
+                      scores: np.ndarray) -> None:
+        pass
+
     def close(self) -> None:
         pass
 
@@ -156,7 +166,7 @@ class StudyRecord:
         self.distributions = [json.dumps({"name": "FloatDistribution", "attributes": {
             "log": False, "step": None, "low": lo, "high": hi}}) for lo, hi in bounds]
         self.shares = self._open_study(fingerprint, shares)
-        self.study_ids: dict[int, int] = {}
+        self.study_ids: dict[str, int] = {}
         self.mine: dict[tuple[int, int], list[int]] = {}  # (run, generation) -> my shares
         self.pending: list[Pending] = []
         self.lease = 1
@@ -188,15 +198,16 @@ class StudyRecord:
             from sqlalchemy.dialects.sqlite import insert
         conn.execute(insert(table).on_conflict_do_nothing(), rows)
 
-    def _study_id(self, run: int) -> int:
-        if run not in self.study_ids:
+    def _study_id(self, run: int, suffix: str = "") -> int:
+        """The optuna study of run ``run`` (``suffix`` ".lm<g>": of one of its polishes)."""
+        name = f"{self.name}.r{run}{suffix}"
+        if name not in self.study_ids:
             import optuna
 
-            name = f"{self.name}.r{run}"
             optuna.create_study(storage=self.storage, study_name=name, direction="minimize",
                                 load_if_exists=True)
-            self.study_ids[run] = self.storage.get_study_id_from_name(name)
-        return self.study_ids[run]
+            self.study_ids[name] = self.storage.get_study_id_from_name(name)
+        return self.study_ids[name]
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -250,8 +261,8 @@ class StudyRecord:
             self.mine.setdefault((run, g), []).append(share)
         return self.mine.pop(key, [])
 
-    def _claim_row(self, run: int, generation: int, share: int) -> dict:
-        return {"study": self.name, "kind": "cma", "run": run, "generation": generation,
+    def _claim_row(self, run: int, generation: int, share: int, kind: str = "cma") -> dict:
+        return {"study": self.name, "kind": kind, "run": run, "generation": generation,
                 "share": share, "worker": self.worker, "claimed": time.time(),
                 "finished": None, "complete": False, "result": None}
 
@@ -268,9 +279,9 @@ class StudyRecord:
             items.c.finished.is_(None))).scalar()
         return worker == self.worker
 
-    def _key(self, run: int, generation: int | None = None) -> list:
+    def _key(self, run: int, generation: int | None = None, kind: str = "cma") -> list:
         items = self.items
-        key = [items.c.study == self.name, items.c.kind == "cma", items.c.run == run]
+        key = [items.c.study == self.name, items.c.kind == kind, items.c.run == run]
         if generation is not None:
             key.append(items.c.generation == generation)
         return key
@@ -282,21 +293,21 @@ class StudyRecord:
             items.c.finished.is_(None)).order_by(items.c.generation, items.c.share)).all()
         return [(int(g), int(s)) for g, s in rows]
 
-    def _reclaim(self, conn, run: int, generation: int) -> None:
+    def _reclaim(self, conn, run: int, generation: int, kind: str = "cma") -> None:
         """Take over the shares of ``generation`` nobody will finish (compare-and-set)."""
         sa, items, workers = self.sa, self.items, self.workers
         rows = conn.execute(
             sa.select(items.c.share, items.c.worker, items.c.finished, items.c.complete,
                       workers.c.seen)
             .select_from(items.outerjoin(workers, workers.c.worker == items.c.worker))
-            .where(*self._key(run, generation), items.c.worker != self.worker)).all()
+            .where(*self._key(run, generation, kind), items.c.worker != self.worker)).all()
         now = time.time()
         for share, worker, finished, complete, seen in rows:
             cut_short = finished is not None and not complete
             gone = finished is None and _vanished(worker, seen, now)
             if cut_short or gone:
                 conn.execute(sa.update(items).where(
-                    *self._key(run, generation), items.c.share == share,
+                    *self._key(run, generation, kind), items.c.share == share,
                     items.c.worker == worker).values(worker=self.worker, claimed=now,
                                                       finished=None))
 
@@ -306,6 +317,42 @@ class StudyRecord:
                             .values(seen=time.time())).rowcount
         if not done:
             self._insert_ignore(conn, workers, [{"worker": self.worker, "seen": time.time()}])
+
+    # -- Levenberg–Marquardt runs: one item each, claimed by one worker ----------------------
+
+    def claim_polish(self, run: int, generation: int) -> bool:
+        """Whether this worker runs the polish after (run, generation) (else another does,
+        or did: read :meth:`polish_result`)."""
+        with self.engine.begin() as conn:
+            self._write_pending(conn)
+            self._heartbeat(conn)
+            self._reclaim(conn, run, generation, "lm")
+            self._insert_ignore(conn, self.items, [self._claim_row(run, generation, 0, "lm")])
+            worker = conn.execute(self.sa.select(self.items.c.worker).where(
+                *self._key(run, generation, "lm"), self.items.c.finished.is_(None))).scalar()
+        return worker == self.worker
+
+    def polish_result(self, run: int, generation: int) -> dict | None:
+        items = self.items
+        with self.engine.connect() as conn:
+            result = conn.execute(self.sa.select(items.c.result).where(
+                *self._key(run, generation, "lm"), items.c.finished.is_not(None))).scalar()
+        return None if result is None else json.loads(result)
+
+    def finish_polish(self, run: int, generation: int, result: dict, values: np.ndarray,
+                      scores: np.ndarray) -> None:
+        """The outcome of a polish, with its evaluations as the trials of the optuna study
+        ``<study>.r<run>.lm<generation>``."""
+        sa, items = self.sa, self.items
+        study = self._study_id(run, f".lm{generation}")
+        with self.engine.begin() as conn:
+            self._write_pending(conn)
+            ok = conn.execute(sa.update(items).where(
+                *self._key(run, generation, "lm"), items.c.worker == self.worker,
+                items.c.finished.is_(None)).values(
+                finished=time.time(), complete=True, result=json.dumps(result))).rowcount
+            if ok:
+                self._insert_trials(conn, study, np.arange(len(scores)), values, scores)
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -333,23 +380,25 @@ class StudyRecord:
                 finished=now, complete=bool(evaluated.all()), result=result)).rowcount
             if ok:  # else another worker took the share over: its trials are the record
                 written.append(item)
-        self._insert_trials(conn, written)
+        for item in written:
+            self._insert_trials(conn, self._study_id(item.run), item.numbers, item.values,
+                                item.scores)
         self.pending.clear()
 
-    def _insert_trials(self, conn, written: list[Pending]) -> None:
-        """The candidates as COMPLETE optuna trials, in three bulk inserts."""
+    def _insert_trials(self, conn, study_id: int, numbers: np.ndarray, values: np.ndarray,
+                       scores: np.ndarray) -> None:
+        """Candidates as COMPLETE optuna trials (NaN scores: not evaluated, left out), in
+        three bulk inserts."""
         from optuna.storages._rdb import models
         from optuna.trial import TrialState
 
         sa = self.sa
         now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
-        trials, params, values = [], [], []
-        for item in written:
-            for number, x, score in zip(item.numbers, item.values, item.scores, strict=True):
-                if math.isfinite(score):
-                    trials.append(({"number": int(number), "study_id": self._study_id(item.run),
-                                    "state": TrialState.COMPLETE, "datetime_start": now,
-                                    "datetime_complete": now}, x, float(score)))
+        trials = [({"number": int(number), "study_id": study_id, "state": TrialState.COMPLETE,
+                    "datetime_start": now, "datetime_complete": now}, x, float(score))
+                  for number, x, score in zip(numbers, values, scores, strict=True)
+                  if math.isfinite(score)]
+        params, rows = [], []
         if not trials:
             return
         table = models.TrialModel.__table__
@@ -362,10 +411,10 @@ class StudyRecord:
                            "distribution_json": dist}
                           for name, v, dist in zip(self.names, x, self.distributions,
                                                    strict=True))
-            values.append({"trial_id": trial_id, "objective": 0, "value": score,
-                           "value_type": finite})
+            rows.append({"trial_id": trial_id, "objective": 0, "value": score,
+                         "value_type": finite})
         conn.execute(sa.insert(models.TrialParamModel.__table__), params)
-        conn.execute(sa.insert(models.TrialValueModel.__table__), values)
+        conn.execute(sa.insert(models.TrialValueModel.__table__), rows)
 
     # -- waiting for the others -------------------------------------------------------------
 
