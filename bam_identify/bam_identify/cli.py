@@ -186,6 +186,7 @@ def _fixed_per_model(fixed: dict[str, float], actuator: str, models: list[str]):
 def run_fit(args: FitJob) -> str:
     """Fit every model of ``args`` and write its parameter files and report; the summary."""
     from bam_identify.data.dataset import split
+    from bam_identify.fitting.figure_pool import FigurePool
     from bam_identify.fitting.fit import (
         NESTED_IN,
         FitSettings,
@@ -236,6 +237,8 @@ def run_fit(args: FitJob) -> str:
         numba.set_num_threads(max(1, min(args.jobs, numba.config.NUMBA_NUM_THREADS)))
     provenance = _provenance(args, dataset, train, validation)
     results = []
+    # Figure-drawing processes, started once the fit has run for a second (figure_pool).
+    pool = FigurePool()
     for model in models:
         simpler = [r for r in results if r.model in NESTED_IN.get(model, ())]
         base = None if args.no_warm_start or not simpler else min(
@@ -248,7 +251,7 @@ def run_fit(args: FitJob) -> str:
                                temperature_weight=args.temperature_weight,
                                polish=not args.no_polish)
         fitted = _fit_one(spaces[model], train.logs, settings, args.quiet, identify,
-                          validation.logs)
+                          validation.logs, pool.tick)
         train_mae, train_t = Objective(spaces[model], train.logs).errors(fitted.values)
         val_mae, val_t = (Objective(spaces[model], validation.logs).errors(fitted.values)
                           if validation.logs else (None, None))
@@ -275,8 +278,11 @@ def run_fit(args: FitJob) -> str:
                                    fitted.seconds, output, fitted.interrupted, train_t, val_t))
         if fitted.interrupted:
             break
-    report = write_report(args.report, results, validation.logs, train.logs, warnings,
-                          provenance)
+    try:
+        report = write_report(args.report, results, validation.logs, train.logs, warnings,
+                              provenance, pool)
+    finally:
+        pool.close()
     files = "\n".join(f"  {r.model}: {r.output}" for r in results)
     summary = f"{mae_table(results)}\nparameters:\n{files}\nreport: {report}"
     if results and results[-1].interrupted:
@@ -316,7 +322,8 @@ def _save_fit(params, output: Path, force: bool, interrupted: bool) -> Path:
     return save(params, output, overwrite=force or interrupted)
 
 
-def _fit_one(space, logs, settings, quiet: bool, identify, check_logs=None):
+def _fit_one(space, logs, settings, quiet: bool, identify, check_logs=None, tick=None):
+    """One model's fit with its progress bar; ``tick`` is called at every generation."""
     from tqdm import tqdm
 
     with tqdm(total=settings.trials, desc=f"fit {space.model}", unit="trial", disable=quiet,
@@ -324,6 +331,8 @@ def _fit_one(space, logs, settings, quiet: bool, identify, check_logs=None):
         def progress(count: int, best: float) -> None:
             bar.update(count)
             bar.set_postfix_str(f"best MAE {best:.3e} rad", refresh=False)
+            if tick is not None:
+                tick()
 
         # The validation logs are checked too: an ep_* set valid on every training
         # bench must also run on the validation ones.

@@ -153,7 +153,7 @@ def test_an_interrupted_fit_never_replaces_a_parameter_file(bag, tmp_path, capsy
     the existing file kept even with --force, the best set found written beside it."""
     from bam_identify import cli
 
-    def interrupted(space, logs, settings, quiet, identify, check_logs=None):
+    def interrupted(space, logs, settings, quiet, identify, check_logs=None, tick=None):
         def progress(count, best):
             raise KeyboardInterrupt
         return identify(space, logs, settings, progress, check_logs=check_logs)

@@ -17,9 +17,39 @@ share one generation.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import math
+import sys
+import types
 
 import numpy as np
+
+
+def _cma_class() -> type:
+    """``cmaes.CMA`` (optuna's own CMA-ES backend), loaded without ``cmaes/__init__.py``.
+
+    That file imports every optimizer of the package, two of which import
+    scipy.stats: about a second, the whole start-up budget of a fit, for a
+    class CMA-ES does not use. ``cmaes._cma`` alone needs only numpy. The
+    package is stood in for while its module loads, then removed, so a later
+    ``import cmaes`` (optuna's sampler) runs the real one and reuses the
+    module loaded here.
+    """
+    if "cmaes" in sys.modules:
+        return sys.modules["cmaes"].CMA
+    if "cmaes._cma" not in sys.modules:
+        spec = importlib.util.find_spec("cmaes")
+        if spec is None or spec.submodule_search_locations is None:
+            raise ModuleNotFoundError("the cmaes package is not installed (requirements.lock)")
+        stand_in = types.ModuleType("cmaes")
+        stand_in.__path__ = list(spec.submodule_search_locations)
+        sys.modules["cmaes"] = stand_in
+        try:
+            importlib.import_module("cmaes._cma")
+        finally:
+            del sys.modules["cmaes"]
+    return sys.modules["cmaes._cma"].CMA
 
 
 def default_popsize(dims: int) -> int:
@@ -53,7 +83,7 @@ class CmaRun:
     def __init__(self, dims: int, k: int, popsize0: int, seed: int,
                  start: np.ndarray | None = None, spread: float = 0.05,
                  inject_start: bool = False):
-        from cmaes import CMA  # optuna's own CMA-ES backend; imported when a fit starts
+        CMA = _cma_class()  # noqa: N806 - the class, loaded when a fit starts
 
         self.dims, self.k = dims, k
         self.popsize = popsize0 * 2**k

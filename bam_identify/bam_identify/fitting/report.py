@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bam_identify.fitting.figure_pool import FigurePool
 from bam_sim.bench.bench_log import BenchLog
 from bam_sim.bench.rollouts import rollout
 from bam_sim.common.errors import BamError
@@ -74,17 +75,24 @@ def check_report_folder(folder: Path, force: bool) -> None:
 
 
 def write_report(folder: Path, results: list[ModelResult], validation: list[BenchLog],
-                 train: list[BenchLog], warnings: list[str], provenance: dict) -> Path:
-    """Write summary.json, report.md and the figures; returns the Markdown path."""
+                 train: list[BenchLog], warnings: list[str], provenance: dict,
+                 pool: FigurePool | None = None) -> Path:
+    """Write summary.json, report.md and the figures; returns the Markdown path.
+
+    ``pool``: worker processes warmed up during the fit draw the figures in
+    parallel (:mod:`bam_identify.fitting.figure_pool`); else they are drawn here.
+    """
     folder.mkdir(parents=True, exist_ok=True)
-    figures = {"mae": _plot_mae(folder / "mae.png", results)}
+    tasks = {"mae": (_plot_mae, (folder / "mae.png", results))}
     if validation:
-        figures["validation"] = _plot_validation(folder / "validation.png", results, validation)
-    figures["diagrams"] = _plot_diagrams(folder / "drive_backdrive.png", results)
-    figures["friction"] = _plot_friction(folder / "friction.png", results, train)
+        tasks["validation"] = (_plot_validation, (folder / "validation.png", results,
+                                                  validation))
+    tasks["diagrams"] = (_plot_diagrams, (folder / "drive_backdrive.png", results))
+    tasks["friction"] = (_plot_friction, (folder / "friction.png", results, train))
     motor = [r for r in results if _uses_motor(r.params)]
     if motor:
-        figures["dcmotor"] = _plot_dcmotor(folder / "dcmotor_curves.png", motor)
+        tasks["dcmotor"] = (_plot_dcmotor, (folder / "dcmotor_curves.png", motor))
+    figures = (pool or FigurePool(enabled=False)).draw(tasks)
     summary = {
         "provenance": provenance,
         "warnings": warnings,
