@@ -340,7 +340,7 @@ DC = ("    resistance: 2.0\n    motorconst: 0.5\n    armature: 0.01\n"
     (_file("mx64", "m1", MX + "    thermal: {resistance: 3.0}\n"),
      "group thermal in <string> needs resistance and capacitance"),
     (_file("mx64", "m1", MX + "    controller: {kd: 0.3}\n"),
-     "group controller is the on-board controller of the dcmotor family"),
+     "section 2.5) belongs to the dcmotor family; mx64 runs its own voltage law"),
     (_file("mx64", "m1", MX + "    lugre: {stiffness: 200}\n"),
      "'lugre.stiffness' belongs to the LuGre friction model; set model: lugre"),
     (_file("dcmotor", "m1", DC + "    input: voltage\n"),

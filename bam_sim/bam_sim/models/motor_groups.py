@@ -17,6 +17,8 @@ thermal        resistance, capacitance, tempcoef,          R_T, C, α,      (7)-
 cogging        amplitude, poles, phase                     A, N_p, φ       (6), T.8
 controller     ki, kd, slewmax, Imax, Vmax                 k_i, k_d, s,    (12),
                (the dcmotor family only)                   I_max, v_max    T.13-16
+hbridge        pwm_period (the voltage family only)        T_pwm           (13),
+                                                                           Sihite
 =============  ==========================================  ==============  =========
 
 As MuJoCo: ``inductance.L`` wins over ``timeconst`` (t_e = L/R); ``saturation.torque``
@@ -44,7 +46,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from bam_sim.common.errors import BamError
-from bam_sim.models.actuators import DCMOTOR, FAMILY_NAMES, Actuator
+from bam_sim.models.actuators import DCMOTOR, FAMILY_NAMES, VOLTAGE, Actuator
 from bam_sim.models.model_registry import FrictionModel, ParamSpec
 
 
@@ -108,6 +110,11 @@ GROUPS: dict[str, Group] = {
             _spec("controller.Imax", "I_max", "rad·s", 0.0, 10.0, 0.0),
             _spec("controller.Vmax", "v_max", "V", 0.0, 100.0, 0.0),
         ), ("controller.ki", "controller.kd"), DCMOTOR),
+        # A known constant of the drive (not identified): the PWM period of a drive/coast
+        # bridge; the voltage law then averages that bridge (models/hbridge.py).
+        Group("hbridge", "drive/coast H-bridge of the voltage law (averaged over a PWM "
+              "period)", (_spec("hbridge.pwm_period", "T_pwm", "s", 1.0e-6, 1.0e-2, 5.0e-5),),
+              (), VOLTAGE),
     )
 }
 GROUP_OF: dict[str, str] = {name: g.name for g in GROUPS.values() for name in g.names}
@@ -169,7 +176,7 @@ def group_error(name: str, actuator: Actuator, model: FrictionModel) -> str | No
         hint = f"; did you mean '{close[0]}'?" if close else f"; it has {subs}"
         return f"'{name}' is not a sub-attribute of group {head}{hint}"
     if group.family is not None and group.family != actuator.family:
-        return (f"group {head} is the on-board controller of the "
+        return (f"group {head} ({group.title}) belongs to the "
                 f"{FAMILY_NAMES[group.family]} family; {actuator.name} runs its own "
                 f"{FAMILY_NAMES[actuator.family]} law")
     return None

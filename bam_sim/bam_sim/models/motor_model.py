@@ -9,7 +9,8 @@ the input of the actuator's control law:
 
 * ``VOLTAGE`` (Dynamixel MX): the duty law (12) gives the terminal voltage
   v = duty·V_in, the dcmotor's ``voltage`` input; without any group this is
-  equation (13) of BAM;
+  equation (13) of BAM; with the ``hbridge`` group, the mean terminal voltage
+  of a drive/coast bridge (:func:`bam_sim.models.servo.bridge_voltage`);
 * ``CURRENT`` (eRob): the host's PD current I, clipped to I_heat, is the
   torque request k_t·I of the dcmotor's ``ff`` input, driven back-EMF
   compensated and clipped to ±U_max (MuJoCo 4's current-controlled driver),
@@ -43,7 +44,7 @@ from bam_sim.models import dcmotor as D
 from bam_sim.models import parameters as P
 from bam_sim.models.actuators import C_MAX_VOLTAGE, CURRENT, DCMOTOR
 from bam_sim.models.model_registry import LUGRE_ID
-from bam_sim.models.servo import _clip, control_law
+from bam_sim.models.servo import _clip, bridge_voltage, control_law
 
 ON, REPLAY, OFF = 0, 1, 2
 N_MODES = 3
@@ -127,8 +128,8 @@ def motor_torque(family: int, p: np.ndarray, c: np.ndarray, pd: np.ndarray, stat
         applied = control
         if family == CURRENT:
             u_ff = p[P.KT] * _clip(control, -p[P.I_HEAT], p[P.I_HEAT])
-        else:
-            u_volt = control
+        else:  # the bridge's mean terminal voltage (drive/coast: hbridge group)
+            u_volt = bridge_voltage(p, c, control, dq)
     elif mode == ON:
         if family == DCMOTOR:
             d[D.P_KP] = kp
@@ -138,7 +139,7 @@ def motor_torque(family: int, p: np.ndarray, c: np.ndarray, pd: np.ndarray, stat
             if family == CURRENT:
                 u_ff = p[P.KT] * applied
             else:
-                u_volt = applied
+                u_volt = bridge_voltage(p, c, applied, dq)
     force, volts, electric, lugre = D.motor_step(d, state, u_pos, 0.0, u_ff, u_volt, q, dq, dt)
     if mode == OFF:
         state[D.S_CURRENT] = 0.0  # the released bridge: the current dies out

@@ -44,7 +44,8 @@ Tables 10-16), named ``group.sub-attribute`` as the document's MJCF attributes
 (R_T, C, α, T_0, T_a), ``cogging.amplitude``/``poles``/``phase`` (A, N_p, φ),
 the LuGre friction model's ``lugre.stiffness``/``damping``/``coulomb``/
 ``static``/``stribeck``/``viscous`` (σ0, σ1, τ_c, τ_s, ω_s, σ2) and the dcmotor
-family's ``controller.ki``/``kd``/``slewmax``/``Imax``/``Vmax``. The dcmotor
+family's ``controller.ki``/``kd``/``slewmax``/``Imax``/``Vmax``; the PWM period
+``hbridge.pwm_period`` of a voltage-law servo with a drive/coast bridge. The dcmotor
 family calls R and k_t ``resistance`` and ``motorconst`` (Table 7): aliases
 of the same entries.
 """
@@ -106,6 +107,7 @@ PARAM_NAMES: tuple[str, ...] = (
     "controller.slewmax",
     "controller.Imax",
     "controller.Vmax",
+    "hbridge.pwm_period",
 )
 N_PARAMS = len(PARAM_NAMES)
 # The dcmotor family names its motor as the document does (Table 7): resistance is R,
@@ -161,6 +163,7 @@ CT_KD = INDEX["controller.kd"]
 CT_SLEW = INDEX["controller.slewmax"]
 CT_IMAX = INDEX["controller.Imax"]
 CT_VMAX = INDEX["controller.Vmax"]
+HB_PERIOD = INDEX["hbridge.pwm_period"]
 
 # Physically plausible values (unit, low, high; low excluded where the parameter
 # divides something): far wider than the identification bounds, which must lie
@@ -213,6 +216,7 @@ PLAUSIBLE: dict[str, tuple[str, float, float]] = {
     "controller.slewmax": ("rad/s", 0.0, 1.0e6),
     "controller.Imax": ("rad·s", 0.0, 1.0e6),
     "controller.Vmax": ("V", 0.0, 1.0e4),
+    "hbridge.pwm_period": ("s", 0.0, 1.0),
 }
 # Parameters that must be strictly positive (they divide something).
 STRICTLY_POSITIVE = frozenset({"kt", "R", "dtheta_stribeck", "alpha", "contact_stiffness",

@@ -21,6 +21,14 @@ branch on it:
   current the supply can drive is (±U_max − k_t q̇)/R, which is the
   physically consistent form of I_emf in (14).
 
+  With the optional ``hbridge`` group (a PWM period T_pwm > 0) the bridge is
+  drive/coast instead of drive/brake (Sihite et al., to which the paper's
+  (13) points): the mean current over a PWM period ī(duty, V_in, k_t q̇, R,
+  L, T_pwm) of :mod:`bam_sim.models.hbridge` (L of the ``inductance`` group,
+  0 without it) replaces (U − k_t q̇)/R; the bridge is then the mean terminal
+  voltage U_eff = k_t q̇ + R ī (:func:`bridge_voltage`), which also feeds
+  the DC-motor model's voltage input.
+
 With torque disabled there is no motor torque at all: the H-bridge is
 released (no back-EMF braking) or the current set to zero.
 
@@ -43,6 +51,7 @@ from bam_sim.models.actuators import (  # the family ids and constant layout
     C_SUPPLY,
     VOLTAGE,
 )
+from bam_sim.models.hbridge import average_current
 
 
 @nb.njit(cache=True, inline="always")
@@ -65,6 +74,23 @@ def control_law(
 
 
 @nb.njit(cache=True, inline="always")
+def bridge_voltage(p: np.ndarray, c: np.ndarray, control: float, dq: float) -> float:
+    """Mean terminal voltage of the voltage law's bridge for a commanded U = duty·V_in.
+
+    U itself for drive/brake (13); with the ``hbridge`` group, k_t q̇ + R ī of the
+    averaged drive/coast bridge (module docstring).
+    """
+    period = p[P.HB_PERIOD]
+    if not period > 0.0:
+        return control
+    supply = c[C_SUPPLY]
+    emf = p[P.KT] * dq
+    inductance = p[P.IND_L] if p[P.IND_L] > 0.0 else p[P.IND_TE] * p[P.R]
+    return emf + p[P.R] * average_current(control / supply, supply, emf, p[P.R], inductance,
+                                          period)
+
+
+@nb.njit(cache=True, inline="always")
 def torque_from_control(
     family: int, p: np.ndarray, c: np.ndarray, control: float, dq: float, enabled: bool
 ) -> float:
@@ -75,7 +101,7 @@ def torque_from_control(
     resistance = p[P.R]
     back_emf = kt * kt / resistance * dq
     if family == VOLTAGE:
-        return kt / resistance * control - back_emf
+        return kt / resistance * bridge_voltage(p, c, control, dq) - back_emf
     limit = kt / resistance * c[C_MAX_VOLTAGE]
     current = _clip(control, -p[P.I_HEAT], p[P.I_HEAT])
     return _clip(kt * current, -limit - back_emf, limit - back_emf)

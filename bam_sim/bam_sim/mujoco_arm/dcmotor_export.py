@@ -230,6 +230,10 @@ def losses(params: ParameterSet) -> list[str]:
         speed = (act.max_voltage + vec[P.R] * vec[P.I_HEAT]) / vec[P.KT]
         out.append(f"current law: the I_heat and back-EMF clips differ for |q̇| > "
                    f"{_fmt(speed)} rad/s (clips applied in the other order)")
+    if v.get("hbridge.pwm_period", 0.0) > 0.0:
+        out.append(f"hbridge.pwm_period = {_fmt(v['hbridge.pwm_period'])} s: the drive/coast "
+                   "bridge (averaged) has no dcmotor counterpart; the export drives as "
+                   "drive/brake")
     if v.get("q_offset", 0.0) != 0.0:
         out.append(f"q_offset = {_fmt(v['q_offset'])} rad (bench mounting offset)")
     return out
