@@ -32,7 +32,9 @@ ROS_PACKAGES = {
 # from PyPI where the distributions have no package).
 ROSDEP_KEYS = {
     "catkin_pkg": "python3-catkin-pkg",
+    "cmaes": "python3-cmaes-pip",
     "hypothesis": "python3-hypothesis",
+    "llvmlite": "python3-llvmlite",
     "matplotlib": "python3-matplotlib",
     "mujoco": "python3-mujoco-pip",
     "numba": "python3-numba",
@@ -44,6 +46,7 @@ ROSDEP_KEYS = {
     "rosbags": "python3-rosbags-pip",
     "scipy": "python3-scipy",
     "serial": "python3-serial",
+    "sqlalchemy": "python3-sqlalchemy",
     "tqdm": "python3-tqdm",
     "yaml": "python3-yaml",
 }
