@@ -8,12 +8,26 @@ Two synthetic sets shaped like the paper's (issue 3):
 * ``erob80_100_m6``: the published eRob80:100 M6 set, masses 3.1-19.6 kg,
   length 0.5 m, gains 10/25/50/100, 20 logs.
 
-For each, our fit (all logs for training, several seeds) runs until the
-training MAE is at most 1e-4 rad (or its trial budget ends) and the reference's
-``python -m bam.fit --method cmaes`` runs its 4,000 trials on the same logs,
-written in its JSON log format (``reference_fit_runner.py``, in .venv-ref).
-Reported: wall time and trials to 1e-3 and 1e-4 rad, final error, relative
-parameter errors against the truth. Writes benchmarks/results/identification.json.
+For each, all logs for training, several seeds, in one run:
+
+* ours (CMA-ES, then Levenberg–Marquardt once in the basin) and ours with
+  CMA-ES only (``--no-polish``) until the training MAE is at most 1e-4 rad:
+  evaluations and wall time to 1e-3 and 1e-4; then the final error at the
+  reference's budget (4,000 candidates);
+* the reference's ``python -m bam.fit --method cmaes`` for its 4,000 trials on
+  the same logs, written in its JSON log format (``reference_fit_runner.py``,
+  in .venv-ref), and the ratio of the median wall times to each threshold;
+* (MX-64 M4) the overhead of a 10,000-candidate fit: the share of its wall
+  time spent in the batched simulation, and the candidate rate between
+  candidates 500-1,500 and 9,000-10,000 (default; CMA-ES only; CMA-ES only
+  without restarts, i.e. a constant population).
+
+And once: the start-up of the ``fit`` command (process start to its first
+evaluation, after a first run has filled numba's cache), and the time the
+report of six models takes (figures drawn inline, and by the workers warmed
+up during the fit). The machine's load average is recorded at each step: it
+is shared, so compare ratios measured in the same run. Writes
+benchmarks/results/identification.json.
 
 Run: ``tools/workspace.sh exec python benchmarks/identification.py``.
 """
@@ -22,13 +36,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
-from provenance import environment
+from provenance import environment, write_result
 
 from bam_identify.data.legacy_logs import write_legacy_log
 from bam_identify.data.synthetic import paper_like_set
@@ -43,6 +60,12 @@ CASES = {
     "erob80_100_m6": {"actuator": "erob80_100", "model": "m6", "logs": 20, "arm_mass": 0.0,
                       "reference_set": "{'R': 2.0}"},
 }
+VARIANTS = {"ours": {}, "ours_cma_only": {"polish": False}}
+OVERHEAD_TRIALS = 10_000
+
+
+def load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
 
 
 def first_reaching(history: list[tuple[int, float, float]], threshold: float) -> dict | None:
@@ -52,13 +75,14 @@ def first_reaching(history: list[tuple[int, float, float]], threshold: float) ->
     return None
 
 
-def run_ours(case: dict, logs, seeds: list[int], budget: int, same_budget: int) -> dict:
+def run_ours(case: dict, logs, seeds: list[int], budget: int, same_budget: int,
+             options: dict) -> dict:
     truth = published(case["actuator"], case["model"])
     space = SearchSpace.build(case["actuator"], case["model"])
     runs = []
     for seed in seeds:
         result = identify(space, logs, FitSettings(trials=budget, seed=seed,
-                                                   target=THRESHOLDS[-1]))
+                                                   target=THRESHOLDS[-1], **options))
         errors = {name: abs(result.values[name] - truth.values[name])
                   / max(abs(truth.values[name]), 1e-3) for name in space.names
                   if name != "q_offset"}
@@ -66,23 +90,52 @@ def run_ours(case: dict, logs, seeds: list[int], budget: int, same_budget: int) 
             "seed": seed, "trials": result.trials, "seconds": result.seconds,
             "train_mae": result.train_mae,
             "reached": {f"{t:g}": first_reaching(result.history, t) for t in THRESHOLDS},
-            "q_offset": result.values.get("q_offset", 0.0),
-            "relative_parameter_errors": errors,
+            "polishes": result.polishes, "q_offset": result.values.get("q_offset", 0.0),
+            "relative_parameter_errors": errors, "load_average": load(),
         })
-        print(f"  ours seed {seed}: {result.train_mae:.2e} rad after {result.trials} trials "
-              f"in {result.seconds:.1f} s; "
+        print(f"    seed {seed}: {result.train_mae:.2e} rad after {result.trials} "
+              f"evaluations in {result.seconds:.2f} s; "
               + ", ".join(f"<= {t:g} at {_fmt(runs[-1]['reached'][f'{t:g}'])}"
                           for t in THRESHOLDS))
-    # The same trial budget as the reference, without stopping at a target:
-    # the final error of each side for equal work.
+    # The same budget as the reference, without stopping at a target: the final error of
+    # each side for equal work.
     final = []
     for seed in seeds:
-        result = identify(space, logs, FitSettings(trials=same_budget, seed=seed))
+        result = identify(space, logs, FitSettings(trials=same_budget, seed=seed, **options))
         final.append({"seed": seed, "trials": result.trials, "seconds": result.seconds,
                       "train_mae": result.train_mae, "restarts": result.restarts})
-        print(f"  ours seed {seed}, {same_budget} trials: {result.train_mae:.2e} rad in "
+        print(f"    seed {seed}, {same_budget} evaluations: {result.train_mae:.2e} rad in "
               f"{result.seconds:.1f} s ({result.restarts} restarts)")
-    return {"runs": runs, "same_budget": final}
+    return {"settings": options, "runs": runs, "same_budget": final}
+
+
+def rate(history: list[tuple[int, float, float]], first: int, last: int) -> float:
+    """Candidates per second between the generations ending nearest ``first`` and ``last``."""
+    a = min(history, key=lambda h: abs(h[0] - first))
+    b = min(history, key=lambda h: abs(h[0] - last))
+    return (b[0] - a[0]) / (b[1] - a[1])
+
+
+def run_overhead(case: dict, logs) -> dict:
+    """A long fit's simulation share and candidate rate, early and late."""
+    space = SearchSpace.build(case["actuator"], case["model"])
+    out = {}
+    for name, options in {"default": {}, "cma_only": {"polish": False},
+                          "cma_only_constant_population": {"polish": False,
+                                                           "restarts": False}}.items():
+        result = identify(space, logs, FitSettings(trials=OVERHEAD_TRIALS, seed=0, **options))
+        early = rate(result.history, 500, 1500)
+        late = rate(result.history, OVERHEAD_TRIALS - 1000, OVERHEAD_TRIALS)
+        out[name] = {"settings": options, "trials": result.trials, "seconds": result.seconds,
+                     "simulation_share": result.simulation_seconds / result.seconds,
+                     "rate_500_1500_per_s": early,
+                     f"rate_{OVERHEAD_TRIALS - 1000}_{OVERHEAD_TRIALS}_per_s": late,
+                     "late_over_early": late / early, "restarts": result.restarts,
+                     "train_mae": result.train_mae, "load_average": load()}
+        print(f"    {name}: {result.trials} in {result.seconds:.1f} s, simulation "
+              f"{100 * out[name]['simulation_share']:.0f} %, {early:.0f}/s early, "
+              f"{late:.0f}/s late ({result.restarts} restarts)")
+    return out
 
 
 def run_reference(name: str, case: dict, logs, trials: int, seeds: list[int],
@@ -94,11 +147,7 @@ def run_reference(name: str, case: dict, logs, trials: int, seeds: list[int],
     if setup.returncode != 0:
         print(f"  reference unavailable, skipped: {setup.stderr.strip()[-200:]}")
         return None
-    log_dir = folder / f"{name}_logs"
-    log_dir.mkdir()
-    for i, log in enumerate(logs):
-        write_legacy_log(log_dir / f"{i:03d}.json", log, case["actuator"],
-                         log.meta["trajectory"])
+    log_dir = write_logs(folder / f"{name}_logs", logs, case["actuator"])
     truth = save(published(case["actuator"], case["model"]), folder / f"{name}_truth.yaml")
     runs = []
     for seed in seeds:
@@ -114,14 +163,21 @@ def run_reference(name: str, case: dict, logs, trials: int, seeds: list[int],
         reached = {f"{t:g}": _reference_reached(raw["thresholds"].get(str(t))) for t in THRESHOLDS}
         runs.append({"seed": seed, "trials": raw["n_trials"], "seconds": raw["total_seconds"],
                      "best_value": raw["best_value"], "reached": reached,
-                     "parameter_errors": raw.get("parameter_errors")})
-        print(f"  reference seed {seed}: {raw['best_value']:.2e} rad after {raw['n_trials']} "
-              f"trials in {raw['total_seconds']:.0f} s; "
+                     "parameter_errors": raw.get("parameter_errors"), "load_average": load()})
+        print(f"    reference seed {seed}: {raw['best_value']:.2e} rad after "
+              f"{raw['n_trials']} trials in {raw['total_seconds']:.0f} s; "
               + ", ".join(f"<= {t:g} at {_fmt(reached[f'{t:g}'])}" for t in THRESHOLDS))
     first = json.loads((folder / f"{name}_reference_{seeds[0]}.json").read_text())
     return {"runs": runs, "version": first.get("reference_version"),
             "command": first.get("command"), "optimized_parameters":
             first.get("optimized_parameters"), "bounds": first.get("bounds")}
+
+
+def write_logs(folder: Path, logs, actuator: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, log in enumerate(logs):
+        write_legacy_log(folder / f"{i:03d}.json", log, actuator, log.meta["trajectory"])
+    return folder
 
 
 def _reference_reached(entry: dict | None) -> dict | None:
@@ -130,70 +186,167 @@ def _reference_reached(entry: dict | None) -> dict | None:
     return {"trials": entry["trials_completed"], "seconds": entry["seconds"]}
 
 
-def compare(ours: dict, reference: dict | None) -> dict:
-    """Median time to each threshold over the seeds that reached it, and the ratio."""
+def _median(runs: list[dict], key: str, field: str) -> float | None:
+    values = [r["reached"][key][field] for r in runs if r["reached"][key]]
+    return statistics.median(values) if values else None
+
+
+def compare(entry: dict) -> dict:
+    """Median evaluations and time to each threshold over the seeds that reached it (a
+    seed that did not counts as not reached), and the ratios to the reference."""
+    reference = entry.get("reference")
     out = {}
     for t in THRESHOLDS:
         key = f"{t:g}"
-        mine = [r["reached"][key]["seconds"] for r in ours["runs"] if r["reached"][key]]
-        theirs = ([r["reached"][key]["seconds"] for r in reference["runs"] if r["reached"][key]]
-                  if reference else [])
-        row = {"ours_median_s": statistics.median(mine) if mine else None,
-               "ours_reached": f"{len(mine)}/{len(ours['runs'])}",
-               "reference_median_s": statistics.median(theirs) if theirs else None,
-               "reference_reached": f"{len(theirs)}/{len(reference['runs'])}"
-               if reference else None}
-        if mine and theirs:
-            row["speedup"] = row["reference_median_s"] / row["ours_median_s"]
+        row = {}
+        for variant in VARIANTS:
+            runs = entry[variant]["runs"]
+            row[variant] = {"median_evaluations": _median(runs, key, "trials"),
+                            "median_seconds": _median(runs, key, "seconds"),
+                            "reached": f"{sum(bool(r['reached'][key]) for r in runs)}"
+                                       f"/{len(runs)}"}
+        if reference:
+            runs = reference["runs"]
+            row["reference"] = {"median_evaluations": _median(runs, key, "trials"),
+                                "median_seconds": _median(runs, key, "seconds"),
+                                "reached": f"{sum(bool(r['reached'][key]) for r in runs)}"
+                                           f"/{len(runs)}"}
+            for variant in VARIANTS:
+                mine, theirs = row[variant]["median_seconds"], row["reference"]["median_seconds"]
+                if mine and theirs:
+                    row[f"speedup_{variant}"] = theirs / mine
         out[key] = row
     out["final_error_same_budget"] = {
-        "ours_median_rad": statistics.median(r["train_mae"] for r in ours["same_budget"]),
-        "reference_median_rad": statistics.median(r["best_value"] for r in reference["runs"])
-        if reference else None}
+        variant: statistics.median(r["train_mae"] for r in entry[variant]["same_budget"])
+        for variant in VARIANTS}
+    if reference:
+        out["final_error_same_budget"]["reference"] = statistics.median(
+            r["best_value"] for r in reference["runs"])
     return out
 
 
+# Process start to the fit's first evaluation: the real fit command, stopped there.
+STARTUP = r"""
+import json, os, sys, time
+spawned = float(sys.argv[1])
+import bam_identify.fitting.search as search
+marks = {}
+score = search.Search.score
+def first(self, x):
+    marks["ready_s"] = time.time() - spawned
+    score(self, x)
+    marks["first_evaluation_s"] = time.time() - spawned
+    print(json.dumps(marks), flush=True)
+    os._exit(0)
+search.Search.score = first
+from bam_identify.cli import fit_main
+fit_main(sys.argv[2:])
+"""
+
+
+def run_startup(log_dir: Path, folder: Path, repeats: int = 3) -> dict:
+    """``fit`` from process start to its first evaluation, after one warm-up run."""
+    runs = []
+    for i in range(repeats + 1):
+        out = folder / f"startup{i}"
+        command = [sys.executable, "-c", STARTUP, repr(time.time()), "--logs", str(log_dir),
+                   "--models", "m4", "--quiet", "--output", str(out / "{model}.yaml"),
+                   "--report", str(out / "report")]
+        answer = subprocess.run(command, check=True, capture_output=True, text=True)
+        marks = json.loads(answer.stdout.strip().splitlines()[-1])
+        if i:  # the first run fills numba's cache if needed
+            runs.append(marks)
+    ready = statistics.median(r["ready_s"] for r in runs)
+    first = statistics.median(r["first_evaluation_s"] for r in runs)
+    print(f"  fit start-up: ready to evaluate {ready:.2f} s, first evaluation done "
+          f"{first:.2f} s after the process started (median of {repeats})")
+    return {"runs": runs, "median_ready_s": ready, "median_first_evaluation_s": first,
+            "load_average": load()}
+
+
+def run_report(log_dir: Path, folder: Path, trials: int) -> dict:
+    """Six models fitted by ``run_fit``; the time of write_report, inline and pooled."""
+    import bam_identify.fitting.figure_pool as figure_pool
+    import bam_identify.fitting.report as report
+    from bam_identify.cli import FitJob, run_fit
+
+    timed = {}
+    original = report.write_report
+
+    def write_report(*args, **kwargs):
+        started = time.perf_counter()
+        path = original(*args, **kwargs)
+        timed["seconds"] = time.perf_counter() - started
+        return path
+
+    report.write_report = write_report
+    out = {}
+    try:
+        for mode, warm_after in (("inline", float("inf")), ("workers", figure_pool.WARM_AFTER)):
+            figure_pool.WARM_AFTER, saved = warm_after, figure_pool.WARM_AFTER
+            target = folder / f"report_{mode}"
+            shutil.rmtree(target, ignore_errors=True)
+            started = time.perf_counter()
+            run_fit(FitJob(logs=(log_dir,), models=("m1", "m2", "m3", "m4", "m5", "m6"),
+                           trials=trials, quiet=True, output=str(target / "{model}.yaml"),
+                           report=target / "report"))
+            figure_pool.WARM_AFTER = saved
+            out[mode] = {"report_seconds": timed["seconds"],
+                         "fit_and_report_seconds": time.perf_counter() - started,
+                         "load_average": load()}
+            print(f"  report of six models, figures {mode}: {timed['seconds']:.2f} s")
+    finally:
+        report.write_report = original
+    return {"models": 6, "trials_per_model": trials, **out}
+
+
 def _fmt(reached: dict | None) -> str:
-    return "never" if reached is None else f"{reached['seconds']:.1f} s ({reached['trials']})"
+    return "never" if reached is None else f"{reached['seconds']:.2f} s ({reached['trials']})"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=list(CASES))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    parser.add_argument("--budget", type=int, default=20_000, help="our trials at most")
+    parser.add_argument("--budget", type=int, default=20_000, help="our evaluations at most")
     parser.add_argument("--reference-trials", type=int, default=4000)
     parser.add_argument("--no-reference", action="store_true")
     parser.add_argument("--output", type=Path, default=HERE / "results" / "identification.json")
     args = parser.parse_args()
 
-    result = {"environment": environment(),
-        "thresholds_rad": list(THRESHOLDS), "cases": {}}
+    result = {"environment": environment(), "load_average_start": load(),
+              "thresholds_rad": list(THRESHOLDS), "cases": {}}
     with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        mx = CASES["mx64_m4"]
+        mx_logs = paper_like_set(published(mx["actuator"], mx["model"]), mx["logs"],
+                                 arm_mass=mx["arm_mass"], seed=0)
+        mx_dir = write_logs(folder / "mx64_m4_cli_logs", mx_logs, mx["actuator"])
+        result["startup"] = run_startup(mx_dir, folder)
+        result["report"] = run_report(mx_dir, folder, trials=1500)
         for name in args.cases:
             case = CASES[name]
             truth = published(case["actuator"], case["model"])
             logs = paper_like_set(truth, case["logs"], arm_mass=case["arm_mass"], seed=0)
             print(f"{name}: {len(logs)} logs of {logs[0].time[-1]:.1f} s, "
                   f"{len(SearchSpace.build(case['actuator'], case['model']).names)} parameters")
-            entry = {"case": case, "ours": run_ours(case, logs, args.seeds, args.budget,
-                                                   args.reference_trials)}
+            entry = {"case": case}
+            for variant, options in VARIANTS.items():
+                print(f"  {variant}:")
+                entry[variant] = run_ours(case, logs, args.seeds, args.budget,
+                                          args.reference_trials, options)
+            if name == "mx64_m4":
+                print("  overhead:")
+                entry["overhead"] = run_overhead(case, logs)
             if not args.no_reference:
                 entry["reference"] = run_reference(name, case, logs, args.reference_trials,
-                                                   args.seeds, Path(tmp))
-            entry["comparison"] = compare(entry["ours"], entry.get("reference"))
+                                                   args.seeds, folder)
+            entry["comparison"] = compare(entry)
             for key, row in entry["comparison"].items():
-                if key == "final_error_same_budget":
-                    print(f"  final error at equal budget: {row}")
-                    continue
-                print(f"  to {key} rad: ours {row['ours_median_s']} s "
-                      f"({row['ours_reached']}), reference {row['reference_median_s']} s "
-                      f"({row['reference_reached']}), speedup {row.get('speedup')}")
+                print(f"  {key}: {json.dumps(row)}")
             result["cases"][name] = entry
-            args.output.parent.mkdir(parents=True, exist_ok=True)
-            args.output.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.output}")
-
+            result["load_average_end"] = load()
+            write_result(args.output, result)
 
 
 if __name__ == "__main__":
