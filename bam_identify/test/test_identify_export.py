@@ -1,0 +1,84 @@
+"""The export executable: a fitted YAML in, a BAM JSON file out that the legacy importer
+reads back to the same set; one-line errors and exit code 2 for bad input."""
+
+from __future__ import annotations
+
+from bam_identify.export_cli import export_main
+from bam_sim.models.parameter_file import load, published, save
+
+
+def run(args, capsys):
+    code = export_main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _fitted(tmp_path, actuator="mx64", model="m6"):
+    path = tmp_path / "fitted.yaml"
+    save(published(actuator, model).replace(q_offset=0.0123), path)
+    return path
+
+
+def test_export_writes_json_the_importer_reads_back(tmp_path, capsys):
+    src = _fitted(tmp_path)
+    out = tmp_path / "model" / "m6.json"
+    code, stdout, _ = run([src, "--format", "bam-json", "--output", out], capsys)
+    assert code == 0 and f"wrote {out}" in stdout
+    back, original = load(out), load(src)
+    assert (back.actuator, back.model, back.values) == (original.actuator, original.model,
+                                                        original.values)
+
+
+def test_existing_output_is_kept_without_force(tmp_path, capsys):
+    src = _fitted(tmp_path)
+    out = tmp_path / "model.json"
+    out.write_text("keep me")
+    code, _, err = run([src, "--output", out], capsys)
+    assert code == 2 and "already exists" in err and "--force" in err
+    assert len(err.strip().splitlines()) == 1
+    assert out.read_text() == "keep me"
+    code, _, _ = run([src, "--output", out, "--force"], capsys)
+    assert code == 0 and load(out).model == "m6"
+
+
+def test_missing_input_is_one_line(tmp_path, capsys):
+    out = tmp_path / "model.json"
+    code, _, err = run([tmp_path / "none.yaml", "--output", out], capsys)
+    assert code == 2 and "does not exist" in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_invalid_yaml_is_one_line(tmp_path, capsys):
+    src = tmp_path / "bad.yaml"
+    src.write_text("/**:\n  ros__parameters:\n    actuator: mx64\n    model: m1\n    kt: [\n")
+    code, _, err = run([src, "--output", tmp_path / "m.json"], capsys)
+    assert code == 2 and "not valid YAML" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_set_bam_json_cannot_hold_is_refused_before_writing(tmp_path, capsys):
+    src = tmp_path / "thermal.yaml"
+    save(published("mx64", "m1").replace(**{"thermal.resistance": 5.0,
+                                            "thermal.capacitance": 1.0,
+                                            "thermal.tempcoef": 0.0039}), src)
+    out = tmp_path / "m.json"
+    code, _, err = run([src, "--output", out], capsys)
+    assert code == 2 and "thermal" in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_output_over_the_input_is_refused(tmp_path, capsys):
+    src = tmp_path / "m.json"
+    src.write_text('{"actuator": "mx64", "model": "m1", "kt": 1.6, "R": 2.3, '
+                   '"armature": 0.01, "friction_base": 0.05, "friction_viscous": 0.01}')
+    code, _, err = run([src, "--output", src, "--force"], capsys)
+    assert code == 2 and "is the input file" in err
+
+
+def test_unknown_format_is_a_usage_error(tmp_path, capsys):
+    code = None
+    try:
+        export_main([str(_fitted(tmp_path)), "--format", "urdf", "--output",
+                     str(tmp_path / "m.json")])
+    except SystemExit as exc:
+        code = exc.code
+    assert code == 2 and "invalid choice" in capsys.readouterr().err

@@ -1,0 +1,118 @@
+"""BAM JSON export (models/legacy.parameters_to_json): read back through the legacy
+importer to the same parameters, refused where the format cannot hold a set, and loaded
+by the reference implementation itself when its venv is set up."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bam_sim.common.errors import BamError
+from bam_sim.models.actuators import ACTUATORS
+from bam_sim.models.legacy import parameters_from_json, parameters_to_json
+from bam_sim.models.model_registry import BAM_MODELS, EP_MODELS, get_model
+from bam_sim.models.parameter_file import published
+from bam_sim.models.parameter_set import ParameterSet, identification_bounds
+
+PUBLISHED = sorted(Path(__file__).resolve().parents[1].glob("bam_sim/models/published/*.yaml"))
+EXPORTABLE = [a for a in ACTUATORS if a != "dcmotor"]
+REFERENCE_PYTHON = Path(__file__).resolve().parents[2] / ".venv-ref" / "bin" / "python"
+
+
+def _random_set(actuator: str, model: str, seed: int) -> ParameterSet:
+    """A set as a fit leaves it: every value drawn inside its bounds, full float digits."""
+    rng = np.random.default_rng(seed)
+    bounds = identification_bounds(ACTUATORS[actuator], get_model(model))
+    values = {n: float(rng.uniform(lo, hi)) for n, (lo, hi) in bounds.items()}
+    values["q_offset"] = float(rng.uniform(-0.05, 0.05))
+    return ParameterSet.build(actuator, model, values)
+
+
+def _same(a: ParameterSet, b: ParameterSet) -> None:
+    assert (a.actuator, a.model) == (b.actuator, b.model)
+    assert a.values == b.values  # bit for bit: float repr round-trips exactly
+
+
+def test_published_files_are_all_covered():
+    assert len(PUBLISHED) == len(EXPORTABLE) * len(BAM_MODELS)
+
+
+@pytest.mark.parametrize("actuator", EXPORTABLE)
+@pytest.mark.parametrize("model", BAM_MODELS)
+def test_published_set_round_trips(actuator, model):
+    params = published(actuator, model)
+    _same(parameters_from_json(parameters_to_json(params)), params)
+
+
+@pytest.mark.parametrize("actuator", EXPORTABLE)
+@pytest.mark.parametrize("model", BAM_MODELS)
+def test_fitted_set_round_trips(actuator, model):
+    params = _random_set(actuator, model, BAM_MODELS.index(model))
+    _same(parameters_from_json(parameters_to_json(params)), params)
+
+
+def test_layout_is_flat_with_model_and_actuator():
+    doc = json.loads(parameters_to_json(published("mx64", "m6")))
+    assert (doc["model"], doc["actuator"]) == ("m6", "mx64")
+    assert all(isinstance(v, float) for k, v in doc.items() if k not in ("model", "actuator"))
+    # the eRob's current limit is a constant of the reference's actuator, not a key
+    assert "current_limit" not in json.loads(parameters_to_json(published("erob80_50", "m1")))
+
+
+@pytest.mark.parametrize("model", EP_MODELS + ("lugre",))
+def test_other_model_families_are_refused(model):
+    params = ParameterSet.build("mx64", model, get_model(model).defaults(
+        ACTUATORS["mx64"].scales) | {"kt": 1.6, "R": 2.3, "armature": 0.01})
+    with pytest.raises(BamError, match=f"model {model} .*fit one of those"):
+        parameters_to_json(params)
+
+
+def test_dcmotor_actuator_is_refused():
+    values = {"motorconst": 0.5, "resistance": 2.0, "armature": 0.01,
+              "friction_base": 0.05, "friction_viscous": 0.01}
+    with pytest.raises(BamError, match="actuator dcmotor .*MuJoCo dcmotor MJCF"):
+        parameters_to_json(ParameterSet.build("dcmotor", "m1", values))
+
+
+def test_dc_motor_groups_are_refused():
+    params = published("mx64", "m1").replace(**{"thermal.resistance": 5.0,
+                                                "thermal.capacitance": 1.0,
+                                                "thermal.tempcoef": 0.0039})
+    with pytest.raises(BamError, match="group thermal .*without --groups"):
+        parameters_to_json(params)
+
+
+def test_a_current_limit_the_reference_hard_codes_otherwise_is_refused():
+    params = published("erob80_50", "m1").replace(current_limit=10.0)
+    with pytest.raises(BamError, match="current_limit = 10 .*fix it at 12"):
+        parameters_to_json(params)
+
+
+_LOAD = """
+import json, sys
+from bam.model import load_model
+model = load_model(sys.argv[1])
+print(json.dumps({"model": model.name, "actuator": model.actuator_name,
+                  "values": {n: p.value for n, p in model.get_parameters().items()}}))
+"""
+
+
+@pytest.mark.skipif(not REFERENCE_PYTHON.exists(),
+                    reason="reference venv absent (bash benchmarks/setup_reference.sh)")
+@pytest.mark.parametrize("actuator", EXPORTABLE)
+def test_reference_load_model_reads_every_parameter(actuator, tmp_path):
+    """bam.model.load_model sets each of its parameters from the file, none left default."""
+    for model in BAM_MODELS:
+        params = _random_set(actuator, model, 7)
+        path = tmp_path / f"{model}.json"
+        path.write_text(parameters_to_json(params))
+        out = subprocess.run([str(REFERENCE_PYTHON), "-c", _LOAD, str(path)], check=True,
+                             capture_output=True, text=True).stdout
+        loaded = json.loads(out)
+        assert (loaded["model"], loaded["actuator"]) == (model, actuator)
+        expected = {n: v for n, v in params.values.items() if n != "current_limit"}
+        assert loaded["values"] == expected
