@@ -137,6 +137,22 @@ cmd_build() {
   colcon build --symlink-install \
     --event-handlers status- desktop_notification- \
     "$@"
+  refresh_numba_cache
+}
+
+# numba's on-disk cache (cache=True) checks only the source file of each cached
+# kernel, not the modules it inlines from: a kernel could keep running code that
+# was edited elsewhere. When any Python source of the packages changed since the
+# last build, drop every cached kernel; they recompile on first use.
+refresh_numba_cache() {
+  local stamp="$ROOT/build/.numba-sources" digest
+  digest=$(cd "$ROOT" && find bam_* -path '*/__pycache__' -prune -o -name '*.py' -print0 \
+           | sort -z | xargs -0 sha1sum | sha1sum)
+  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$digest" ]; then
+    return 0
+  fi
+  find "$ROOT"/bam_* -path '*/__pycache__/*' \( -name '*.nbi' -o -name '*.nbc' \) -delete
+  printf '%s\n' "$digest" >"$stamp"
 }
 
 cmd_env() {
