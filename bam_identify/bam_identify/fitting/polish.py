@@ -88,9 +88,12 @@ class LevenbergMarquardt:
         self.evaluated(U, scores)
         return R
 
-    def _jacobian(self, u: np.ndarray, r: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        """(r(u), J(u)): one batched call of the n perturbations, with u itself if r is
-        not known yet. A perturbation that may not be simulated leaves its column 0."""
+    def _normal_equations(self, u: np.ndarray, r: np.ndarray | None
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(r(u), JᵀJ, Jᵀr) at u: one batched call of the n perturbations, with u itself
+        if r is not known yet. J is never formed: its transpose, one row per parameter
+        (contiguous), gives both products. A perturbation that may not be simulated
+        leaves its parameter out of this step (zero row)."""
         steps = np.where(u + STEP <= 1.0, STEP, -STEP)
         points = u + np.diag(steps)
         if r is None:
@@ -98,8 +101,9 @@ class LevenbergMarquardt:
             r, R = R[0], R[1:]
         else:
             R = self._evaluate(points)
-        J = (R - r).T / steps
-        return r, np.where(np.isfinite(J), J, 0.0)
+        Jt = (R - r) / steps[:, None]
+        Jt[~np.isfinite(Jt).all(axis=1)] = 0.0
+        return r, Jt @ Jt.T, Jt @ r
 
     def run(self, u0: np.ndarray) -> Polished:
         try:
@@ -113,11 +117,10 @@ class LevenbergMarquardt:
         return self.target is not None and self.best <= self.target
 
     def _iterate(self, u: np.ndarray) -> str:
-        r, J = self._jacobian(u, None)
+        r, A, g = self._normal_equations(u, None)
         if not np.all(np.isfinite(r)):
             return "stalled"  # the start itself may not be simulated
         cost = 0.5 * float(r @ r)
-        A, g = J.T @ J, J.T @ r
         mu, nu = TAU, 2.0  # relative: the damping matrix is diag(JᵀJ) itself
         scores = [self.best]
         scale = np.full(u.size, 1e-12 * max(float(np.max(np.diag(A))), 1e-300))
@@ -134,8 +137,7 @@ class LevenbergMarquardt:
                 u, r, cost = u + step, r_new, new_cost
                 if self._reached():
                     break
-                r, J = self._jacobian(u, r)
-                A, g = J.T @ J, J.T @ r
+                r, A, g = self._normal_equations(u, r)
                 mu *= max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)
                 nu = 2.0
             else:
