@@ -1,0 +1,117 @@
+"""BAM JSON export checked by its reader: the reference implementation simulates every
+exported set like we do.
+
+For each published parameter set (4 actuators × M1..M6), plus the M6 set of each
+actuator with a bench offset q_offset = 0.02 rad (the published ones are all 0), the
+set is exported with ``bam_identify export``'s writer
+(:func:`bam_sim.models.legacy.parameters_to_json`), loaded in the reference
+implementation (``better-actuator-models``, ``bam.model.load_model(path)``, in its own
+venv set up by ``setup_reference.sh``, see reference_json_runner.py) and rolled out on
+the same logs as ours (:func:`bam_sim.bench.rollouts.rollout` of the original set),
+control recomputed from the simulated state in both. Reported: whether the reference
+read back every parameter value bit for bit, and the largest position difference per
+set (target ≤ 1e-9 rad).
+
+Logs: Table I benches × protocol trajectories of each actuator, recorded with its
+published M4 set (benchmarks/throughput.make_logs); only the initial states and the
+commands matter here.
+
+Run: ``tools/workspace.sh exec python benchmarks/bam_json_export.py``; writes
+``benchmarks/results/bam_json_export.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from provenance import environment, write_result
+from throughput import make_logs, workload_json
+
+from bam_sim.bench.rollouts import rollout
+from bam_sim.models.legacy import parameters_to_json
+from bam_sim.models.model_registry import BAM_MODELS
+from bam_sim.models.parameter_file import published
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+ACTUATORS = ("mx64", "mx106", "erob80_50", "erob80_100")
+TARGET = 1.0e-9  # rad (issue 16)
+SEED = 5
+
+
+def cases(actuator: str) -> dict:
+    sets = {m: published(actuator, m) for m in BAM_MODELS}
+    sets["m6+q_offset"] = sets["m6"].replace(q_offset=0.02)
+    return sets
+
+
+def reference_rollouts(workload: dict, files: list[Path], tmp: Path) -> dict:
+    python = ROOT / ".venv-ref" / "bin" / "python"
+    setup = subprocess.run(["bash", str(HERE / "setup_reference.sh")], capture_output=True,
+                           text=True)
+    if setup.returncode != 0 or not python.exists():
+        sys.exit(f"bam_json_export: reference unavailable: {setup.stderr.strip()[-300:]}")
+    path, out = tmp / "workload.json", tmp / "reference.json"
+    path.write_text(json.dumps(workload))
+    subprocess.run([str(python), str(HERE / "reference_json_runner.py"), "--workload",
+                    str(path), "--output", str(out), *map(str, files)], check=True)
+    return json.loads(out.read_text())
+
+
+def compare(actuator: str, logs: list, tmp: Path) -> tuple[dict, dict]:
+    sets = cases(actuator)
+    files = []
+    for name, params in sets.items():
+        files.append(tmp / f"{actuator}_{name}.json")
+        files[-1].write_text(parameters_to_json(params))
+    ref = reference_rollouts(workload_json(actuator, logs, {}), files, tmp)
+    rows = {}
+    for (name, params), path in zip(sets.items(), files, strict=True):
+        got = ref["files"][str(path)]
+        expected = {n: v for n, v in params.values.items() if n != "current_limit"}
+        gap = max(float(np.max(np.abs(rollout(params, log).position - np.array(q))))
+                  for log, q in zip(logs, got["positions"], strict=True))
+        rows[name] = {"max_position_difference_rad": gap,
+                      "parameters_read_back_exactly": got["params"] == expected
+                      and (got["model"], got["actuator"]) == (params.model, actuator)}
+        print(f"  {actuator:<10} {name:<12} max |q_ours - q_ref| = {gap:.1e} rad, "
+              f"parameters exact: {rows[name]['parameters_read_back_exactly']}")
+    env = {k: v for k, v in ref.items() if k not in ("files", "method")}
+    return rows, {"method": ref["method"], **env}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--logs", type=int, default=12)
+    parser.add_argument("--steps", type=int, default=1200)
+    parser.add_argument("--output", type=Path,
+                        default=HERE / "results" / "bam_json_export.json")
+    args = parser.parse_args()
+
+    results, reference = {}, {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for actuator in ACTUATORS:
+            logs = make_logs(actuator, args.logs, args.steps, 0.005, SEED)
+            results[actuator], reference = compare(actuator, logs, Path(tmp))
+    worst = max(r["max_position_difference_rad"] for a in results.values() for r in a.values())
+    exact = all(r["parameters_read_back_exactly"] for a in results.values() for r in a.values())
+    print(f"worst max |q_ours - q_ref| = {worst:.1e} rad (target {TARGET:g}); "
+          f"every parameter read back exactly: {exact}")
+    write_result(args.output, {
+        "workload": {"actuators": list(ACTUATORS), "sets": list(cases("mx64")),
+                     "logs_per_actuator": args.logs, "steps": args.steps, "dt": 0.005,
+                     "mode": "simulated control", "seed": SEED},
+        "target_rad": TARGET, "max_position_difference_rad": worst,
+        "within_target": worst <= TARGET, "parameters_read_back_exactly": exact,
+        "sets": results, "reference": reference, "environment": environment(),
+    })
+
+
+if __name__ == "__main__":
+    main()
