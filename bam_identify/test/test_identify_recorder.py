@@ -42,7 +42,7 @@ from bam_sim.common.qos import profile
 from bam_sim.testing.ros_context import private_context
 from bam_sim.testing.ros_graph import wait_for
 
-TIMEOUT = 15.0  # s
+TIMEOUT = 60.0  # s: a deadline for events on a loaded machine, never reached when all is well
 def read_until(proc: subprocess.Popen, text: str, timeout: float) -> str:
     """The output of ``proc`` up to the line holding ``text`` (AssertionError on timeout)."""
     deadline, seen = time.monotonic() + timeout, []
