@@ -19,7 +19,7 @@ from bam_msgs.msg import ActuatorCommand, BenchInfo
 from bam_sim.common import contract
 from bam_sim.testing.ros_graph import ActuatorProbe
 
-TIMEOUT = 10.0  # s, discovery included
+TIMEOUT = 30.0  # s, discovery included
 MODELS = {1: "mx64_p1", 2: "xm430_w350"}  # servo model of each protocol in the tests
 
 

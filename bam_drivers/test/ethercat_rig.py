@@ -22,7 +22,7 @@ from bam_msgs.msg import ActuatorCommand, BenchInfo
 from bam_sim.common import contract
 from bam_sim.testing.ros_graph import ActuatorProbe
 
-TIMEOUT = 15.0  # s, discovery and bring-up included
+TIMEOUT = 30.0  # s, discovery and bring-up included
 PRIORITY = 20  # SCHED_FIFO priority of the emulator's threads and of the driver's loop
 
 

@@ -26,7 +26,7 @@ from bam_drivers.ethercat.coe import ABORT_DEVICE_STATE, ABORT_NO_OBJECT, ABORT_
 
 RX = struct.Struct(dm.struct_format(dm.RX_ENTRIES))
 TX = struct.Struct(dm.struct_format(dm.TX_ENTRIES))
-TIMEOUT = 5.0
+TIMEOUT = 15.0  # s, a deadline: reached only when something is wrong
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from bam_drivers.ethercat.master import EthercatBus, JointSpec
 from bam_drivers.ethercat.supervisor import ErobSupervisor, JointFrame
 from bam_sim.common.commands import JointCommand
 
-TIMEOUT = 10.0
+TIMEOUT = 30.0  # s, a deadline: reached only when something is wrong
 MODEL = dm.get_model("erob80_100")
 
 

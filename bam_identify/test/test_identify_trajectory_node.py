@@ -34,7 +34,7 @@ from bam_sim.common.qos import profile
 from bam_sim.testing.ros_context import private_context
 from bam_sim.testing.ros_graph import closing, stamp_ns, wait_for
 
-TIMEOUT = 10.0  # s
+TIMEOUT = 30.0  # s, a deadline for events on a loaded machine
 FEEDBACK_TOPIC = f"{RUN_TRAJECTORY_ACTION}/_action/feedback"
 
 

@@ -29,7 +29,7 @@ from bam_msgs.msg import (
     Trial,
 )
 
-TIMEOUT = 10.0  # s, to receive one message (discovery included)
+TIMEOUT = 30.0  # s, to receive one message (discovery included)
 
 
 @pytest.fixture(scope='module')

@@ -26,7 +26,7 @@ from bam_sim.nodes.arm_node import ArmNode, main
 from bam_sim.testing.ros_context import private_context
 from bam_sim.testing.ros_graph import SimProbe, closing, executable_error, stamp_ns
 
-TIMEOUT = 20.0  # s, discovery included
+TIMEOUT = 30.0  # s, discovery included
 DOMAIN = os.getpid() % 100 + 121
 JOINTS = ["shoulder", "elbow"]
 

@@ -20,7 +20,7 @@ from bam_sim.nodes.pendulum_node import PendulumNode
 from bam_sim.testing.ros_context import private_context
 from bam_sim.testing.ros_graph import SimProbe
 
-TIMEOUT = 20.0  # s, discovery included
+TIMEOUT = 30.0  # s, discovery included
 DOMAIN = os.getpid() % 100 + 141
 STUCK = 20.0  # N·m of Coulomb friction: several times the MX-64's stall torque
 
