@@ -29,6 +29,8 @@ sys.path.insert(0, str(HERE))
 from loop_timing import loop_timing  # noqa: E402
 from provenance import environment, write_result  # noqa: E402
 
+from bam_sim.testing.ros_context import ros_domain  # noqa: E402
+
 
 def make_node(**params):
     from bam_sim.nodes.arm_node import ArmNode
@@ -84,7 +86,7 @@ def main() -> int:
     parser.add_argument("--every", type=int, nargs="*", default=[1, 10, 100])
     parser.add_argument("--output", type=Path, default=HERE / "results" / "arm_node.json")
     args = parser.parse_args()
-    os.environ.setdefault("ROS_DOMAIN_ID", str(os.getpid() % 100 + 101))
+    os.environ.setdefault("ROS_DOMAIN_ID", str(ros_domain(1)))
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     rclpy.init()
     try:

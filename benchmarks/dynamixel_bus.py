@@ -47,6 +47,8 @@ from provenance import environment, write_result
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 
+from bam_sim.testing.ros_context import ros_domain
+
 HERE = Path(__file__).resolve().parent
 MODELS = {1: "mx64_p1", 2: "xm430_w350"}
 SUSTAINED = 0.99  # achieved / target rate, and cycles reading every servo
@@ -174,7 +176,7 @@ def main() -> int:
 
     from rclpy.utilities import get_rmw_implementation_identifier
 
-    os.environ.setdefault("ROS_DOMAIN_ID", str(os.getpid() % 100 + 101))
+    os.environ.setdefault("ROS_DOMAIN_ID", str(ros_domain(1)))
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     rclpy.init()
     configs = {}

@@ -49,6 +49,7 @@ from rclpy.parameter import Parameter
 from bam_drivers.emulators.ethercat_client import EthercatEmulatorProcess, NamespaceUnavailable
 from bam_drivers.ethercat.drive_models import get_model
 from bam_drivers.ethercat.master import EthercatBus, JointSpec
+from bam_sim.testing.ros_context import ros_domain
 
 HERE = Path(__file__).resolve().parent
 MODELS = ("erob80_100", "erob80_50")
@@ -201,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from rclpy.utilities import get_rmw_implementation_identifier
 
-    os.environ.setdefault("ROS_DOMAIN_ID", str(os.getpid() % 100 + 101))
+    os.environ.setdefault("ROS_DOMAIN_ID", str(ros_domain(1)))
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     rclpy.init()
     configs = {}

@@ -50,6 +50,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 
 from bam_sim.common.contract import JOINT_STATES
+from bam_sim.testing.ros_context import ros_domain
 
 HERE = Path(__file__).resolve().parent
 RATE = 1000.0
@@ -271,7 +272,7 @@ def main() -> int:
 
     from rclpy.utilities import get_rmw_implementation_identifier
 
-    os.environ.setdefault("ROS_DOMAIN_ID", str(os.getpid() % 100 + 101))
+    os.environ.setdefault("ROS_DOMAIN_ID", str(ros_domain(1)))
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     rclpy.init()
     try:

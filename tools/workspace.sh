@@ -190,7 +190,18 @@ cmd_test() {
   say "ruff check ${pkgs[*]} tools benchmarks"
   ruff check "${pkgs[@]}" tools benchmarks || lint=$?
   say "pytest ${tests[*]}"
-  python -m pytest "${tests[@]}" "$@" || status=$?
+  # The report also goes to a log, so that the failures can be repeated on stderr at
+  # the end: a CI that keeps only part of a long stdout still shows which tests failed.
+  local log="$ROOT/log/pytest.log"
+  mkdir -p "$ROOT/log"
+  set +e
+  python -m pytest "${tests[@]}" "$@" 2>&1 | tee "$log"
+  status=${PIPESTATUS[0]}
+  set -e
+  if [ "$status" -ne 0 ]; then
+    say "pytest failed (exit $status); its summary (whole report in $log):"
+    grep -E '^(FAILED|ERROR)|^=+ .*(failed|error|passed).* =+$' "$log" >&2 || tail -n 40 "$log" >&2
+  fi
   if [ "$lint" -ne 0 ]; then
     say "ruff check failed (exit $lint): see its report above"
     [ "$status" -ne 0 ] || status=$lint

@@ -23,6 +23,7 @@ from bam_bringup.runner import main
 from bam_bringup.session import load_session, session_config, session_specs
 from bam_sim.common.errors import BamError
 from bam_sim.common.ready_line import NotReady, await_ready_line
+from bam_sim.testing.ros_context import ros_domain
 
 TIMEOUT = 60.0  # s, for the command to start or to stop
 CODE = "import sys; from bam_bringup.runner import main; sys.exit(main(sys.argv[1:]))"
@@ -30,7 +31,7 @@ CODE = "import sys; from bam_bringup.runner import main; sys.exit(main(sys.argv[
 
 def bench(*args: str, **kwargs) -> subprocess.Popen:
     """`bench ARGS` in a child process on a private domain, stdout and stderr merged."""
-    env = {**os.environ, "ROS_DOMAIN_ID": str(os.getpid() % 100 + 101),
+    env = {**os.environ, "ROS_DOMAIN_ID": str(ros_domain(1)),
            "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
     return subprocess.Popen([sys.executable, "-c", CODE, *args], env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **kwargs)

@@ -25,7 +25,7 @@ from bam_drivers.nodes.driver_node import mean_kt
 from bam_drivers.nodes.erob_node import ErobNode
 from bam_msgs.msg import ActuatorState, BenchInfo
 from bam_sim.common.errors import BamError
-from bam_sim.testing.ros_context import private_context
+from bam_sim.testing.ros_context import private_context, ros_domain
 from bam_sim.testing.ros_graph import closing, executable_error, stamp_ns
 
 COUNT = 2.0 * math.pi / (1 << 19)  # rad, one encoder increment
@@ -169,7 +169,7 @@ def test_a_drive_of_another_model_is_refused_by_name(rigs):
 
 def test_sigterm_turns_the_torque_off(tmp_path):
     with emulator(mass=3.1) as emu:
-        env = {**os.environ, "ROS_DOMAIN_ID": str(os.getpid() % 100 + 101)}
+        env = {**os.environ, "ROS_DOMAIN_ID": str(ros_domain(1))}
         process = subprocess.Popen(
             [sys.executable, "-m", "bam_drivers.nodes.erob_node", "--ros-args",
              "-p", f"interface:={emu.interface}", "-p", "torque_enable_on_start:=true",
@@ -196,7 +196,7 @@ def test_sigterm_turns_the_torque_off(tmp_path):
 ])
 def test_bad_parameters_are_one_line_errors(params, message):
     argv = ["erob", "--ros-args"] + [x for p in params for x in ("-p", p)]
-    line = executable_error("bam_drivers.nodes.erob_node", argv, os.getpid() % 100 + 1, 60.0)
+    line = executable_error("bam_drivers.nodes.erob_node", argv, ros_domain(), 60.0)
     assert message in line
 
 

@@ -24,7 +24,7 @@ from bam_drivers.nodes.driver_node import mean_kt
 from bam_drivers.nodes.dynamixel_node import DynamixelNode
 from bam_msgs.msg import BenchInfo
 from bam_sim.common.errors import BamError
-from bam_sim.testing.ros_context import private_context
+from bam_sim.testing.ros_context import private_context, ros_domain
 from bam_sim.testing.ros_graph import closing, wait_for
 
 COUNT = RAD_PER_COUNT  # rad, one position count
@@ -155,7 +155,7 @@ def test_torque_off_when_the_node_is_destroyed(rigs, context):
 def test_sigint_turns_the_torque_off():
     """The `dynamixel` executable: SIGINT ends it with the torque off and exit code 128 + 2."""
     with EmulatorProcess() as emulator:
-        env = {**os.environ, "ROS_DOMAIN_ID": str(os.getpid() % 100 + 1),
+        env = {**os.environ, "ROS_DOMAIN_ID": str(ros_domain()),
                "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
         process = subprocess.Popen(
             [sys.executable, "-m", "bam_drivers.nodes.dynamixel_node", "--ros-args",

@@ -39,21 +39,29 @@ from bam_msgs.msg import ActuatorState, ActuatorStateArray, BenchInfo, Trial
 from bam_sim.common.contract import ACTUATOR_STATES, BENCH_INFO, JOINT_STATES, RECORDED, TRIAL
 from bam_sim.common.errors import BamError
 from bam_sim.common.qos import profile
-from bam_sim.testing.ros_context import private_context
+from bam_sim.testing.ros_context import private_context, ros_domain
 from bam_sim.testing.ros_graph import wait_for
 
 TIMEOUT = 60.0  # s: a deadline for events on a loaded machine, never reached when all is well
 def read_until(proc: subprocess.Popen, text: str, timeout: float) -> str:
-    """The output of ``proc`` up to the line holding ``text`` (AssertionError on timeout)."""
-    deadline, seen = time.monotonic() + timeout, []
+    """The output of ``proc`` up to (at least) the line holding ``text`` (AssertionError on
+    timeout).
+
+    Reads the pipe's descriptor directly: a buffered ``readline`` after ``select`` may pull
+    the awaited line into Python's buffer together with the one before it, and ``select``
+    then waits for output that has already arrived.
+    """
+    deadline, seen = time.monotonic() + timeout, b""
+    fd = proc.stdout.fileno()
     while time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.stdout], [], [], 0.1)
-        line = proc.stdout.readline() if ready else ""
-        seen.append(line)
-        if text in line:
-            return "".join(seen)
-        assert line or proc.poll() is None, "".join(seen)
-    raise AssertionError(f"no '{text}' within {timeout} s: {''.join(seen)}")
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        chunk = os.read(fd, 65536) if ready else b""
+        seen += chunk
+        output = seen.decode(errors="replace")
+        if text in output:
+            return output
+        assert chunk or proc.poll() is None, output
+    raise AssertionError(f"no '{text}' within {timeout} s: {seen.decode(errors='replace')}")
 
 
 def resolved(name: str) -> str:
@@ -297,7 +305,7 @@ def test_executable_closes_the_bag_on_a_signal(context, tmp_path, signum):
     path = tmp_path / "cli"
     node = rclpy.create_node(f"bam_test_recorder_cli_{uuid.uuid4().hex[:8]}", context=context)
     pub = node.create_publisher(BenchInfo, BENCH_INFO.name, profile(BENCH_INFO.qos))
-    env = dict(os.environ, ROS_DOMAIN_ID=str(os.getpid() % 100 + 1))
+    env = dict(os.environ, ROS_DOMAIN_ID=str(ros_domain()))
     code = ("import sys; from bam_identify.nodes.recorder_node import main; "
             "sys.exit(main(sys.argv))")
     proc = subprocess.Popen(

@@ -31,7 +31,7 @@ from bam_sim.bench.trajectory import TRAJECTORIES, get_trajectory
 from bam_sim.common.contract import CLOCK, COMMANDS, RUN_TRAJECTORY_ACTION, TRIAL
 from bam_sim.common.errors import BamError
 from bam_sim.common.qos import profile
-from bam_sim.testing.ros_context import private_context
+from bam_sim.testing.ros_context import private_context, ros_domain
 from bam_sim.testing.ros_graph import closing, stamp_ns, wait_for
 
 TIMEOUT = 30.0  # s, a deadline for events on a loaded machine
@@ -306,7 +306,7 @@ def run_executable(context, *parameters):
     node.create_subscription(Trial, TRIAL.name, markers.append, profile(TRIAL.qos))
     node.create_subscription(ActuatorCommand, COMMANDS.name, commands.append,
                              profile(COMMANDS.qos))
-    env = dict(os.environ, ROS_DOMAIN_ID=str(os.getpid() % 100 + 1))
+    env = dict(os.environ, ROS_DOMAIN_ID=str(ros_domain()))
     code = ("import sys; from bam_identify.nodes.trajectory_node import main; "
             "sys.exit(main(sys.argv))")
     args = [arg for p in parameters for arg in ("-p", p)]
@@ -371,7 +371,7 @@ def test_executable_ends_the_trial_on_sigint(context):
 
 
 def test_executable_refuses_bad_parameters(context):
-    env = dict(os.environ, ROS_DOMAIN_ID=str(os.getpid() % 100 + 1))
+    env = dict(os.environ, ROS_DOMAIN_ID=str(ros_domain()))
     code = ("import sys; from bam_identify.nodes.trajectory_node import main; "
             "sys.exit(main(sys.argv))")
     proc = subprocess.run([sys.executable, "-c", code, "--ros-args", "-p", "duration:=-2"],

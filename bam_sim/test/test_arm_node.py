@@ -9,7 +9,6 @@ test_swap_contract.py.
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 import pytest
@@ -23,11 +22,11 @@ from bam_sim.common.errors import BamError
 from bam_sim.models.parameter_file import published, save
 from bam_sim.mujoco_arm.shipped_arms import load_arm, pendulum_mjcf
 from bam_sim.nodes.arm_node import ArmNode, main
-from bam_sim.testing.ros_context import private_context
+from bam_sim.testing.ros_context import private_context, ros_domain
 from bam_sim.testing.ros_graph import SimProbe, closing, executable_error, stamp_ns
 
 TIMEOUT = 30.0  # s, discovery included
-DOMAIN = os.getpid() % 100 + 121
+DOMAIN = ros_domain(2)
 JOINTS = ["shoulder", "elbow"]
 
 

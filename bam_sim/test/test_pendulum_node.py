@@ -8,7 +8,6 @@ their own.
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 import pytest
@@ -23,11 +22,11 @@ from bam_sim.common import contract
 from bam_sim.common.errors import BamError
 from bam_sim.models.parameter_file import published, save
 from bam_sim.nodes.pendulum_node import PendulumNode, main
-from bam_sim.testing.ros_context import private_context
+from bam_sim.testing.ros_context import private_context, ros_domain
 from bam_sim.testing.ros_graph import SimProbe, closing, executable_error, stamp_ns
 
 TIMEOUT = 30.0  # s, discovery included
-DOMAIN = os.getpid() % 100 + 101
+DOMAIN = ros_domain(1)
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ servo's torque keeps the joint still under a goal that moves the published set.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -17,11 +16,11 @@ from bam_sim.models.parameter_file import published, save
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.nodes.arm_node import ArmNode
 from bam_sim.nodes.pendulum_node import PendulumNode
-from bam_sim.testing.ros_context import private_context
+from bam_sim.testing.ros_context import private_context, ros_domain
 from bam_sim.testing.ros_graph import SimProbe
 
 TIMEOUT = 30.0  # s, discovery included
-DOMAIN = os.getpid() % 100 + 141
+DOMAIN, DOMAIN_ARM = ros_domain(3), ros_domain(4)
 STUCK = 20.0  # N·m of Coulomb friction: several times the MX-64's stall torque
 
 
@@ -83,9 +82,9 @@ def test_arm_takes_a_fitted_file_for_the_joints_of_its_actuator(tmp_path):
     # The Dynamixel arm: an MX-106 shoulder and an MX-64 elbow; the file is the MX-64's.
     path = stiff_file(tmp_path)
     goals = {"shoulder": 0.4, "elbow": 0.8}
-    with private_context(DOMAIN + 1, args=["--ros-args", "--params-file", str(path)]) as ctx:
+    with private_context(DOMAIN_ARM, args=["--ros-args", "--params-file", str(path)]) as ctx:
         moved = travel(ctx, ArmNode, "arm", goals)
     assert moved["elbow"] < 1e-3 and moved["shoulder"] > 0.1
-    with private_context(DOMAIN + 1) as ctx:
+    with private_context(DOMAIN_ARM) as ctx:
         moved = travel(ctx, ArmNode, "arm", goals, params_files=["", str(path)])
     assert moved["elbow"] < 1e-3 and moved["shoulder"] > 0.1

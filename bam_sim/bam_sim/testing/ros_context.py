@@ -12,6 +12,20 @@ from contextlib import contextmanager
 
 import rclpy
 
+SLOTS = 5  # domains per process: test families that must not see each other's nodes
+
+
+def ros_domain(slot: int = 0) -> int:
+    """The DDS domain of this process's ``slot`` (0..4), from its process id.
+
+    Always in 1..100: the UDP ports of a domain grow by 250 per id, so ids
+    above 101 fall into Linux's ephemeral port range and those above 232
+    overflow the port numbers (participants then fail to start).
+    """
+    if not 0 <= slot < SLOTS:
+        raise ValueError(f"slot must be in 0..{SLOTS - 1}, got {slot}")
+    return 1 + (os.getpid() % (100 // SLOTS)) * SLOTS + slot
+
 
 @contextmanager
 def private_context(domain_id: int | None = None,
@@ -20,7 +34,7 @@ def private_context(domain_id: int | None = None,
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     ctx = rclpy.Context()
     rclpy.init(context=ctx, args=args,
-               domain_id=os.getpid() % 100 + 1 if domain_id is None else domain_id)
+               domain_id=ros_domain() if domain_id is None else domain_id)
     try:
         yield ctx
     finally:
