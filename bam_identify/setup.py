@@ -27,6 +27,7 @@ setup(
             'fit = bam_identify.cli:fit_main',
             'eval = bam_identify.cli:eval_main',
             'recover = bam_identify.cli:recover_main',
+            'campaign = bam_identify.campaign_cli:campaign_main',
             'export = bam_identify.export_cli:export_main',
             'trajectory = bam_identify.nodes.trajectory_node:main',
             'recorder = bam_identify.nodes.recorder_node:main',

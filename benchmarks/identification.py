@@ -17,6 +17,9 @@ For each, all logs for training, several seeds, in one run:
 * the reference's ``python -m bam.fit --method cmaes`` for its 4,000 trials on
   the same logs, written in its JSON log format (``reference_fit_runner.py``,
   in .venv-ref), and the ratio of the median wall times to each threshold;
+* (MX-64 M4) 1, 2 and 4 ``fit`` processes sharing one study on a real
+  PostgreSQL (``--storage postgresql+psycopg://... --workers N``) until 1e-4
+  rad: evaluations, the fit's own time and the processes' wall time;
 * (MX-64 M4, once) the overhead of a 10,000-candidate fit: the share of its wall
   time spent in the batched simulation, and the candidate rate between
   candidates 500-1,500 and 9,000-10,000 (default; CMA-ES only; CMA-ES only
@@ -49,6 +52,7 @@ from provenance import environment, write_result
 from bam_identify.data.legacy_logs import write_legacy_log
 from bam_identify.data.synthetic import paper_like_set
 from bam_identify.fitting.fit import FitSettings, SearchSpace, identify
+from bam_sim.models.parameter_file import load as load_parameters
 from bam_sim.models.parameter_file import published, save
 
 HERE = Path(__file__).resolve().parent
@@ -61,7 +65,8 @@ CASES = {
 }
 VARIANTS = {"ours": {}, "ours_cma_only": {"polish": False}}
 OVERHEAD_TRIALS = 10_000
-PARTS = ("startup", "report", "overhead", "cases")
+PARTS = ("startup", "report", "overhead", "workers", "cases")
+WORKER_COUNTS = (1, 2, 4)
 
 
 def load() -> list[float]:
@@ -317,6 +322,72 @@ def run_report(log_dir: Path, folder: Path, trials: int, repeats: int = 3) -> di
     return out
 
 
+FIT = "from bam_identify.cli import fit_main; raise SystemExit(fit_main())"
+
+
+def run_workers(log_dir: Path, folder: Path, seeds: list[int], budget: int) -> dict:
+    """MX-64 M4 to 1e-4 rad by 1, 2 and 4 ``fit`` processes sharing one study on a real
+    PostgreSQL 16 (the pgserver wheel), each with cores / workers simulation threads."""
+    import pgserver
+
+    server = pgserver.get_server(folder / "pgdata", cleanup_mode="stop")
+    cores = os.cpu_count() or 1
+    out: dict = {"budget": budget, "target_rad": THRESHOLDS[-1], "cores": cores}
+    try:
+        for count in (0, *WORKER_COUNTS):  # 0: the same fit without storage, for scale
+            runs = []
+            for seed in seeds:
+                database = f"w{count}_s{seed}"
+                url = None
+                if count:
+                    server.psql(f"CREATE DATABASE {database};")
+                    url = server.get_uri(database).replace("postgresql://",
+                                                           "postgresql+psycopg://", 1)
+                runs.append(_shared_fit(url, log_dir, folder / database, count, seed,
+                                        budget, max(1, cores // max(count, 1))))
+            out[str(count) if count else "no_storage"] = {
+                "runs": runs, "median_fit_seconds": statistics.median(
+                    r["fit_seconds"] for r in runs),
+                "median_wall_seconds": statistics.median(r["wall_seconds"] for r in runs),
+                "median_evaluations": statistics.median(r["evaluations"] for r in runs),
+                "reached": f"{sum(r['train_mae'] <= THRESHOLDS[-1] for r in runs)}/{len(runs)}"}
+            row = out[str(count) if count else "no_storage"]
+            label = f"{count} worker(s) on PostgreSQL" if count else "1 fit, no storage"
+            print(f"  {label}: {row['median_evaluations']:.0f} "
+                  f"evaluations, fit {row['median_fit_seconds']:.2f} s, processes "
+                  f"{row['median_wall_seconds']:.2f} s (median), reached {row['reached']}")
+    finally:
+        server.cleanup()
+    return out
+
+
+def _shared_fit(url: str | None, log_dir: Path, folder: Path, count: int, seed: int,
+                budget: int, jobs: int) -> dict:
+    """``count`` fit processes on one study at ``url`` (0: one without storage) until 1e-4
+    rad: wall time from the first start to the last exit, what their files record."""
+    sharing = ["--storage", url, "--study", "bench", "--workers", str(count)] if url else []
+    count = max(count, 1)
+    started = time.perf_counter()
+    processes = [subprocess.Popen(
+        [sys.executable, "-c", FIT, "--logs", str(log_dir), "--models", "m4",
+         "--trials", str(budget), "--seed", str(seed), "--target-mae", str(THRESHOLDS[-1]),
+         *sharing, "--jobs", str(jobs),
+         "--quiet", "--output", str(folder / f"w{i}" / "{model}.yaml"),
+         "--report", str(folder / f"w{i}" / "report")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) for i in range(count)]
+    for process in processes:
+        _, err = process.communicate()
+        if process.returncode != 0:
+            raise RuntimeError(f"a fit worker failed: {err.strip()[-300:]}")
+    wall = time.perf_counter() - started
+    records = [load_parameters(folder / f"w{i}" / "m4.yaml").provenance for i in range(count)]
+    return {"seed": seed, "workers": count, "jobs_per_worker": jobs, "wall_seconds": wall,
+            "fit_seconds": max(r["seconds"] for r in records),
+            "evaluations": records[0]["trials"], "train_mae": records[0]["train_mae"],
+            "evaluated_per_worker": [r.get("evaluated_here", r["trials"]) for r in records],
+            "load_average": load()}
+
+
 def _fmt(reached: dict | None) -> str:
     return "never" if reached is None else f"{reached['seconds']:.2f} s ({reached['trials']})"
 
@@ -347,6 +418,9 @@ def main() -> None:
             result["startup"] = run_startup(mx_dir, folder)
         if "report" in args.only:
             result["report"] = run_report(mx_dir, folder, trials=1500)
+        if "workers" in args.only:
+            print("mx64_m4 shared by fit workers:")
+            result["workers_mx64_m4"] = run_workers(mx_dir, folder, args.seeds, args.budget)
         if "overhead" in args.only:
             print("mx64_m4 overhead:")
             result["overhead_mx64_m4"] = run_overhead(mx, mx_logs)

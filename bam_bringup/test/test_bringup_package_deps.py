@@ -40,6 +40,8 @@ ROSDEP_KEYS = {
     "numba": "python3-numba",
     "numpy": "python3-numpy",
     "optuna": "python3-optuna",  # no rosdep key upstream yet: the name it would take
+    "pgserver": "python3-pgserver-pip",
+    "psycopg": "python3-psycopg",
     "pyroute2": "python3-pyroute2",
     "pysoem": "python3-pysoem-pip",
     "pytest": "python3-pytest",

@@ -16,7 +16,9 @@ import argparse
 import datetime
 import json
 import platform
+import signal
 import sys
+import threading
 from dataclasses import dataclass, fields
 from importlib import metadata
 from pathlib import Path
@@ -88,6 +90,8 @@ class FitJob:
     validation_fraction: float = 0.25
     validation_kp: float | None = None
     storage: str | None = None
+    study: str | None = None
+    workers: int | None = None
     output: str = DEFAULT_OUTPUT
     report: Path = Path("out/fit/report")
     force: bool = False
@@ -141,8 +145,16 @@ def fit_parser() -> argparse.ArgumentParser:
                         default=FitJob.validation_fraction)
     parser.add_argument("--validation-kp", type=float,
                         help="validate on every log of this gain instead")
-    parser.add_argument("--storage", help="optuna storage URL (e.g. sqlite:///fit.db) to "
-                        "resume a study or share it between machines")
+    parser.add_argument("--storage", help="optuna storage URL (sqlite:///fit.db, "
+                        "postgresql+psycopg://user@host/db) to record, resume or share the "
+                        "study")
+    parser.add_argument("--study", help="study name in --storage (default "
+                        "bam_<actuator>_<model>_seed<seed>; with several models, "
+                        "<study>_<model>)")
+    parser.add_argument("--workers", type=int, help="fit processes (on any machines) that "
+                        "run this same command on the study: each generation is cut into "
+                        "this many shares, each evaluated by one of them (default 1; a "
+                        "stored study keeps the number it was started with)")
     parser.add_argument("--output", default=DEFAULT_OUTPUT,
                         help="parameter file per model; {actuator} and {model} are replaced")
     parser.add_argument("--report", type=Path, default=FitJob.report,
@@ -209,6 +221,7 @@ def run_fit(args: FitJob) -> str:
     if args.popsize is not None and not 2 <= args.popsize <= 100_000:
         raise BamError(f"--popsize must be in [2, 100000] (CMA-ES samples at least two "
                        f"candidates), got {args.popsize}")
+    _check_sharing(args)
     check_writable(args.report, "--report")
     for model in args.models:
         check_writable(output_paths(args.output, "actuator", [model])[model], "--output")
@@ -245,7 +258,9 @@ def run_fit(args: FitJob) -> str:
             simpler, key=lambda r: r.train_mae)
         settings = FitSettings(trials=args.trials, seed=args.seed, popsize=args.popsize,
                                target=args.target_mae, storage=args.storage,
-                               study_name=f"bam_{dataset.actuator}_{model}_seed{args.seed}",
+                               study_name=_study_name(args, dataset.actuator, model,
+                                                      len(models)),
+                               shares=args.workers,
                                start=nested_start(spaces[model], base.params.values)
                                if base else None,
                                temperature_weight=args.temperature_weight,
@@ -258,6 +273,8 @@ def run_fit(args: FitJob) -> str:
         record = {**provenance, "model": model, "trials": fitted.trials,
                   "seconds": round(fitted.seconds, 3), "train_mae": train_mae,
                   "interrupted": fitted.interrupted}
+        if args.storage:  # the others were read from the study (resumed, or other workers)
+            record.update(study=settings.study_name, evaluated_here=fitted.evaluated)
         if val_mae is not None:
             record["validation_mae"] = val_mae
         if train_t is not None:
@@ -302,6 +319,22 @@ def group_defaults(groups: tuple[str, ...], logs) -> dict[str, float]:
                        "recorded one (bam/actuator_states temperature); record it, or leave "
                        "thermal out")
     return {"thermal.ambient": min(first), "thermal.reftemp": min(first)}
+
+
+def _check_sharing(args: FitJob) -> None:
+    if (args.study is not None or args.workers is not None) and args.storage is None:
+        raise BamError("--study and --workers name a study in a storage: give --storage too "
+                       "(e.g. sqlite:///fit.db or postgresql+psycopg://user@host/db)")
+    if args.workers is not None and not 1 <= args.workers <= 1000:
+        raise BamError(f"--workers must be in [1, 1000], got {args.workers}")
+    if args.study is not None and not args.study.strip():
+        raise BamError("--study must not be empty")
+
+
+def _study_name(args: FitJob, actuator: str, model: str, count: int) -> str:
+    if args.study is None:
+        return f"bam_{actuator}_{model}_seed{args.seed}"
+    return args.study if count == 1 else f"{args.study}_{model}"
 
 
 class FitInterrupted(Exception):
@@ -414,8 +447,18 @@ def _kelvin(value: float | None) -> str:
     return f"{value:.3f}" if value is not None else "-"
 
 
+def _interrupt(signum: int, frame) -> None:
+    raise KeyboardInterrupt
+
+
 def _main(parser: argparse.ArgumentParser, run, argv: list[str] | None) -> int:
+    """Run a command: its output on stdout, a BamError as one line on stderr (exit 2),
+    Ctrl-C or SIGTERM as a clean interruption (exit 130)."""
     args = parser.parse_args(argv)
+    # SIGTERM (a scheduler, systemd, kill) stops a command as Ctrl-C does: what a fit has
+    # found is kept, a campaign job goes back to its queue.
+    previous = (signal.signal(signal.SIGTERM, _interrupt)
+                if threading.current_thread() is threading.main_thread() else None)
     try:
         print(run(args))
     except FitInterrupted as exc:
@@ -427,6 +470,9 @@ def _main(parser: argparse.ArgumentParser, run, argv: list[str] | None) -> int:
     except KeyboardInterrupt:  # outside a fit, which handles Ctrl-C itself
         print(f"{parser.prog}: interrupted; nothing was written", file=sys.stderr)
         return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     return 0
 
 

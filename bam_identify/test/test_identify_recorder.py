@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -39,31 +38,11 @@ from bam_msgs.msg import ActuatorState, ActuatorStateArray, BenchInfo, Trial
 from bam_sim.common.contract import ACTUATOR_STATES, BENCH_INFO, JOINT_STATES, RECORDED, TRIAL
 from bam_sim.common.errors import BamError
 from bam_sim.common.qos import profile
+from bam_sim.testing.processes import read_until
 from bam_sim.testing.ros_context import private_context, ros_domain
 from bam_sim.testing.ros_graph import wait_for
 
 TIMEOUT = 60.0  # s: a deadline for events on a loaded machine, never reached when all is well
-def read_until(proc: subprocess.Popen, text: str, timeout: float) -> str:
-    """The output of ``proc`` up to (at least) the line holding ``text`` (AssertionError on
-    timeout).
-
-    Reads the pipe's descriptor directly: a buffered ``readline`` after ``select`` may pull
-    the awaited line into Python's buffer together with the one before it, and ``select``
-    then waits for output that has already arrived.
-    """
-    deadline, seen = time.monotonic() + timeout, b""
-    fd = proc.stdout.fileno()
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 0.1)
-        chunk = os.read(fd, 65536) if ready else b""
-        seen += chunk
-        output = seen.decode(errors="replace")
-        if text in output:
-            return output
-        assert chunk or proc.poll() is None, output
-    raise AssertionError(f"no '{text}' within {timeout} s: {seen.decode(errors='replace')}")
-
-
 def resolved(name: str) -> str:
     """The name a relative topic of the root namespace is recorded under."""
     return "/" + name.lstrip("/")

@@ -323,7 +323,7 @@ def identify(space: SearchSpace, logs: list[BenchLog], settings: FitSettings,
                  inject_start=start is not None)
     interrupted = False
     try:
-        stored = record.generations(0)
+        stored = record.generations(0, run.popsize)
         while search.done < settings.trials and not search.reached():
             if not search.generation(run, stored):
                 break
@@ -333,7 +333,7 @@ def identify(space: SearchSpace, logs: list[BenchLog], settings: FitSettings,
                 k = run.k + 1
                 run = CmaRun(dims, k, popsize0, settings.seed,
                              random_start(dims, settings.seed, k), settings.spread)
-                stored = record.generations(k)
+                stored = record.generations(k, run.popsize)
     except KeyboardInterrupt:
         interrupted = True
     finally:

@@ -21,7 +21,12 @@ import numpy as np
 
 from bam_identify.fitting.cma_run import CmaRun
 from bam_identify.fitting.polish import LevenbergMarquardt
-from bam_identify.fitting.study_record import POLL_SECONDS, Pending, shares_of
+from bam_identify.fitting.study_record import (
+    POLL_SECONDS,
+    RECLAIM_SECONDS,
+    Pending,
+    shares_of,
+)
 
 # A mean position error beyond a turn: the simulation does not follow the bench at all
 # (a diverged rollout). Such candidates score a finite penalty (CMA-ES needs numbers) and
@@ -97,29 +102,40 @@ class Search:
         limit = min(size, self.trials - self.done)
         scores = stored.pop(g, np.full(size, np.nan))
         while np.isnan(scores[:limit]).any():
-            shares = self.record.work(run.k, g, size)
-            for share in shares:
+            # Read what the others wrote first: a share another worker finished is never
+            # taken over (a share the budget cut short looks unfinished to a resumed fit).
+            if self.record.shares > 1 and not self._merge(run, g, scores, limit):
+                break
+            worked = False
+            for share in self.record.work(run.k, g, size, limit):
                 index = shares_of(size, self.record.shares)[share]
                 todo = index[(index < limit) & np.isnan(scores[index])]
                 if todo.size:
                     scores[todo] = self.score(x[todo])
+                    worked = True
                 self.record.finish(Pending(run.k, g, share, g * size + index, x[index],
                                            scores[index].copy()))
-            if not shares:
-                self._wait(run, g, scores)
+            if not worked:  # the missing scores are other workers' to write
+                self._wait(run, g, scores, limit)
         self._account(len(scores[:limit]), scores[:limit], x[:limit])
         if limit < size:
             return False
         run.tell(u, scores)
         return True
 
-    def _wait(self, run: CmaRun, g: int, scores: np.ndarray) -> None:
-        """Other workers hold the missing shares: read theirs once they are written."""
+    def _merge(self, run: CmaRun, g: int, scores: np.ndarray, limit: int) -> bool:
+        """Copy the stored scores of generation ``g`` into the missing ones of ``scores``;
+        whether some of the first ``limit`` are still missing."""
         theirs = self.record.scores(run.k, g, run.popsize)
-        if theirs is None:
+        np.copyto(scores, theirs, where=np.isnan(scores))
+        return bool(np.isnan(scores[:limit]).any())
+
+    def _wait(self, run: CmaRun, g: int, scores: np.ndarray, limit: int) -> None:
+        """Other workers hold the missing shares: read theirs once they are written, or
+        return after RECLAIM_SECONDS to look for shares to take over."""
+        until = time.monotonic() + RECLAIM_SECONDS
+        while self._merge(run, g, scores, limit) and time.monotonic() < until:
             time.sleep(POLL_SECONDS)
-        else:
-            np.copyto(scores, theirs, where=np.isnan(scores))
 
     def _account(self, count: int, scores: np.ndarray, x: np.ndarray) -> None:
         """``count`` more candidates evaluated, of which ``x`` with ``scores`` may be best."""
@@ -163,8 +179,10 @@ class Search:
             if self.record.claim_polish(run.k, g):
                 result = self._levenberg_marquardt(run, g)
                 break
-            time.sleep(POLL_SECONDS)
-            result = self.record.polish_result(run.k, g)
+            until = time.monotonic() + RECLAIM_SECONDS  # then claim again: its worker may
+            while (result := self.record.polish_result(run.k, g)) is None \
+                    and time.monotonic() < until:  # have vanished
+                time.sleep(POLL_SECONDS)
         else:  # run before (a resumed study) or by another worker
             x = self.lower + np.array(result["u"]) * self.span
             self._account(result["evaluations"], np.array([result["score"]]), x[None, :])

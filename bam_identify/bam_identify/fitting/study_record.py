@@ -26,7 +26,9 @@ SQLAlchemy (:class:`MemoryRecord`).
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import fcntl
 import json
 import math
 import os
@@ -42,6 +44,10 @@ SCHEMA_VERSION = 12  # optuna's RDB schema the bulk writes follow (optuna 5.0)
 LEASE_SECONDS = 0.5  # a single worker claims about this much work per transaction
 STALE_SECONDS = 60.0  # a claim unfinished this long after its worker was last seen is free
 POLL_SECONDS = 0.01  # a worker waiting for another's share reads the storage this often
+RECLAIM_SECONDS = 1.0  # ... and looks for shares to take over this often
+SCHEMA_LOCK = 0x62616D  # PostgreSQL advisory lock key of the schema's creation ("bam")
+# This process, as it signs its claims (host and pid tell a dead local process apart).
+WORKER = f"{socket.gethostname()}:{os.getpid()}:{time.time_ns() % 10**9}"
 
 
 def shares_of(popsize: int, shares: int) -> list[np.ndarray]:
@@ -67,16 +73,16 @@ class MemoryRecord:
 
     shares: int = 1
 
-    def generations(self, run: int) -> dict[int, np.ndarray]:
+    def generations(self, run: int, popsize: int) -> dict[int, np.ndarray]:
         return {}
 
-    def work(self, run: int, generation: int, popsize: int) -> list[int]:
+    def work(self, run: int, generation: int, popsize: int, limit: int) -> list[int]:
         return list(range(len(shares_of(popsize, self.shares))))
 
     def finish(self, item: Pending) -> None:
         pass
 
-    def scores(self, run: int, generation: int, popsize: int) -> np.ndarray | None:
+    def scores(self, run: int, generation: int, popsize: int) -> np.ndarray:
         raise AssertionError("a fit without storage never waits for another worker")
 
     def claim_polish(self, run: int, generation: int) -> bool:
@@ -101,7 +107,7 @@ def open_record(storage: str | None, study: str | None, fingerprint: dict,
     return StudyRecord(storage, study or "bam_fit", fingerprint, names, bounds, shares)
 
 
-def _tables():
+def fit_tables():
     import sqlalchemy as sa
 
     meta = sa.MetaData()
@@ -122,11 +128,120 @@ def _tables():
         sa.Column("finished", sa.Float, nullable=True),
         sa.Column("complete", sa.Boolean, nullable=False),
         sa.Column("result", sa.Text, nullable=True))  # JSON: the scores, null = not run
-    workers = sa.Table(
-        "bam_fit_workers", meta,
-        sa.Column("worker", sa.String(256), primary_key=True),
-        sa.Column("seen", sa.Float, nullable=False))
-    return meta, studies, items, workers
+    sa.Table(
+        "bam_fit_jobs", meta,  # the campaigns' queues (bam_identify.fitting.campaign)
+        sa.Column("campaign", sa.String(512), primary_key=True),
+        sa.Column("number", sa.Integer, primary_key=True),
+        sa.Column("model", sa.String(64), nullable=False),
+        sa.Column("job", sa.Text, nullable=False),
+        sa.Column("state", sa.String(16), nullable=False),
+        sa.Column("worker", sa.String(256), nullable=True),
+        sa.Column("claimed", sa.Float, nullable=True),
+        sa.Column("finished", sa.Float, nullable=True),
+        sa.Column("result", sa.Text, nullable=True))
+    return meta, studies, items, worker_table(sa, meta)
+
+
+def worker_table(sa, meta=None):
+    """``bam_fit_workers``: when each worker process was last seen."""
+    return sa.Table("bam_fit_workers", meta if meta is not None else sa.MetaData(),
+                    sa.Column("worker", sa.String(256), primary_key=True),
+                    sa.Column("seen", sa.Float, nullable=False))
+
+
+def insert_ignore(conn, table, rows: list[dict], dialect: str) -> None:
+    """INSERT, skipping rows whose key exists (the atomic claim)."""
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    conn.execute(insert(table).on_conflict_do_nothing(), rows)
+
+
+def heartbeat(sa, conn, worker: str, dialect: str) -> None:
+    """Note that ``worker`` is alive now."""
+    workers = worker_table(sa)
+    if not conn.execute(sa.update(workers).where(workers.c.worker == worker)
+                        .values(seen=time.time())).rowcount:
+        insert_ignore(conn, workers, [{"worker": worker, "seen": time.time()}], dialect)
+
+
+def open_storage(url: str):
+    """optuna's RDB storage at ``url``, its tables and the fit's created, or a one-line
+    BamError.
+
+    Workers started together on a new database would create the schema at
+    once (PostgreSQL then refuses the second enum type of the same name): on
+    PostgreSQL an advisory lock lets one create it while the others wait, on
+    SQLite a lock of the database file (:func:`_schema_lock`). PostgreSQL
+    sessions do not wait for the disk at each commit (``synchronous_commit =
+    off``): a crash may lose the last few writes of the record, which a
+    resumed fit evaluates again, never a half-written one.
+    """
+    import optuna
+    from optuna.storages._rdb import models
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    if models.SCHEMA_VERSION != SCHEMA_VERSION:
+        raise BamError(f"the fit writes optuna's storage schema {SCHEMA_VERSION}, this "
+                       f"optuna {optuna.__version__} has {models.SCHEMA_VERSION}: install "
+                       "the pinned optuna (requirements.lock)")
+    postgres = url.startswith(("postgresql", "postgres"))
+    engine_kwargs = ({"connect_args": {"options": "-c synchronous_commit=off"}}
+                     if postgres else {})
+    try:
+        with _schema_lock(url, postgres):
+            storage = optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs)
+            if storage.engine.dialect.name not in ("sqlite", "postgresql"):
+                raise BamError(f"--storage {url}: the fit records into SQLite or "
+                               f"PostgreSQL, not {storage.engine.dialect.name}")
+            fit_tables()[0].create_all(storage.engine, checkfirst=True)
+    except BamError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - optuna, SQLAlchemy, a driver or the file system
+        raise BamError(f"cannot open the optuna storage '{url}': {_first_line(exc)}") from None
+    return storage
+
+
+@contextlib.contextmanager
+def _schema_lock(url: str, postgres: bool):
+    """While the schema is created: on PostgreSQL a session-level advisory lock, on a
+    SQLite file an exclusive flock of the file itself (SQLite's own locks are POSIX
+    record locks, which flock does not touch)."""
+    if postgres:
+        with _advisory_lock(url):
+            yield
+        return
+    import sqlalchemy as sa
+
+    where = sa.engine.make_url(url)
+    database = where.database
+    if where.get_backend_name() != "sqlite" or not database or database == ":memory:" \
+            or database.startswith("file:"):
+        yield
+        return
+    with open(database, "ab") as handle:  # an empty file is an empty SQLite database
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def _advisory_lock(url: str):
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    try:
+        with engine.connect() as conn:
+            conn.execute(sa.text("SELECT pg_advisory_lock(:key)"), {"key": SCHEMA_LOCK})
+            try:
+                yield
+            finally:
+                conn.execute(sa.text("SELECT pg_advisory_unlock(:key)"), {"key": SCHEMA_LOCK})
+    finally:
+        engine.dispose()
 
 
 def _first_line(exc: Exception) -> str:
@@ -139,35 +254,23 @@ class StudyRecord:
 
     def __init__(self, url: str, name: str, fingerprint: dict, names: list[str],
                  bounds: list[tuple[float, float]], shares: int | None):
-        import optuna
         import sqlalchemy as sa
 
-        optuna.logging.set_verbosity(optuna.logging.WARNING)
-        try:
-            self.storage = optuna.storages.RDBStorage(url)
-        except Exception as exc:  # noqa: BLE001 - optuna, SQLAlchemy or a driver: "cannot open"
-            raise BamError(f"cannot open the optuna storage '{url}': {_first_line(exc)}") from None
-        if self.storage.engine.dialect.name not in ("sqlite", "postgresql"):
-            raise BamError(f"--storage {url}: the fit records into SQLite or PostgreSQL, "
-                           f"not {self.storage.engine.dialect.name}")
-        from optuna.storages._rdb import models
-
-        if models.SCHEMA_VERSION != SCHEMA_VERSION:
-            raise BamError(f"the fit writes optuna's storage schema {SCHEMA_VERSION}, this "
-                           f"optuna {optuna.__version__} has {models.SCHEMA_VERSION}: install "
-                           "the pinned optuna (requirements.lock)")
+        self.storage = open_storage(url)
         self.sa = sa
         self.engine = self.storage.engine
-        self.meta, self.studies, self.items, self.workers = _tables()
-        self.meta.create_all(self.engine, checkfirst=True)
+        self.meta, self.studies, self.items, self.workers = fit_tables()
         self.url, self.name = url, name
-        self.worker = f"{socket.gethostname()}:{os.getpid()}:{time.time_ns() % 10**9}"
+        self.worker = WORKER
         self.names = names
         self.distributions = [json.dumps({"name": "FloatDistribution", "attributes": {
             "log": False, "step": None, "low": lo, "high": hi}}) for lo, hi in bounds]
         self.shares = self._open_study(fingerprint, shares)
         self.study_ids: dict[str, int] = {}
         self.mine: dict[tuple[int, int], list[int]] = {}  # (run, generation) -> my shares
+        # (run, generation, share) taken over after a budget cut it short -> which of its
+        # candidates the record holds as trials already
+        self.written: dict[tuple[int, int, int], list[bool]] = {}
         self.pending: list[Pending] = []
         self.lease = 1
         self.lease_started = time.perf_counter()
@@ -191,12 +294,7 @@ class StudyRecord:
         return int(row.shares)
 
     def _insert_ignore(self, conn, table, rows: list[dict]) -> None:
-        """INSERT, skipping rows whose key exists (the atomic claim)."""
-        if self.engine.dialect.name == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert
-        else:
-            from sqlalchemy.dialects.sqlite import insert
-        conn.execute(insert(table).on_conflict_do_nothing(), rows)
+        insert_ignore(conn, table, rows, self.engine.dialect.name)
 
     def _study_id(self, run: int, suffix: str = "") -> int:
         """The optuna study of run ``run`` (``suffix`` ".lm<g>": of one of its polishes)."""
@@ -211,30 +309,41 @@ class StudyRecord:
 
     # -- reading ----------------------------------------------------------------------------
 
-    def generations(self, run: int) -> dict[int, np.ndarray]:
-        """Stored scores of run ``run``: generation -> flat scores (NaN: not evaluated)."""
+    def generations(self, run: int, popsize: int) -> dict[int, np.ndarray]:
+        """Stored scores of run ``run`` (``popsize`` candidates a generation): generation ->
+        its scores, NaN where not evaluated or its share is not finished yet."""
         sa, items = self.sa, self.items
         with self.engine.connect() as conn:
             rows = conn.execute(sa.select(items.c.generation, items.c.share, items.c.result)
                                 .where(items.c.study == self.name, items.c.kind == "cma",
                                        items.c.run == run, items.c.finished.is_not(None))
-                                .order_by(items.c.generation, items.c.share)).all()
-        out: dict[int, list] = {}
-        for generation, _share, result in rows:
-            out.setdefault(generation, []).extend(
-                np.nan if s is None else s for s in json.loads(result))
-        return {g: np.array(scores, dtype=float) for g, scores in out.items()}
+                                ).all()
+        finished: dict[int, list[tuple[int, str]]] = {}
+        for generation, share, result in rows:
+            finished.setdefault(generation, []).append((share, result))
+        return {g: self._scatter(shares, popsize) for g, shares in finished.items()}
+
+    def _scatter(self, shares: list[tuple[int, str]], popsize: int) -> np.ndarray:
+        """A generation's scores from its finished (share, result JSON) pairs: NaN where
+        a share is missing or a candidate was not evaluated."""
+        index = shares_of(popsize, self.shares)
+        out = np.full(popsize, np.nan)
+        for share, result in shares:
+            out[index[share]] = [np.nan if s is None else s for s in json.loads(result)]
+        return out
 
     # -- claiming ---------------------------------------------------------------------------
 
-    def work(self, run: int, generation: int, popsize: int) -> list[int]:
-        """Shares of (run, generation) this worker is to evaluate now; [] when every share
-        is taken (then read :meth:`scores` until the others finish).
+    def work(self, run: int, generation: int, popsize: int, limit: int) -> list[int]:
+        """Shares of (run, generation) this worker is to evaluate now, of which the first
+        ``limit`` candidates are wanted; [] when every share is taken (then read
+        :meth:`scores` until the others finish).
 
         One worker alone leases several generations per transaction (about
         LEASE_SECONDS of work); cooperating workers claim one share at a time.
         A share whose worker vanished (a dead process on this host, or not seen
-        for STALE_SECONDS) and a share the budget cut short are claimed again.
+        for STALE_SECONDS) and a share an earlier budget cut short before
+        ``limit`` are claimed again.
         """
         key = (run, generation)
         if key in self.mine:
@@ -244,7 +353,7 @@ class StudyRecord:
         with self.engine.begin() as conn:
             self._write_pending(conn)
             self._heartbeat(conn)
-            self._reclaim(conn, run, generation)
+            self._reclaim(conn, run, generation, shares_of(popsize, self.shares), limit)
             if n_shares == 1:
                 self._adapt_lease()
                 self._insert_ignore(conn, self.items, [
@@ -293,30 +402,36 @@ class StudyRecord:
             items.c.finished.is_(None)).order_by(items.c.generation, items.c.share)).all()
         return [(int(g), int(s)) for g, s in rows]
 
-    def _reclaim(self, conn, run: int, generation: int, kind: str = "cma") -> None:
-        """Take over the shares of ``generation`` nobody will finish (compare-and-set)."""
+    def _reclaim(self, conn, run: int, generation: int, index: list[np.ndarray] | None = None,
+                 limit: int = 0, kind: str = "cma") -> None:
+        """Take over the shares of ``generation`` nobody will finish (compare-and-set):
+        one an earlier budget cut short before candidate ``limit`` (a resumed fit has
+        more; ``index``: the candidates of each share), or one whose worker vanished."""
         sa, items, workers = self.sa, self.items, self.workers
         rows = conn.execute(
             sa.select(items.c.share, items.c.worker, items.c.finished, items.c.complete,
-                      workers.c.seen)
+                      items.c.result, workers.c.seen)
             .select_from(items.outerjoin(workers, workers.c.worker == items.c.worker))
-            .where(*self._key(run, generation, kind), items.c.worker != self.worker)).all()
+            .where(*self._key(run, generation, kind))).all()
         now = time.time()
-        for share, worker, finished, complete, seen in rows:
-            cut_short = finished is not None and not complete
-            gone = finished is None and _vanished(worker, seen, now)
-            if cut_short or gone:
-                conn.execute(sa.update(items).where(
-                    *self._key(run, generation, kind), items.c.share == share,
-                    items.c.worker == worker).values(worker=self.worker, claimed=now,
-                                                      finished=None))
+        for share, worker, finished, complete, result, seen in rows:
+            stored = json.loads(result) if result else []
+            cut_short = finished is not None and not complete and index is not None and any(
+                s is None and i < limit for i, s in zip(index[share], stored, strict=True))
+            gone = finished is None and worker != self.worker and vanished(worker, seen, now)
+            if not (cut_short or gone):
+                continue
+            taken = conn.execute(sa.update(items).where(
+                *self._key(run, generation, kind), items.c.share == share,
+                items.c.worker == worker,
+                items.c.finished.is_(None) if finished is None
+                else items.c.finished == finished).values(
+                worker=self.worker, claimed=now, finished=None)).rowcount
+            if taken and cut_short:  # its evaluated candidates are trials already
+                self.written[(run, generation, share)] = [s is not None for s in stored]
 
     def _heartbeat(self, conn) -> None:
-        sa, workers = self.sa, self.workers
-        done = conn.execute(sa.update(workers).where(workers.c.worker == self.worker)
-                            .values(seen=time.time())).rowcount
-        if not done:
-            self._insert_ignore(conn, workers, [{"worker": self.worker, "seen": time.time()}])
+        heartbeat(self.sa, conn, self.worker, self.engine.dialect.name)
 
     # -- Levenberg–Marquardt runs: one item each, claimed by one worker ----------------------
 
@@ -326,7 +441,7 @@ class StudyRecord:
         with self.engine.begin() as conn:
             self._write_pending(conn)
             self._heartbeat(conn)
-            self._reclaim(conn, run, generation, "lm")
+            self._reclaim(conn, run, generation, kind="lm")
             self._insert_ignore(conn, self.items, [self._claim_row(run, generation, 0, "lm")])
             worker = conn.execute(self.sa.select(self.items.c.worker).where(
                 *self._key(run, generation, "lm"), self.items.c.finished.is_(None))).scalar()
@@ -381,8 +496,10 @@ class StudyRecord:
             if ok:  # else another worker took the share over: its trials are the record
                 written.append(item)
         for item in written:
-            self._insert_trials(conn, self._study_id(item.run), item.numbers, item.values,
-                                item.scores)
+            new = ~np.array(self.written.pop((item.run, item.generation, item.share),
+                                             [False] * len(item.scores)))
+            self._insert_trials(conn, self._study_id(item.run), item.numbers[new],
+                                item.values[new], item.scores[new])
         self.pending.clear()
 
     def _insert_trials(self, conn, study_id: int, numbers: np.ndarray, values: np.ndarray,
@@ -418,18 +535,14 @@ class StudyRecord:
 
     # -- waiting for the others -------------------------------------------------------------
 
-    def scores(self, run: int, generation: int, popsize: int) -> np.ndarray | None:
-        """The scores of a generation once every share is finished, else None."""
-        n_shares = len(shares_of(popsize, self.shares))
+    def scores(self, run: int, generation: int, popsize: int) -> np.ndarray:
+        """The stored scores of a generation: NaN where its share is not finished yet (or
+        the candidate was not evaluated)."""
         sa, items = self.sa, self.items
         with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(items.c.result).where(
-                *self._key(run, generation), items.c.finished.is_not(None))
-                .order_by(items.c.share)).scalars().all()
-        if len(rows) < n_shares:
-            return None
-        return np.array([np.nan if s is None else s for r in rows for s in json.loads(r)],
-                        dtype=float)
+            rows = conn.execute(sa.select(items.c.share, items.c.result).where(
+                *self._key(run, generation), items.c.finished.is_not(None))).all()
+        return self._scatter(rows, popsize)
 
     def close(self) -> None:
         """Write what is pending and give back the leased generations not started."""
@@ -442,9 +555,9 @@ class StudyRecord:
         self.engine.dispose()
 
 
-def _vanished(worker: str, seen: float | None, now: float) -> bool:
-    """A worker that will not finish its claim: a dead process on this host, or not seen
-    for STALE_SECONDS."""
+def vanished(worker: str, seen: float | None, now: float) -> bool:
+    """A worker that will not finish its claim: on this host, a process that is gone;
+    elsewhere, one not seen for STALE_SECONDS."""
     host, _, rest = worker.partition(":")
     pid = rest.partition(":")[0]
     if host == socket.gethostname() and pid.isdigit():
@@ -453,5 +566,6 @@ def _vanished(worker: str, seen: float | None, now: float) -> bool:
         except ProcessLookupError:
             return True
         except PermissionError:
-            pass
+            return False
+        return False
     return seen is None or now - seen > STALE_SECONDS

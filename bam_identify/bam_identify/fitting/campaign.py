@@ -1,0 +1,162 @@
+"""A queue of fit jobs in a storage, drained by workers on any number of machines.
+
+An identification campaign is many (actuator, model) fits. ``campaign add``
+stores one job per model (the whole ``fit`` command, as a :class:`FitJob`,
+with one model) in the table ``bam_fit_jobs`` of the same database as the
+studies (SQLite, PostgreSQL); each ``campaign work`` process claims the next
+waiting job, runs it, stores its outcome, and claims again until none is
+left. The claim is one conditional UPDATE (``state = 'waiting'`` still true
+when the row is written), so a job goes to exactly one worker however many
+ask at once. A job is run with the campaign's storage, so its study is
+recorded there: a job whose worker vanished (a dead process on this host, or
+not seen for :data:`~bam_identify.fitting.study_record.STALE_SECONDS`) is
+claimed again and resumes its study where it stopped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+
+from bam_sim.common.errors import BamError
+
+WAITING, RUNNING, DONE, FAILED = "waiting", "running", "done", "failed"
+
+
+def job_to_json(job) -> str:
+    """A FitJob as JSON: paths as strings, tuples as lists."""
+    values = {}
+    for item in dataclasses.fields(job):
+        value = getattr(job, item.name)
+        if isinstance(value, tuple):
+            value = [str(v) if isinstance(v, Path) else v for v in value]
+        elif isinstance(value, Path):
+            value = str(value)
+        values[item.name] = value
+    return json.dumps(values, sort_keys=True)
+
+
+def job_from_json(text: str, cls):
+    """The FitJob ``cls`` from :func:`job_to_json`; fields it does not know are refused."""
+    values = json.loads(text)
+    known = {item.name: item for item in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise BamError(f"a campaign job holds options this fit does not know "
+                       f"({', '.join(unknown)}): run the workers with the version that "
+                       "added the jobs")
+    for name, value in values.items():
+        kind = str(known[name].type)
+        if isinstance(value, list):
+            value = tuple(Path(v) for v in value) if "Path" in kind else tuple(value)
+        elif isinstance(value, str) and kind == "Path":
+            value = Path(value)
+        values[name] = value
+    return cls(**values)
+
+
+class Campaign:
+    """The jobs of campaign ``name`` in the database at ``url``."""
+
+    def __init__(self, url: str, name: str):
+        import sqlalchemy as sa
+
+        from bam_identify.fitting.study_record import WORKER, fit_tables, open_storage
+
+        self.sa, self.name, self.url = sa, name, url
+        # The studies' own storage: its schema, its engine, the same one-line errors.
+        self.storage = open_storage(url)
+        self.engine = self.storage.engine
+        self.jobs = fit_tables()[0].tables["bam_fit_jobs"]
+        # The fits of this process sign their claims and heartbeats with the same name, so
+        # a job stays this worker's while its fit runs.
+        self.worker = WORKER
+
+    def add(self, jobs: list[tuple[str, str]]) -> list[int]:
+        """Queue (model, job JSON) pairs after those already there; their numbers."""
+        sa, table = self.sa, self.jobs
+        with self.engine.begin() as conn:
+            last = conn.execute(sa.select(sa.func.max(table.c.number))
+                                .where(table.c.campaign == self.name)).scalar()
+            start = 0 if last is None else last + 1
+            rows = [{"campaign": self.name, "number": start + i, "model": model, "job": job,
+                     "state": WAITING} for i, (model, job) in enumerate(jobs)]
+            conn.execute(sa.insert(table), rows)
+        return [row["number"] for row in rows]
+
+    def claim(self) -> tuple[int, str] | None:
+        """The next job for this worker (number, job JSON), or None when none is left:
+        waiting ones first, then running ones whose worker vanished."""
+        from bam_identify.fitting.study_record import vanished
+
+        sa, table = self.sa, self.jobs
+        while True:
+            with self.engine.connect() as conn:
+                rows = conn.execute(sa.select(table.c.number, table.c.state, table.c.worker,
+                                              table.c.claimed)
+                                    .where(table.c.campaign == self.name,
+                                           table.c.state.in_((WAITING, RUNNING)))
+                                    .order_by(table.c.number)).all()
+                seen = self._seen(conn)
+            now = time.time()
+            free = [r for r in rows if r.state == WAITING] + [
+                r for r in rows if r.state == RUNNING and r.worker != self.worker
+                and vanished(r.worker, seen.get(r.worker, r.claimed), now)]
+            if not free:
+                return None
+            row = free[0]
+            with self.engine.begin() as conn:
+                taken = conn.execute(sa.update(table).where(
+                    table.c.campaign == self.name, table.c.number == row.number,
+                    table.c.state == row.state,
+                    (table.c.worker == row.worker) if row.worker else table.c.worker.is_(None))
+                    .values(state=RUNNING, worker=self.worker, claimed=now)).rowcount
+                if taken:
+                    job = conn.execute(sa.select(table.c.job).where(
+                        table.c.campaign == self.name, table.c.number == row.number)).scalar()
+                    self._heartbeat(conn)
+                    return row.number, job
+            # Another worker took it between the read and the write: look again.
+
+    def _seen(self, conn) -> dict[str, float]:
+        from bam_identify.fitting.study_record import worker_table
+
+        workers = worker_table(self.sa)
+        try:
+            return dict(conn.execute(self.sa.select(workers.c.worker, workers.c.seen)).all())
+        except self.sa.exc.SQLAlchemyError:  # no fit has recorded a worker yet
+            return {}
+
+    def _heartbeat(self, conn) -> None:
+        from bam_identify.fitting.study_record import heartbeat
+
+        heartbeat(self.sa, conn, self.worker, self.engine.dialect.name)
+
+    def finish(self, number: int, state: str, result: dict) -> None:
+        sa, table = self.sa, self.jobs
+        with self.engine.begin() as conn:
+            conn.execute(sa.update(table).where(
+                table.c.campaign == self.name, table.c.number == number,
+                table.c.worker == self.worker).values(
+                state=state, finished=time.time(), result=json.dumps(result)))
+
+    def release(self, number: int) -> None:
+        """Give a job back (its worker was interrupted): waiting again, study kept."""
+        sa, table = self.sa, self.jobs
+        with self.engine.begin() as conn:
+            conn.execute(sa.update(table).where(
+                table.c.campaign == self.name, table.c.number == number,
+                table.c.worker == self.worker).values(state=WAITING, worker=None,
+                                                       claimed=None))
+
+    def status(self) -> list[dict]:
+        sa, table = self.sa, self.jobs
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(table).where(table.c.campaign == self.name)
+                                .order_by(table.c.number)).mappings().all()
+        return [dict(row) for row in rows]
+
+    def close(self) -> None:
+        self.engine.dispose()
