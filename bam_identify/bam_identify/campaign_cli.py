@@ -83,11 +83,12 @@ def work(args: argparse.Namespace) -> str:
     try:
         while (claimed := campaign.claim()) is not None:
             number, text = claimed
-            job = job_from_json(text, FitJob)
-            job = dataclasses.replace(job, storage=args.storage, quiet=args.quiet or job.quiet,
-                                      jobs=args.jobs or job.jobs)
-            print(f"job {number}: {', '.join(job.models)}", file=sys.stderr)
-            try:
+            try:  # from the claim on: an interruption anywhere gives the job back
+                job = job_from_json(text, FitJob)
+                job = dataclasses.replace(job, storage=args.storage,
+                                          quiet=args.quiet or job.quiet,
+                                          jobs=args.jobs or job.jobs)
+                print(f"job {number}: {', '.join(job.models)}", file=sys.stderr)
                 summary = run_fit(job)
             except (FitInterrupted, KeyboardInterrupt):
                 campaign.release(number)

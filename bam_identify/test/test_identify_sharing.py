@@ -143,7 +143,7 @@ def test_a_terminated_campaign_worker_gives_its_job_back(logs, tmp_path):
     worker = subprocess.Popen([sys.executable, "-c", WORK, "work", *where, "--quiet"],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        read_until(worker, "job 0: m1", timeout=120)
+        read_until(worker, "job 0: m1\n", timeout=120)
         worker.send_signal(signal.SIGTERM)
         assert worker.wait(timeout=120) == 130
     finally:
