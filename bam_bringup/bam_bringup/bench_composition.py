@@ -74,8 +74,9 @@ REFUSALS = (
             "hardware:=emulated runs the driver on the emulator; give sim:=false with it"),
     Refusal(lambda a: not a.sim and a.driver == "dynamixel"
             and a.actuator not in DYNAMIXEL_ACTUATORS,
-            "driver:=dynamixel drives Dynamixel servos: give actuator:=mx64 or mx106, or "
-            "driver:=erob for an eRob"),
+            "driver:=dynamixel drives MX servos: give actuator:=mx64 or mx106, or "
+            "driver:=erob for an eRob (the XL-320 and XL330 run with sim:=true only: the "
+            "driver has no control table for them yet)"),
     Refusal(lambda a: not a.sim and a.driver == "erob" and a.actuator not in EROB_ACTUATORS,
             "driver:=erob drives eRob drives: give actuator:=erob80_50 or erob80_100, or "
             "driver:=dynamixel for an MX servo"),

@@ -79,8 +79,10 @@ def refuse(context) -> None:
         raise RuntimeError("hardware:=emulated runs the driver on the emulator; give "
                            "sim:=false with it")
     if not sim and driver == "dynamixel" and actuator not in ("mx64", "mx106"):
-        raise RuntimeError("driver:=dynamixel drives Dynamixel servos: give actuator:=mx64 or "
-                           "mx106, or driver:=erob for an eRob")
+        raise RuntimeError("driver:=dynamixel drives MX servos: give actuator:=mx64 or "
+                           "mx106, or driver:=erob for an eRob (the XL-320 and XL330 run "
+                           "with sim:=true only: the driver has no control table for them "
+                           "yet)")
     if not sim and driver == "erob" and actuator not in ("erob80_50", "erob80_100"):
         raise RuntimeError("driver:=erob drives eRob drives: give actuator:=erob80_50 or "
                            "erob80_100, or driver:=dynamixel for an MX servo")

@@ -190,5 +190,6 @@ def test_configuration_errors() -> None:
         build_bus(EmulatorConfig(ids=(1, 1)))
     with pytest.raises(BamError, match="ACTUATOR:MODEL"):
         build_bus(EmulatorConfig(physics="mx64"))
-    with pytest.raises(BamError, match="not a Dynamixel"):
-        build_bus(EmulatorConfig(physics="erob80_50:m1"))
+    for physics in ("erob80_50:m1", "xl330:m4"):
+        with pytest.raises(BamError, match="no control table in the emulator"):
+            build_bus(EmulatorConfig(physics=physics))

@@ -37,6 +37,19 @@ def test_fit_recovers_a_known_m1_set(m1_logs):
     assert again == pytest.approx(result.train_mae, rel=1e-12)
 
 
+@pytest.mark.parametrize("actuator", ["xl320", "xl330"])
+def test_fit_recovers_a_published_xl_set(actuator):
+    """The XL servos' published M4 sets (the XL330 with its current limit binding on the
+    heavier setups) recovered from logs simulated with them."""
+    truth = published(actuator, "m4")
+    logs = paper_like_set(truth, 12, duration=4.0, seed=3)
+    result = identify(SearchSpace.build(actuator, "m4"), logs,
+                      FitSettings(trials=4000, seed=0, target=1e-5))
+    assert result.train_mae <= 1e-5
+    for name in ("kt", "R", "armature", "q_offset"):
+        assert result.values[name] == pytest.approx(truth.values[name], rel=0.01), name
+
+
 def test_same_seed_same_result(m1_logs):
     space = SearchSpace.build("mx64", "m1")
     a = identify(space, m1_logs, FitSettings(trials=120, seed=5))

@@ -30,6 +30,40 @@ def test_voltage_law_saturates_at_max_duty():
     assert volts == pytest.approx(-0.9625 * 15.0)
 
 
+XL330 = get_actuator("xl330")
+P_XL = to_vector({"kt": 0.4, "R": 2.8})
+
+
+def test_xl330_duty_gain_from_its_registers():
+    # 4096 counts per turn, P gain divisor 256, PWM limit 885 (full duty).
+    assert XL330.duty_gain * 2.0 * np.pi * 256.0 * 885.0 == pytest.approx(4096.0)
+
+
+@pytest.mark.parametrize("dq", [0.0, 3.0, -5.0])
+def test_xl330_current_limit_holds_the_drive_current(dq):
+    """A large error would ask for full duty; the firmware holds (U − k_t q̇)/R at the
+    1.75 A limit instead, in either direction, at rest and moving."""
+    for goal, sign in ((2.0, 1.0), (-2.0, -1.0)):
+        tau, volts = servo.servo_torque(VOLTAGE, P_XL, XL330.consts(), 800.0, 0.0, dq, goal,
+                                        True)
+        current = (volts - 0.4 * dq) / 2.8
+        assert abs(volts) < 7.5  # within the PWM range: the limit is what binds
+        assert current == pytest.approx(sign * 1.75)
+        assert tau == pytest.approx(0.4 * current)
+
+
+def test_xl330_small_error_is_the_plain_p_law():
+    _, volts = servo.servo_torque(VOLTAGE, P_XL, XL330.consts(), 400.0, 0.0, 0.0, 0.01, True)
+    assert volts == pytest.approx(400.0 * XL330.duty_gain * 0.01 * 7.5)
+
+
+def test_xl330_back_emf_beyond_the_supply_leaves_the_pwm_limit():
+    # At 25 rad/s the back-EMF is 10 V > 7.5 V: the window lies above full duty, so the
+    # duty is full and the current (7.5 − 10)/2.8 A is not the limit's.
+    _, volts = servo.servo_torque(VOLTAGE, P_XL, XL330.consts(), 800.0, 0.0, 25.0, 2.0, True)
+    assert volts == pytest.approx(7.5)
+
+
 def test_current_law_pd_with_heat_limit():
     # I = 20·0.1 − 1·√20·0.5 = 2 − 2.2360679... (within ±12 A); τ = 5·I
     tau, amps = servo.servo_torque(CURRENT, P_EROB, EROB.consts(), 20.0, 0.9, 0.5, 1.0, True)

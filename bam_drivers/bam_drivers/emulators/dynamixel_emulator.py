@@ -197,9 +197,9 @@ def build_bus(config: EmulatorConfig) -> EmulatedBus:
         raise BamError("physics rate must be > 0 Hz")
     _seconds("return delay", config.return_delay)
     params = load_physics(config)
-    if params.actuator_def.control_unit != "V":
-        raise BamError(f"physics actuator {params.actuator} is not a Dynamixel (voltage "
-                       "control); use mx64 or mx106 parameters")
+    if params.actuator not in ("mx64", "mx106"):
+        raise BamError(f"physics actuator {params.actuator} has no control table in the "
+                       "emulator (MX and X series only); use mx64 or mx106 parameters")
     bench = Bench(mass=config.mass, length=config.length, arm_mass=config.arm_mass)
 
     def make_sim(position: float, velocity: float) -> BenchStepper:

@@ -1,9 +1,15 @@
 """Actuator definitions: the constants of each servo that are not identified.
 
-Constants come from ``reference/identified-parameters.md`` ("Actuator
-constants"), which reports those the published parameter sets were
-identified with; the identification setups are the paper's Table I. Plain
-data (no numba): the drivers read it too.
+Constants of the MX and eRob servos come from
+``reference/identified-parameters.md`` ("Actuator constants"), which reports
+those the published parameter sets were identified with; their
+identification setups are the paper's Table I. The Dynamixel XL-320 and
+XL330 constants are those of the authors' release that identified their
+published sets (``better-actuator-models`` 1.0.2, ``bam/dynamixel/actuator.py``:
+supply, firmware gain, duty gain measured with an oscilloscope or derived
+from the XL330's registers, PWM limit, XL330 current limit); their bench
+setups are lighter pendulums chosen here for synthetic data. Plain data (no
+numba): the drivers read it too.
 """
 
 from __future__ import annotations
@@ -22,8 +28,8 @@ FAMILY_NAMES = {VOLTAGE: "voltage", CURRENT: "current", DCMOTOR: "dcmotor"}
 CONTROL_UNITS = {VOLTAGE: "V", CURRENT: "A", DCMOTOR: "V"}
 
 # Layout of the actuator constant vector handed to the numba kernels.
-C_SUPPLY, C_DUTY_GAIN, C_MAX_DUTY, C_MAX_VOLTAGE, C_DAMPING = range(5)
-N_CONSTS = 5
+C_SUPPLY, C_DUTY_GAIN, C_MAX_DUTY, C_MAX_VOLTAGE, C_DAMPING, C_CURRENT_LIMIT = range(6)
+N_CONSTS = 6
 
 
 @dataclass(frozen=True)
@@ -34,9 +40,11 @@ class Actuator:
     title: str
     family: int
     supply_voltage: float
-    # Voltage family: duty = kp·duty_gain·error, |duty| <= max_duty.
+    # Voltage family: duty = kp·duty_gain·error, |duty| <= max_duty; with a firmware
+    # current limit (A, 0: none) the duty is first held where |I| <= current_limit.
     duty_gain: float = 0.0
     max_duty: float = 0.0
+    current_limit: float = 0.0
     # Current family: U_max of the back-EMF limit and the PD damping factor d.
     max_voltage: float = 0.0
     damping: float = 0.0
@@ -44,8 +52,10 @@ class Actuator:
     motor_bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
     # Parameters held fixed (not identified), e.g. I_heat.
     fixed: dict[str, float] = field(default_factory=dict)
-    # Scales of the friction-parameter bounds (see model_registry.ParamSpec).
+    # Scales of the friction-parameter bounds (see model_registry.ParamSpec), and bounds
+    # of single friction parameters that differ for this servo.
     scales: dict[str, float] = field(default_factory=dict)
+    friction_bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
     gains: tuple[float, ...] = ()
     # Commands the actuator accepts: goal positions (rad) and the largest gain kp.
     goal_range: tuple[float, float] = (-math.pi, math.pi)
@@ -65,6 +75,7 @@ class Actuator:
         c[C_MAX_DUTY] = self.max_duty
         c[C_MAX_VOLTAGE] = self.max_voltage
         c[C_DAMPING] = self.damping
+        c[C_CURRENT_LIMIT] = self.current_limit
         return c
 
 
@@ -80,6 +91,28 @@ def _dynamixel(name: str, title: str, kt: tuple, r: tuple, armature: tuple, **kw
         gains=(4.0, 8.0, 16.0, 32.0), masses=(0.5, 1.0, 1.5), lengths=(0.1, 0.15, 0.2),
         # One turn of the position register; the P-gain register of protocol 1.0 (0..254).
         goal_range=(-math.pi, math.pi - 2.0 * math.pi / 4096), gain_limit=254.0, **kw,
+    )
+
+
+# The XL330's duty per radian and unit of its P gain: encoder counts per radian over the
+# firmware's gain divisor (256, observed by the authors; the manual says 128) times the
+# PWM limit register (885 = full duty).
+XL330_DUTY_GAIN = (4096.0 / (2.0 * math.pi)) / (256.0 * 885.0)
+XL_SCALES = {"friction": 0.5, "viscous": 0.2, "stiffness": 150.0, "damping": 0.3,
+             "current": 2.0, "thermal": 20.0}
+
+
+def _dynamixel_xl(name: str, title: str, duty_gain: float, gains: tuple, gain_limit: float,
+                  goal_range: tuple, motor_bounds: dict, masses: tuple, lengths: tuple,
+                  current_limit: float = 0.0) -> Actuator:
+    return Actuator(
+        name=name, title=title, family=VOLTAGE, supply_voltage=7.5, duty_gain=duty_gain,
+        max_duty=1.0, current_limit=current_limit, motor_bounds=motor_bounds,
+        # The release identified the XL sets with the Stribeck exponent α in [0.5, 10]
+        # (its XL330 M6 set has α = 8.7).
+        scales=XL_SCALES, friction_bounds={"alpha": (0.5, 10.0)}, gains=gains,
+        masses=masses, lengths=lengths,
+        goal_range=goal_range, gain_limit=gain_limit,
     )
 
 
@@ -128,13 +161,25 @@ ACTUATORS: dict[str, Actuator] = {
             {"R": 2.0}, {"friction": 15.0, "viscous": 20.0, "stiffness": 5.0e4,
                          "damping": 200.0, "current": 20.0, "thermal": 200.0},
         ),
+        # Protocol 2.0: a 300° position register of 1024 steps; P gain 0..254.
+        _dynamixel_xl("xl320", "Dynamixel XL-320", 0.05048199, (8.0, 16.0, 32.0, 64.0), 254.0,
+                      (-5.0 * math.pi / 6.0, 5.0 * math.pi / 6.0),
+                      {"kt": (0.25, 1.5), "R": (3.0, 40.0), "armature": (1e-4, 0.01)},
+                      masses=(0.05, 0.1, 0.15), lengths=(0.05, 0.1, 0.15)),
+        # One turn of 4096 steps; P gain 0..16383 (default 400); 1.75 A current limit.
+        _dynamixel_xl("xl330", "Dynamixel XL330", XL330_DUTY_GAIN,
+                      (100.0, 200.0, 400.0, 800.0), 16383.0,
+                      (-math.pi, math.pi - 2.0 * math.pi / 4096),
+                      {"kt": (0.1, 3.0), "R": (2.0, 5.0), "armature": (1e-4, 0.05)},
+                      # Loads up to its 1.75 A limit (k_t·1.75 ≈ 0.64 N·m).
+                      masses=(0.1, 0.2, 0.3), lengths=(0.1, 0.15, 0.2), current_limit=1.75),
         _dcmotor(),
     )
 }
 
 
 def get_actuator(name: str) -> Actuator:
-    """Lookup by name (mx64, mx106, erob80_50, erob80_100, dcmotor)."""
+    """Lookup by name (mx64, mx106, xl320, xl330, erob80_50, erob80_100, dcmotor)."""
     key = str(name).strip().lower()
     if key not in ACTUATORS:
         raise BamError(f"unknown actuator '{name}'; choose one of {', '.join(ACTUATORS)}")

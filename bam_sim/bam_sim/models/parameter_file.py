@@ -223,6 +223,6 @@ def published(actuator: str, model: str) -> ParameterSet:
     source = resources.files("bam_sim.models").joinpath("published", name)
     if not source.is_file():
         raise BamError(f"there is no published set of {actuator} (the published release holds "
-                       "the MX and eRob servos); give a parameter file, e.g. one written by "
+                       "the MX, XL and eRob servos); give a parameter file, e.g. one written by "
                        "'fit'")
     return parse_yaml(source.read_text(encoding="utf-8"), f"published/{name}")

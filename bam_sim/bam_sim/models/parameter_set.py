@@ -42,7 +42,9 @@ def allowed_names(actuator: Actuator, model: FrictionModel) -> frozenset[str]:
 def identification_bounds(actuator: Actuator,
                           model: FrictionModel) -> dict[str, tuple[float, float]]:
     """Bounds of every identifiable parameter (motor + friction) for this pair."""
-    return {**actuator.motor_bounds, **model.bounds(actuator.scales)}
+    friction = model.bounds(actuator.scales)
+    friction.update({k: v for k, v in actuator.friction_bounds.items() if k in friction})
+    return {**actuator.motor_bounds, **friction}
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,16 @@ branch on it:
       duty = clip(kp·k_duty·(q_d − q), ±duty_max),   U = duty·V_in
       τ_m  = k_t/R·U − k_t²/R·q̇                                          (13)
 
+  A firmware current limit I_max (the XL330's, as the authors' release
+  models it) acts on the only thing the firmware sets, the duty: before the
+  PWM clip, the duty is held in the window where the drive current
+  (duty·V_in − k_t q̇)/R stays within ±I_max::
+
+      duty ← clip(duty, (k_t q̇ − R·I_max)/V_in, (k_t q̇ + R·I_max)/V_in)
+
+  The PWM clip comes last, so against a large back-EMF the limit is not
+  reached (the supply cannot push that current).
+
 * ``CURRENT`` — eRob80 driven in current mode by a PD law on the host,
   clipped to the heat limit I_heat, the torque being limited by what the
   supply voltage U_max can push against the back-EMF (equations 14, 15)::
@@ -44,6 +54,7 @@ import numpy as np
 
 from bam_sim.models import parameters as P
 from bam_sim.models.actuators import (  # the family ids and constant layout
+    C_CURRENT_LIMIT,
     C_DAMPING,
     C_DUTY_GAIN,
     C_MAX_DUTY,
@@ -67,8 +78,13 @@ def control_law(
     """Low-level control (V or A) the servo's controller computes, torque enabled."""
     error = goal - q
     if family == VOLTAGE:
-        duty = _clip(kp * c[C_DUTY_GAIN] * error, -c[C_MAX_DUTY], c[C_MAX_DUTY])
-        return duty * c[C_SUPPLY]
+        duty = kp * c[C_DUTY_GAIN] * error
+        limit = c[C_CURRENT_LIMIT]
+        if limit > 0.0:  # the firmware's current limit, on the duty (module docstring)
+            supply = c[C_SUPPLY]
+            duty = _clip(duty, (p[P.KT] * dq - p[P.R] * limit) / supply,
+                         (p[P.KT] * dq + p[P.R] * limit) / supply)
+        return _clip(duty, -c[C_MAX_DUTY], c[C_MAX_DUTY]) * c[C_SUPPLY]
     current = kp * error - c[C_DAMPING] * np.sqrt(kp) * dq
     return _clip(current, -p[P.I_HEAT], p[P.I_HEAT])
 
