@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -154,6 +155,22 @@ def test_a_terminated_campaign_worker_gives_its_job_back(logs, tmp_path):
         state = conn.execute(sa.text("SELECT state, worker FROM bam_fit_jobs")).all()
     jobs.dispose()
     assert state == [("waiting", None)]
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--study", "s"], "give --storage too"),
+    (["--workers", "2"], "give --storage too"),
+    (["--storage", "sqlite:///x.db", "--workers", "0"], r"--workers must be in \[1, 1000\]"),
+    (["--storage", "sqlite:///x.db", "--study", " "], "--study must not be empty"),
+])
+def test_sharing_options_are_checked_first(extra, message, tmp_path, capsys):
+    from bam_identify.cli import fit_main
+
+    assert fit_main(["--logs", str(tmp_path), "--output", str(tmp_path / "{model}.yaml"),
+                     "--report", str(tmp_path / "r"), *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and re.search(message, err), err
+    assert not (tmp_path / "r").exists()
 
 
 def test_a_fit_job_survives_its_json():
