@@ -82,9 +82,9 @@ def test_bag_without_a_bench_topic(tmp_path, session, topic, what):
 
 def test_unknown_actuator_in_bench_info(tmp_path, session):
     messages = bench_messages([session])
-    messages[0][2].actuator = "xl330"
+    messages[0][2].actuator = "ax12"
     bag = write_messages(tmp_path / "xl", messages)
-    fails(bag, "xl", "trial 1", "unknown actuator 'xl330'", "mx64")
+    fails(bag, "xl", "trial 1", "unknown actuator 'ax12'", "mx64")
 
 
 def test_nan_position_names_trial_and_time(tmp_path, session):

@@ -126,8 +126,8 @@ def test_bad_logs(tmp_path):
     fails(write_json(tmp_path / "keys.json", {k: v for k, v in base.items()
                                               if k not in ("kp", "motor")}),
           "lacks 'kp', 'motor'")
-    fails(write_json(tmp_path / "motor.json", {**base, "motor": "xl330"}),
-          "unknown actuator 'xl330'")
+    fails(write_json(tmp_path / "motor.json", {**base, "motor": "ax12"}),
+          "unknown actuator 'ax12'")
     nan = json.loads(json.dumps(base))
     nan["entries"][3]["position"] = float("nan")
     fails(write_json(tmp_path / "nan.json", nan), "'position' is nan at entry 3")
