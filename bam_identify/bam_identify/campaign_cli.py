@@ -64,7 +64,7 @@ def add_jobs(args: argparse.Namespace) -> str:
     jobs = [(model, job_to_json(dataclasses.replace(
         job, models=(model,), report=job.report / model,
         study=f"{args.campaign}_{model}"))) for model in dict.fromkeys(job.models)]
-    campaign = Campaign(args.storage, args.campaign)
+    campaign = Campaign(args.storage, args.campaign, create=True)
     try:
         numbers = campaign.add(jobs)
     finally:
@@ -81,6 +81,7 @@ def work(args: argparse.Namespace) -> str:
     campaign = Campaign(args.storage, args.campaign)
     done = []
     try:
+        campaign.require_jobs()
         while (claimed := campaign.claim()) is not None:
             number, text = claimed
             try:  # from the claim on: an interruption anywhere gives the job back
@@ -112,11 +113,10 @@ def status(args: argparse.Namespace) -> str:
 
     campaign = Campaign(args.storage, args.campaign)
     try:
+        campaign.require_jobs()
         rows = campaign.status()
     finally:
         campaign.close()
-    if not rows:
-        raise BamError(f"campaign {args.campaign} has no job in {args.storage}")
     lines = [f"{'job':>4} {'model':<12} {'state':<8} {'worker':<32} outcome (the fit's "
              "summary row, or the error)"]
     for row in rows:

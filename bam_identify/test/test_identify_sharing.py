@@ -173,6 +173,22 @@ def test_sharing_options_are_checked_first(extra, message, tmp_path, capsys):
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.parametrize("action", ["work", "status"])
+def test_a_mistyped_storage_or_campaign_is_refused(action, logs, tmp_path, capsys):
+    missing = tmp_path / "typo.db"
+    assert campaign_main([action, "--storage", f"sqlite:///{missing}", "--campaign", "c"]) == 2
+    assert "no database at" in capsys.readouterr().err and not missing.exists()
+    for i, log in enumerate(logs):
+        write_legacy_log(tmp_path / "logs" / f"{i}.json", log, "mx64", log.meta["trajectory"])
+    url = f"sqlite:///{tmp_path / 'fits.db'}"
+    assert campaign_main(["add", "--storage", url, "--campaign", "bench", "--logs",
+                          str(tmp_path / "logs"), "--models", "m1", "--quiet"]) == 0
+    capsys.readouterr()
+    assert campaign_main([action, "--storage", url, "--campaign", "bnech"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "campaign bnech has no job" in err
+
+
 def test_a_fit_job_survives_its_json():
     job = FitJob(bags=(Path("/data/a"), Path("b.mcap")), logs=(Path("legacy"),),
                  actuator="mx64", models=("m4",), trials=900, set=("kt=1.5",),

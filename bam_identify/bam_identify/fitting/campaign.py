@@ -60,11 +60,20 @@ def job_from_json(text: str, cls):
 class Campaign:
     """The jobs of campaign ``name`` in the database at ``url``."""
 
-    def __init__(self, url: str, name: str):
+    def __init__(self, url: str, name: str, create: bool = False):
+        """``create``: the database may be new (``campaign add``); else a SQLite file that
+        does not exist is a mistyped path, refused rather than created empty."""
         import sqlalchemy as sa
 
         from bam_identify.fitting.study_record import WORKER, fit_tables, open_storage
 
+        if not create:
+            where = sa.engine.make_url(url)
+            if where.get_backend_name() == "sqlite" and where.database \
+                    and not where.database.startswith(("file:", ":memory:")) \
+                    and not Path(where.database).exists():
+                raise BamError(f"no database at {where.database}: give the --storage that "
+                               "'campaign add' queued the jobs in")
         self.sa, self.name, self.url = sa, name, url
         # The studies' own storage: its schema, its engine, the same one-line errors.
         self.storage = open_storage(url)
@@ -150,6 +159,16 @@ class Campaign:
                 table.c.campaign == self.name, table.c.number == number,
                 table.c.worker == self.worker).values(state=WAITING, worker=None,
                                                        claimed=None))
+
+    def require_jobs(self) -> None:
+        """A campaign without any job is a mistyped name: a one-line BamError."""
+        sa, table = self.sa, self.jobs
+        with self.engine.connect() as conn:
+            count = conn.execute(sa.select(sa.func.count()).where(
+                table.c.campaign == self.name)).scalar()
+        if not count:
+            raise BamError(f"campaign {self.name} has no job in {self.url}: queue some with "
+                           "'campaign add', or check the name")
 
     def status(self) -> list[dict]:
         sa, table = self.sa, self.jobs
