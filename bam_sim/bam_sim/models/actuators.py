@@ -28,7 +28,7 @@ FAMILY_NAMES = {VOLTAGE: "voltage", CURRENT: "current", DCMOTOR: "dcmotor"}
 CONTROL_UNITS = {VOLTAGE: "V", CURRENT: "A", DCMOTOR: "V"}
 
 # Layout of the actuator constant vector handed to the numba kernels.
-C_SUPPLY, C_DUTY_GAIN, C_MAX_DUTY, C_MAX_VOLTAGE, C_DAMPING, C_CURRENT_LIMIT = range(6)
+C_SUPPLY, C_DUTY_GAIN, C_MAX_DUTY, C_MAX_VOLTAGE, C_DAMPING, C_FIRMWARE_CURRENT = range(6)
 N_CONSTS = 6
 
 
@@ -41,10 +41,11 @@ class Actuator:
     family: int
     supply_voltage: float
     # Voltage family: duty = kp·duty_gain·error, |duty| <= max_duty; with a firmware
-    # current limit (A, 0: none) the duty is first held where |I| <= current_limit.
+    # current limit (A, 0: none; not the eRob's identified current_limit, I_heat) the duty
+    # is first held where |I| <= firmware_current_limit.
     duty_gain: float = 0.0
     max_duty: float = 0.0
-    current_limit: float = 0.0
+    firmware_current_limit: float = 0.0
     # Current family: U_max of the back-EMF limit and the PD damping factor d.
     max_voltage: float = 0.0
     damping: float = 0.0
@@ -75,7 +76,7 @@ class Actuator:
         c[C_MAX_DUTY] = self.max_duty
         c[C_MAX_VOLTAGE] = self.max_voltage
         c[C_DAMPING] = self.damping
-        c[C_CURRENT_LIMIT] = self.current_limit
+        c[C_FIRMWARE_CURRENT] = self.firmware_current_limit
         return c
 
 
@@ -104,10 +105,10 @@ XL_SCALES = {"friction": 0.5, "viscous": 0.2, "stiffness": 150.0, "damping": 0.3
 
 def _dynamixel_xl(name: str, title: str, duty_gain: float, gains: tuple, gain_limit: float,
                   goal_range: tuple, motor_bounds: dict, masses: tuple, lengths: tuple,
-                  current_limit: float = 0.0) -> Actuator:
+                  firmware_current_limit: float = 0.0) -> Actuator:
     return Actuator(
         name=name, title=title, family=VOLTAGE, supply_voltage=7.5, duty_gain=duty_gain,
-        max_duty=1.0, current_limit=current_limit, motor_bounds=motor_bounds,
+        max_duty=1.0, firmware_current_limit=firmware_current_limit, motor_bounds=motor_bounds,
         # The release identified the XL sets with the Stribeck exponent α in [0.5, 10]
         # (its XL330 M6 set has α = 8.7).
         scales=XL_SCALES, friction_bounds={"alpha": (0.5, 10.0)}, gains=gains,
@@ -172,7 +173,8 @@ ACTUATORS: dict[str, Actuator] = {
                       (-math.pi, math.pi - 2.0 * math.pi / 4096),
                       {"kt": (0.1, 3.0), "R": (2.0, 5.0), "armature": (1e-4, 0.05)},
                       # Loads up to its 1.75 A limit (k_t·1.75 ≈ 0.64 N·m).
-                      masses=(0.1, 0.2, 0.3), lengths=(0.1, 0.15, 0.2), current_limit=1.75),
+                      masses=(0.1, 0.2, 0.3), lengths=(0.1, 0.15, 0.2),
+                      firmware_current_limit=1.75),
         _dcmotor(),
     )
 }

@@ -54,9 +54,9 @@ import numpy as np
 
 from bam_sim.models import parameters as P
 from bam_sim.models.actuators import (  # the family ids and constant layout
-    C_CURRENT_LIMIT,
     C_DAMPING,
     C_DUTY_GAIN,
+    C_FIRMWARE_CURRENT,
     C_MAX_DUTY,
     C_MAX_VOLTAGE,
     C_SUPPLY,
@@ -79,7 +79,7 @@ def control_law(
     error = goal - q
     if family == VOLTAGE:
         duty = kp * c[C_DUTY_GAIN] * error
-        limit = c[C_CURRENT_LIMIT]
+        limit = c[C_FIRMWARE_CURRENT]
         if limit > 0.0:  # the firmware's current limit, on the duty (module docstring)
             supply = c[C_SUPPLY]
             duty = _clip(duty, (p[P.KT] * dq - p[P.R] * limit) / supply,
