@@ -1,8 +1,9 @@
 """BAM JSON export checked by its reader: the reference implementation simulates every
 exported set like we do.
 
-For each published parameter set (6 actuators × M1..M6), plus the M6 set of each
-actuator with a bench offset q_offset = 0.02 rad (the published MX and eRob sets have 0), the
+For each published parameter set (M1..M6 of the MX, XL and eRob servos, M1 of the
+STS3215 at 7.4 V and 12 V), plus the richest set of each actuator with a bench offset
+q_offset = 0.02 rad (the published MX and eRob sets have 0), the
 set is exported with ``bam_identify export``'s writer
 (:func:`bam_sim.models.legacy.parameters_to_json`), loaded in the reference
 implementation (``better-actuator-models``, ``bam.model.load_model(path)``, in its own
@@ -31,23 +32,25 @@ from pathlib import Path
 
 import numpy as np
 from provenance import environment, write_result
-from throughput import make_logs, workload_json
+from throughput import make_logs, published_models, workload_json
 
 from bam_sim.bench.rollouts import rollout
 from bam_sim.models.legacy import parameters_to_json
-from bam_sim.models.model_registry import BAM_MODELS
 from bam_sim.models.parameter_file import published
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-ACTUATORS = ("mx64", "mx106", "xl320", "xl330", "erob80_50", "erob80_100")
+ACTUATORS = ("mx64", "mx106", "xl320", "xl330", "sts3215", "sts3215_12v", "erob80_50",
+             "erob80_100")
 TARGET = 1.0e-9  # rad (issue 16)
 SEED = 5
 
 
 def cases(actuator: str) -> dict:
-    sets = {m: published(actuator, m) for m in BAM_MODELS}
-    sets["m6+q_offset"] = sets["m6"].replace(q_offset=0.02)
+    """The published sets of ``actuator``, and the richest one with q_offset = 0.02 rad."""
+    sets = {m: published(actuator, m) for m in published_models(actuator)}
+    richest = list(sets)[-1]
+    sets[f"{richest}+q_offset"] = sets[richest].replace(q_offset=0.02)
     return sets
 
 
@@ -74,12 +77,13 @@ def compare(actuator: str, logs: list, tmp: Path) -> tuple[dict, dict]:
     rows = {}
     for (name, params), path in zip(sets.items(), files, strict=True):
         got = ref["files"][str(path)]
+        exported_as = json.loads(path.read_text())["actuator"]
         expected = {n: v for n, v in params.values.items() if n != "current_limit"}
         gap = max(float(np.max(np.abs(rollout(params, log).position - np.array(q))))
                   for log, q in zip(logs, got["positions"], strict=True))
         rows[name] = {"max_position_difference_rad": gap,
                       "parameters_read_back_exactly": got["params"] == expected
-                      and (got["model"], got["actuator"]) == (params.model, actuator)}
+                      and (got["model"], got["actuator"]) == (params.model, exported_as)}
         print(f"  {actuator:<10} {name:<12} max |q_ours - q_ref| = {gap:.1e} rad, "
               f"parameters exact: {rows[name]['parameters_read_back_exactly']}")
     env = {k: v for k, v in ref.items() if k not in ("files", "method")}
@@ -105,7 +109,8 @@ def main() -> None:
     print(f"worst max |q_ours - q_ref| = {worst:.1e} rad (target {TARGET:g}); "
           f"every parameter read back exactly: {exact}")
     write_result(args.output, {
-        "workload": {"actuators": args.actuators, "sets": list(cases("mx64")),
+        "workload": {"actuators": args.actuators,
+                     "sets": {a: list(cases(a)) for a in args.actuators},
                      "logs_per_actuator": args.logs, "steps": args.steps, "dt": 0.005,
                      "mode": "simulated control", "seed": SEED},
         "target_rad": TARGET, "max_position_difference_rad": worst,

@@ -129,7 +129,9 @@ def to_reference_log(log: dict, dt: float) -> dict:
             log["torque_enable"],
         )
     ]
+    supply = {"vin": float(log["vin"])} if "vin" in log else {}
     return {
+        **supply,
         "mass": float(log["mass"]),
         "arm_mass": float(log.get("arm_mass", 0.0)),
         "length": float(log["length"]),

@@ -49,6 +49,8 @@ from bam_sim.bench.bench_log import BenchLog, LogBatch
 from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import batch_mae, batch_rollout, rollout
 from bam_sim.bench.trajectory import PROTOCOL_TRAJECTORIES, command_log
+from bam_sim.common.errors import BamError
+from bam_sim.models.actuators import VOLTAGE, get_actuator
 from bam_sim.models.parameter_file import published
 from bam_sim.models.parameters import INDEX
 
@@ -59,9 +61,10 @@ SEED = 2
 
 
 def make_logs(actuator: str, n_logs: int, n_steps: int, dt: float, seed: int) -> list[BenchLog]:
-    """Table I configurations × protocol trajectories, 'recorded' with the published M4."""
+    """Table I configurations × protocol trajectories, 'recorded' with the published M4
+    (M1 where only that one is published)."""
     rng = np.random.default_rng(seed)
-    truth = published(actuator, "m4")
+    truth = published(actuator, "m4" if "m4" in published_models(actuator) else "m1")
     act = truth.actuator_def
     configs = list(itertools.product(act.masses, act.lengths, act.gains,
                                      PROTOCOL_TRAJECTORIES))
@@ -76,6 +79,18 @@ def make_logs(actuator: str, n_logs: int, n_steps: int, dt: float, seed: int) ->
     return logs
 
 
+def published_models(actuator: str) -> list[str]:
+    """The models of M1..M6 with a published set for ``actuator``."""
+    out = []
+    for model in MODELS:
+        try:
+            published(actuator, model)
+        except BamError:
+            continue
+        out.append(model)
+    return out
+
+
 def make_population(actuator: str, model: str, size: int, seed: int) -> np.ndarray:
     base = published(actuator, model)
     rng = np.random.default_rng([seed, MODELS.index(model)])
@@ -86,8 +101,12 @@ def make_population(actuator: str, model: str, size: int, seed: int) -> np.ndarr
 
 
 def workload_json(actuator: str, logs: list[BenchLog], populations: dict) -> dict:
+    act = get_actuator(actuator)
+
     def entry(log: BenchLog) -> dict:
-        return {"kp": log.kp, "mass": log.bench.mass, "arm_mass": log.bench.arm_mass,
+        # The supply of a voltage-law servo (the reference reads "vin" from a log).
+        vin = {"vin": act.supply_voltage} if act.family == VOLTAGE else {}
+        return {**vin, "kp": log.kp, "mass": log.bench.mass, "arm_mass": log.bench.arm_mass,
                 "length": log.bench.length, "time": log.time.tolist(),
                 "goal_position": log.goal.tolist(), "torque_enable": log.enabled.tolist(),
                 "position": log.position.tolist(), "velocity": log.velocity.tolist()}

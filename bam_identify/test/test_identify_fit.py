@@ -200,3 +200,31 @@ def test_a_fit_whose_every_rollout_diverges_says_so(m1_logs, monkeypatch):
     with pytest.raises(BamError, match=r"every one of the 20 candidates evaluated diverged"):
         identify(SearchSpace.build("mx64", "m1"), m1_logs[:2],
                  FitSettings(trials=20, seed=0, popsize=10))
+
+
+@pytest.mark.parametrize("actuator", ["sts3215", "sts3215_12v"])
+def test_fit_recovers_a_published_sts_set_with_its_firmware(actuator):
+    """The STS3215 sets recovered with the firmware's gain ratio and target rate freed.
+    The target rate is seen only where goals move faster than it: the protocol's steps
+    (the section V-A trajectories stay below the 12 V set's 14.6 rad/s)."""
+    truth = published(actuator, "m1")
+    logs = paper_like_set(truth, 12, duration=4.0, seed=3, trajectories=(
+        "steps", "accelerated_oscillations", "lift_drop", "slow_oscillations"))
+    result = identify(SearchSpace.build(actuator, "m1"), logs,
+                      FitSettings(trials=3000, seed=0, target=1e-5))
+    assert result.train_mae <= 1e-5
+    for name in ("kt", "R", "armature", "error_gain_ratio", "max_velocity"):
+        assert result.values[name] == pytest.approx(truth.values[name], rel=0.02), name
+
+
+def test_fit_recovers_the_supply_sag():
+    """--groups supply: the series resistance of a sagging supply, identified from the
+    positions of simulated logs (the MX-64 draws amperes at full duty)."""
+    truth = published("mx64", "m1").replace(**{"supply.resistance": 1.2})
+    logs = paper_like_set(truth, 12, duration=4.0, seed=3)
+    result = identify(SearchSpace.build("mx64", "m1", groups=("supply",)), logs,
+                      FitSettings(trials=3000, seed=0, target=1e-5))
+    assert result.train_mae <= 1e-5
+    assert result.values["supply.resistance"] == pytest.approx(1.2, rel=0.1)
+    for name in ("kt", "R", "armature"):
+        assert result.values[name] == pytest.approx(truth.values[name], rel=0.02), name

@@ -30,7 +30,7 @@ def experiment():
         sys.modules.pop(spec.name, None)
 
 
-@pytest.mark.parametrize("name", ["dynamixel", "erob"])
+@pytest.mark.parametrize("name", ["dynamixel", "erob", "feetech"])
 def test_geometry_read_from_the_mjcf_matches_the_path_kinematics(experiment, name):
     spec = arm_spec(name)
     model = mujoco.MjModel.from_xml_path(str(spec.mjcf))

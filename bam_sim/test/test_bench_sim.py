@@ -20,6 +20,8 @@ DT = 0.005
 
 
 def benches(actuator: str) -> Bench:
+    if actuator.startswith("sts"):
+        return Bench(mass=0.35, length=0.15, arm_mass=0.02)
     return Bench(mass=1.0, length=0.15, arm_mass=0.05) if actuator.startswith("mx") \
         else Bench(mass=8.2, length=0.5)
 
@@ -44,16 +46,21 @@ def as_log(samples, bench, supply_voltage=None) -> BenchLog:
                     supply_voltage=supply_voltage)
 
 
-@pytest.mark.parametrize("model", ["m1", "m4", "m6"])
-@pytest.mark.parametrize("actuator", ["mx64", "erob80_50"])
+@pytest.mark.parametrize(("actuator", "model"), [
+    *((a, m) for a in ("mx64", "erob80_50") for m in ("m1", "m4", "m6")),
+    ("sts3215", "m1"),  # the STS firmware's target is a state of the stepper too
+])
 def test_ticks_equal_rollout_bit_for_bit(actuator, model):
     params = published(actuator, model)
     bench = benches(actuator)
     kp = params.actuator_def.gains[2]
-    commands = command_log("lift_drop", bench, kp, DT, duration=3.0)
+    # steps: goals faster than the STS firmware's target rate, which the stepper slews
+    commands = command_log("steps" if actuator.startswith("sts") else "lift_drop", bench, kp,
+                           DT, duration=3.0)
     volts = 14.2 if actuator == "mx64" else None
+    # the goal held before (a rollout's STS target starts at the log's first goal)
     sim = BenchStepper(params, bench, DT, position=0.1, velocity=-0.2, gain=kp,
-                         supply_voltage=volts)
+                       supply_voltage=volts, goal=float(commands.goal[0]))
     samples = drive(sim, commands.goal, commands.enabled)
     run = rollout(params, as_log(samples, bench, volts))
     np.testing.assert_array_equal([s.position for s in samples], run.position)

@@ -40,6 +40,8 @@ PENDULUM = """<mujoco model="pendulum">
 
 def _force(model, data, q, dq, goal):
     data.qpos[0], data.qvel[0], data.ctrl[0] = q, dq, goal
+    if model.actuator_actnum[0]:  # an STS's target slew: its state at the goal already
+        data.act[model.actuator_actadr[0]] = goal
     mujoco.mj_forward(model, data)
     return float(data.actuator_force[0])
 
@@ -53,6 +55,7 @@ def _grid():
 
 @pytest.mark.parametrize("actuator,gain,volts", [
     ("mx64", 32.0, None), ("mx106", 4.0, None), ("mx106", 16.0, 12.0),
+    ("sts3215_12v", 32.0, None),  # the STS gain ratio (its target slew: the arm test below)
 ])
 def test_dcmotor_torque_is_the_voltage_servo_law(actuator, gain, volts):
     params = published(actuator, "m1")
@@ -214,7 +217,7 @@ def test_exported_m1_arm_reaches_a_position_goal_and_holds_it_by_friction(name):
     assert np.all(np.abs(error) < 0.05)
 
 
-@pytest.mark.parametrize("name", ["dynamixel", "erob"])
+@pytest.mark.parametrize("name", ["dynamixel", "erob", "feetech"])
 def test_exported_m1_arm_moves_like_the_servo_arm_with_m1(name):
     # Independent implementations of the same physics: MuJoCo's dcmotor with
     # joint friction versus bam_sim.mujoco_arm.servo_arm's servo law in Python/numba with the M1
@@ -225,6 +228,8 @@ def test_exported_m1_arm_moves_like_the_servo_arm_with_m1(name):
     path = arm_path("triangle_wave", *spec.link_lengths, duration=2.0, rate=1000.0)
     arm.reset(path.q[0])
     data.qpos[:] = path.q[0]
+    slewed = model.actuator_actnum > 0  # STS: the target slew starts at the joint, as the arm's
+    data.act[model.actuator_actadr[slewed]] = path.q[0][slewed]
     worst = 0.0
     for goal in path.q:
         arm.set_command(goals=goal)

@@ -38,12 +38,13 @@ def _same(a: ParameterSet, b: ParameterSet) -> None:
 
 
 def test_published_files_are_all_covered():
-    assert len(PUBLISHED) == len(EXPORTABLE) * len(BAM_MODELS)
+    # M1..M6 of the MX, XL and eRob servos; M1 of the STS3215 at 7.4 V and 12 V.
+    assert len(PUBLISHED) == (len(EXPORTABLE) - 2) * len(BAM_MODELS) + 2
 
 
-@pytest.mark.parametrize("actuator", EXPORTABLE)
-@pytest.mark.parametrize("model", BAM_MODELS)
-def test_published_set_round_trips(actuator, model):
+@pytest.mark.parametrize("path", PUBLISHED, ids=lambda p: p.stem)
+def test_published_set_round_trips(path):
+    actuator, model = path.stem.rsplit("_", 1)
     params = published(actuator, model)
     _same(parameters_from_json(parameters_to_json(params)), params)
 
@@ -69,6 +70,28 @@ def test_other_model_families_are_refused(model):
         ACTUATORS["mx64"].scales) | {"kt": 1.6, "R": 2.3, "armature": 0.01})
     with pytest.raises(BamError, match=f"model {model} .*fit one of those"):
         parameters_to_json(params)
+
+
+def test_sts3215_supply_travels_as_vin():
+    doc = json.loads(parameters_to_json(published("sts3215_12v", "m1")))
+    # the reference's registry has one STS3215: the 12 V set names it, with its supply
+    assert (doc["actuator"], doc["vin"]) == ("sts3215", 12.0)
+    assert "vin" not in json.loads(parameters_to_json(published("sts3215", "m1")))
+    doc["vin"] = 9.0
+    with pytest.raises(BamError, match=r"no sts3215 at vin = 9.0 V here \(known: 7.4 V and 12 V\)"):
+        parameters_from_json(json.dumps(doc))
+
+
+def test_the_authors_sts3215_files_import_with_the_release_defaults():
+    # 7.4 V: the published file has neither error_gain_ratio nor max_velocity; the
+    # authors' 12 V file names its actuator sts321512v.
+    text = json.dumps({"kt": 1.2, "R": 2.7, "armature": 0.028, "friction_base": 0.05,
+                       "friction_viscous": 0.06, "model": "m1", "actuator": "sts3215"})
+    params = parameters_from_json(text)
+    assert params.values["error_gain_ratio"] == 1.0
+    assert params.values["max_velocity"] == pytest.approx(3400 * 2 * np.pi / 4096)
+    twelve = parameters_from_json(text.replace('"sts3215"', '"sts321512v"'))
+    assert twelve.actuator == "sts3215_12v"
 
 
 def test_dcmotor_actuator_is_refused():
@@ -113,6 +136,8 @@ def test_reference_load_model_reads_every_parameter(actuator, tmp_path):
         out = subprocess.run([str(REFERENCE_PYTHON), "-c", _LOAD, str(path)], check=True,
                              capture_output=True, text=True).stdout
         loaded = json.loads(out)
-        assert (loaded["model"], loaded["actuator"]) == (model, actuator)
+        # the reference's one STS3215 holds the 12 V set too (with "vin")
+        named = {"sts3215_12v": "sts3215"}.get(actuator, actuator)
+        assert (loaded["model"], loaded["actuator"]) == (model, named)
         expected = {n: v for n, v in params.values.items() if n != "current_limit"}
         assert loaded["values"] == expected

@@ -94,3 +94,59 @@ def test_torque_disabled_means_no_motor_torque(family):
 def test_unknown_actuator_is_a_clear_error():
     with pytest.raises(BamError, match="unknown actuator 'xl999'.*mx64"):
         get_actuator("xl999")
+
+
+STS = get_actuator("sts3215")
+P_STS = to_vector({"kt": 1.2, "R": 2.7, "error_gain_ratio": 1.25, "max_velocity": 4.0})
+
+
+def test_sts_duty_carries_the_gain_ratio_and_its_pwm_limit():
+    # duty = 32·0.166·1.25·0.1 = 0.664 -> U = 0.664·7.4; τ = k_t/R·U − k_t²/R·q̇
+    tau, volts = servo.servo_torque(VOLTAGE, P_STS, STS.consts(), 32.0, 0.1, 0.5, 0.2, True)
+    assert volts == pytest.approx(0.664 * 7.4)
+    assert tau == pytest.approx(1.2 / 2.7 * 0.664 * 7.4 - 1.2**2 / 2.7 * 0.5)
+    _, volts = servo.servo_torque(VOLTAGE, P_STS, STS.consts(), 32.0, 0.0, 0.0, -1.0, True)
+    assert volts == pytest.approx(-0.97 * 7.4)
+
+
+def test_sts_firmware_target_ramps_to_the_goal_at_its_rate():
+    """q_f,k = clip(q_d, q_f,k−1 ± v_f·Δt): a ramp of slope v_f, then the goal."""
+    dt, target, seen = 0.005, 0.0, []
+    for _ in range(80):
+        target = servo.firmware_target(P_STS, target, 1.0, dt)
+        seen.append(target)
+    k = np.arange(1, 81)
+    assert np.allclose(seen, np.minimum(1.0, 4.0 * k * dt), rtol=0, atol=1e-15)
+    # back down the same way; other servos (max_velocity absent) take the goal at once
+    assert servo.firmware_target(P_STS, 1.0, -1.0, dt) == pytest.approx(1.0 - 4.0 * dt)
+    assert servo.firmware_target(P_MX, 0.0, 1.0, dt) == 1.0
+
+
+def test_other_servos_ignore_the_absent_sts_parameters():
+    # error_gain_ratio 0 (absent) is no factor: the MX law of the first test, unchanged
+    _, volts = servo.servo_torque(VOLTAGE, P_MX, MX.consts(), 10.0, 0.2, 2.0, 0.5, True)
+    assert volts == pytest.approx(10.0 * 0.158 * 0.3 * 15.0)
+
+
+P_SAG = to_vector({"kt": 1.5, "R": 3.0, "supply.resistance": 0.8})
+
+
+@pytest.mark.parametrize(("goal", "dq"), [(0.6, 0.0), (0.6, 2.0), (-0.6, -1.0), (0.05, 0.0)])
+def test_supply_sag_solves_the_bus_current_equation(goal, dq):
+    """V_in = V_s − R_s·duty·I with I = (duty·V_in − k_t q̇)/R, checked on the result."""
+    volts = servo.control_law(VOLTAGE, P_SAG, MX.consts(), 32.0, 0.0, dq, goal)
+    duty = float(np.clip(32.0 * 0.158 * goal, -0.9625, 0.9625))
+    v_in = volts / duty
+    current = (volts - 1.5 * dq) / 3.0
+    assert v_in == pytest.approx(15.0 - 0.8 * duty * current, rel=1e-12)
+    assert v_in < 15.0  # it draws current, so it sags
+
+
+def test_supply_never_rises_and_holds_its_floor():
+    # Braking against a fast joint the bridge returns current: no sag, no rise.
+    volts = servo.control_law(VOLTAGE, P_SAG, MX.consts(), 32.0, 0.0, 30.0, 0.6)
+    assert volts == pytest.approx(0.9625 * 15.0)
+    floor = to_vector({"kt": 1.5, "R": 3.0, "supply.resistance": 50.0,
+                       "supply.min_voltage": 11.0})
+    volts = servo.control_law(VOLTAGE, floor, MX.consts(), 32.0, 0.0, 0.0, 0.6)
+    assert volts == pytest.approx(0.9625 * 11.0)

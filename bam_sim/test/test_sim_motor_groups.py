@@ -367,7 +367,7 @@ def test_bad_groups_are_refused_in_one_line(text, message):
 
 
 def test_a_dcmotor_set_has_no_published_defaults():
-    with pytest.raises(BamError, match="there is no published set of dcmotor"):
+    with pytest.raises(BamError, match="there is no published m1 set of dcmotor"):
         published("dcmotor", "m1")
     with pytest.raises(BamError, match="there is no published lugre set"):
         published("mx64", "lugre")

@@ -122,3 +122,21 @@ def test_nan_in_a_log_names_the_entry():
     goal[4] = np.nan
     with pytest.raises(BamError, match="'goal' is not finite at entry 4"):
         BenchLog(bench=Bench(1.0, 0.1), kp=8.0, dt=0.005, goal=goal, enabled=np.ones(10))
+
+
+@pytest.mark.parametrize("actuator", ["sts3215", "sts3215_12v"])
+def test_sts_rollout_follows_the_slewed_target(actuator):
+    """The rollout of a goal step equals the rollout, without slew, of the ramp the
+    firmware's target makes of it (closed form), bit for bit; and the slew matters."""
+    params = published(actuator, "m1")
+    rate, dt = params.values["max_velocity"], 0.005
+    n = 400
+    goal = np.where(np.arange(n) < 50, 0.0, 1.2)
+    ramp = np.minimum(goal, np.maximum(0.0, (np.arange(n) - 49) * rate * dt))
+    bench = Bench(0.35, 0.15)
+    step_log = BenchLog(bench=bench, kp=32.0, dt=dt, goal=goal, enabled=np.ones(n, bool))
+    ramp_log = BenchLog(bench=bench, kp=32.0, dt=dt, goal=ramp, enabled=np.ones(n, bool))
+    fast = params.replace(max_velocity=1000.0)  # no ramp is steeper than 5 rad/step here
+    slewed = rollout(params, step_log).position
+    np.testing.assert_allclose(slewed, rollout(fast, ramp_log).position, rtol=0, atol=1e-15)
+    assert np.max(np.abs(slewed - rollout(fast, step_log).position)) > 0.01

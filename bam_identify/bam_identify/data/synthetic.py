@@ -81,7 +81,8 @@ _EP_EXAMPLE = {"friction_base": (0.12, "friction"), "friction_stribeck": (0.16, 
 def elastoplastic_example(actuator: str, model: str = "ep_stribeck") -> ParameterSet:
     """A made-up ``ep_*`` set to simulate recordings from: not identified on any servo.
 
-    Motor parameters (k_t, R, J_m) of the actuator's published M2 set; a
+    Motor parameters (k_t, R, J_m, ...) of the actuator's published M2 set (M1 where
+    only that one is published); a
     stiction F_S = 2.3·F_C, sized to the actuator's friction scale, with the
     spring-damper at the registry's defaults, so (14) and the coupling limit
     hold on the Table I benches at a 5 ms step.
@@ -90,7 +91,10 @@ def elastoplastic_example(actuator: str, model: str = "ep_stribeck") -> Paramete
     if not mdl.elastoplastic:
         raise BamError(f"{model} is not an elasto-plastic model; choose one of ep_cv, "
                        "ep_stribeck, ep_rational, ep_load")
-    m2 = published(actuator, "m2")
+    try:
+        m2 = published(actuator, "m2")
+    except BamError:
+        m2 = published(actuator, "m1")
     scales = m2.actuator_def.scales
     values = {name: m2.values[name] for name in m2.actuator_def.motor_bounds}
     for name in mdl.params:

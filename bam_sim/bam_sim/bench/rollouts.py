@@ -26,6 +26,9 @@ whole log, and M1..M6 run exactly the arithmetic they ran without it. A set
 that violates condition (14) or the coupling limit at the logs' step is
 refused before any simulation (:mod:`bam_sim.models.ep_validity`).
 
+The STS firmware's target (:func:`bam_sim.models.servo.firmware_target`) is a
+local too, at the first goal at the start; every other servo's target is the goal.
+
 A set that runs through MuJoCo's DC-motor model (dcmotor family, LuGre, or an
 optional group; :func:`bam_sim.models.motor_model.uses_motor`) carries its
 five states the same way, as locals of the loop: slew (at the first goal),
@@ -61,7 +64,7 @@ from bam_sim.models.motor_model import (
     uses_motor,
 )
 from bam_sim.models.parameter_set import ParameterSet
-from bam_sim.models.servo import servo_torque, torque_from_control
+from bam_sim.models.servo import firmware_target, servo_torque, torque_from_control
 
 
 @nb.njit(cache=True, inline="always")
@@ -81,6 +84,7 @@ def _simulate(
     on it.
     """
     q, dq, e = q0, dq0, 0.0  # e: elasto-plastic deflection (ep_* only)
+    target = goal[0]  # the servo firmware's target (the goal but on an STS)
     store, store_all, score = out_q.size > 0, out_tau.size > 0, recorded.size > 0
     motor = uses_motor(family, model, p)
     pd = np.zeros((N_MODES, D.N_PARAMS))  # the set's dcmotor rows (motor only)
@@ -106,17 +110,18 @@ def _simulate(
             if score_t and temperature[k] == temperature[k]:
                 error_t += abs(t_sim - temperature[k])
                 count_t += 1
+        target = firmware_target(p, target, goal[k], dt)
         if k == n - 1:
             break
         if motor:
             q_next, dq_next, e, tau_m, applied, current = step_motor(
                 model, family, p, pd, c, kp, inertia, gravity_torque, q, dq, e, state,
-                goal[k], enabled[k], replay, control[k], dt,
+                target, enabled[k], replay, control[k], dt,
             )
         else:
             q_next, dq_next, e, tau_m, applied = step_any(
                 model, family, p, c, kp, inertia, gravity_torque, q, dq, e,
-                goal[k], enabled[k], replay, control[k], dt,
+                target, enabled[k], replay, control[k], dt,
             )
         if store_all:
             out_dq[k] = dq
@@ -131,7 +136,7 @@ def _simulate(
         out_dq[last] = dq
         if motor:
             tau_m, _, applied, current = motor_torque(
-                family, p, c, pd, state.copy(), kp, q, dq, goal[last], enabled[last], replay,
+                family, p, c, pd, state.copy(), kp, q, dq, target, enabled[last], replay,
                 control[last], dt)
             out_tau[last], out_control[last], out_current[last] = tau_m, applied, current
         elif replay:
@@ -139,7 +144,7 @@ def _simulate(
             out_tau[last] = torque_from_control(family, p, c, control[last], dq, enabled[last])
         else:
             out_tau[last], out_control[last] = servo_torque(
-                family, p, c, kp, q, dq, goal[last], enabled[last]
+                family, p, c, kp, q, dq, target, enabled[last]
             )
     return error, error_t, count_t
 

@@ -29,6 +29,10 @@ initial state until L ticks have passed); Gaussian noise of a given standard
 deviation is added to the position (a seeded numpy Generator); the position
 is then rounded to the encoder's step. Velocity is only delayed.
 
+An STS servo's firmware target follows the goal at its rate
+(:func:`bam_sim.models.servo.firmware_target`), from the initial goal, as in a
+rollout.
+
 With an elasto-plastic model (``ep_*``) the state also holds the friction
 element's deflection e (:func:`bam_sim.bench.pendulum.step_ep`), 0 at the
 start like a rollout's; it is kept when only the values of the set change and
@@ -61,6 +65,7 @@ from bam_sim.models.actuators import Actuator
 from bam_sim.models.ep_validity import check_step
 from bam_sim.models.motor_model import ON, init_state, motor_rows, temperature_of, uses_motor
 from bam_sim.models.parameter_set import ParameterSet
+from bam_sim.models.servo import firmware_target
 
 _NOISE_BLOCK = 1024  # normal draws generated at once (deterministic for a seed)
 
@@ -162,6 +167,8 @@ class BenchStepper:
             gain=self._actuator.gains[1] if gain is None else gain,
         )
         self._reset_motor()
+        # The STS firmware's target (the goal on other servos): at the first goal.
+        self._target = self._command.goal
         self._latency = 0
         self._quantization = 0.0
         self._noise_std = 0.0
@@ -351,16 +358,17 @@ class BenchStepper:
         model, p, inertia, gravity, rows = self._kernel
         q, dq, k = self._q, self._dq, self._k
         current = temperature = math.nan
+        self._target = target = firmware_target(p, self._target, goal, self._dt)
         # step returns servo_torque's (τ_m, control) for state k with this command.
         if rows is not None:
             temperature = temperature_of(rows[ON], self._motor_state)
             q_next, dq_next, e_next, tau_m, control, current = step_motor(
                 model, self._family, p, rows, self._consts, kp, inertia, gravity, q, dq,
-                self._e, self._motor_state, goal, enabled, False, 0.0, self._dt)
+                self._e, self._motor_state, target, enabled, False, 0.0, self._dt)
         else:
             q_next, dq_next, e_next, tau_m, control = step_any(
                 model, self._family, p, self._consts, kp, inertia, gravity, q, dq, self._e,
-                goal, enabled, False, 0.0, self._dt)
+                target, enabled, False, 0.0, self._dt)
         mq, mdq = q, dq
         if self._latency:
             size = self._latency + 1

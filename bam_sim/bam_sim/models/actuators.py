@@ -8,7 +8,12 @@ XL330 constants are those of the authors' release that identified their
 published sets (``better-actuator-models`` 1.0.2, ``bam/dynamixel/actuator.py``:
 supply, firmware gain, duty gain measured with an oscilloscope or derived
 from the XL330's registers, PWM limit, XL330 current limit); their bench
-setups are lighter pendulums chosen here for synthetic data. Plain data (no
+setups are lighter pendulums chosen here for synthetic data. The Feetech
+STS3215 constants come from the same release (``bam/feetech/actuator.py``:
+7.4 V supply, duty gain 0.166 per radian and unit of the P register measured
+with an oscilloscope, PWM limit 0.97, the firmware target's default rate of
+3400 steps/s), and the 12 V set of its branch ``add_sts3215_12v_params``
+(commit ce4176b) was identified with the same law at 12 V. Plain data (no
 numba): the drivers read it too.
 """
 
@@ -57,6 +62,9 @@ class Actuator:
     # of single friction parameters that differ for this servo.
     scales: dict[str, float] = field(default_factory=dict)
     friction_bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # Values the reference's actuator starts from, filled in when a legacy BAM JSON file
+    # identified before the parameter existed omits it.
+    legacy_defaults: dict[str, float] = field(default_factory=dict)
     gains: tuple[float, ...] = ()
     # Commands the actuator accepts: goal positions (rad) and the largest gain kp.
     goal_range: tuple[float, float] = (-math.pi, math.pi)
@@ -114,6 +122,27 @@ def _dynamixel_xl(name: str, title: str, duty_gain: float, gains: tuple, gain_li
         scales=XL_SCALES, friction_bounds={"alpha": (0.5, 10.0)}, gains=gains,
         masses=masses, lengths=lengths,
         goal_range=goal_range, gain_limit=gain_limit,
+    )
+
+
+# The STS firmware's target rate by default: 3400 steps/s of its 4096-step turn.
+STS_TARGET_RATE = 3400.0 * 2.0 * math.pi / 4096.0
+
+
+def _feetech_sts(name: str, title: str, supply: float) -> Actuator:
+    return Actuator(
+        name=name, title=title, family=VOLTAGE, supply_voltage=supply,
+        duty_gain=0.166, max_duty=0.97,
+        # The release frees the duty gain's ratio and the target rate with the motor.
+        motor_bounds={"kt": (0.05, 2.5), "R": (0.1, 10.0), "armature": (1e-5, 0.04),
+                      "error_gain_ratio": (0.1, 10.0),
+                      "max_velocity": (0.1 * STS_TARGET_RATE, 10.0 * STS_TARGET_RATE)},
+        legacy_defaults={"error_gain_ratio": 1.0, "max_velocity": STS_TARGET_RATE},
+        scales={"friction": 0.5, "viscous": 0.2, "stiffness": 1500.0, "damping": 3.0,
+                "current": 5.0, "thermal": 20.0},
+        # P coefficient register 0..254 (default 32); one turn of 4096 steps.
+        gains=(8.0, 16.0, 32.0, 64.0), masses=(0.2, 0.35, 0.5), lengths=(0.1, 0.15, 0.2),
+        goal_range=(-math.pi, math.pi - 2.0 * math.pi / 4096), gain_limit=254.0,
     )
 
 
@@ -175,13 +204,15 @@ ACTUATORS: dict[str, Actuator] = {
                       # Loads up to its 1.75 A limit (k_t·1.75 ≈ 0.64 N·m).
                       masses=(0.1, 0.2, 0.3), lengths=(0.1, 0.15, 0.2),
                       firmware_current_limit=1.75),
+        _feetech_sts("sts3215", "Feetech STS3215 (7.4 V)", 7.4),
+        _feetech_sts("sts3215_12v", "Feetech STS3215 (12 V)", 12.0),
         _dcmotor(),
     )
 }
 
 
 def get_actuator(name: str) -> Actuator:
-    """Lookup by name (mx64, mx106, xl320, xl330, erob80_50, erob80_100, dcmotor)."""
+    """Lookup by name (mx64, mx106, xl320, xl330, sts3215, sts3215_12v, erob80_50, ...)."""
     key = str(name).strip().lower()
     if key not in ACTUATORS:
         raise BamError(f"unknown actuator '{name}'; choose one of {', '.join(ACTUATORS)}")

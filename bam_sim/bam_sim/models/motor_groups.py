@@ -19,7 +19,11 @@ controller     ki, kd, slewmax, Imax, Vmax                 k_i, k_d, s,    (12),
                (the dcmotor family only)                   I_max, v_max    T.13-16
 hbridge        pwm_period (the voltage family only)        T_pwm           (13),
                                                                            Sihite
+supply         resistance, min_voltage (voltage family)    R_s, V_min      servo.py
 =============  ==========================================  ==============  =========
+
+``supply`` is not MuJoCo's: the servo's input sagging under the current it draws
+through the supply's series resistance (:mod:`bam_sim.models.servo`).
 
 As MuJoCo: ``inductance.L`` wins over ``timeconst`` (t_e = L/R); ``saturation.torque``
 wins over ``current`` (τ_max = K i_max); the thermal state exists when R_T > 0.
@@ -115,6 +119,12 @@ GROUPS: dict[str, Group] = {
         Group("hbridge", "drive/coast H-bridge of the voltage law (averaged over a PWM "
               "period)", (_spec("hbridge.pwm_period", "T_pwm", "s", 1.0e-6, 1.0e-2, 5.0e-5),),
               (), VOLTAGE),
+        # The supply's series resistance (battery, wires) is identified; its floor (a
+        # regulator's or a brown-out's) is a known constant of the bench.
+        Group("supply", "input voltage sagging under load (series resistance, floor)", (
+            _spec("supply.resistance", "R_s", "Ω", 0.0, 3.0, 0.3),
+            _spec("supply.min_voltage", "V_min", "V", 0.0, 100.0, 0.0),
+        ), ("supply.resistance",), VOLTAGE),
     )
 }
 GROUP_OF: dict[str, str] = {name: g.name for g in GROUPS.values() for name in g.names}
@@ -190,6 +200,12 @@ def check_groups(values: Mapping[str, float], where: str = "") -> None:
                         and values.get("thermal.capacitance", 0.0) > 0.0):
         raise BamError(f"group thermal{origin} needs resistance and capacitance > 0 (or one "
                        "of them and timeconst); give both")
+    if "supply.min_voltage" in values and "supply.resistance" not in values:
+        raise BamError(f"group supply{origin} has a min_voltage but no resistance; give "
+                       "supply.resistance (R_s, Ω)")
+    if "supply.resistance" in values and "hbridge.pwm_period" in values:
+        raise BamError(f"groups supply and hbridge{origin} are not combined (the averaged "
+                       "bridge assumes a stiff supply); drop one of them")
     if values.get("cogging.amplitude", 0.0) != 0.0 and not values.get("cogging.poles", 0.0) > 0:
         raise BamError(f"group cogging{origin} has an amplitude but no poles > 0; give "
                        "cogging.poles (N_p, equation 6)")

@@ -222,7 +222,7 @@ def published(actuator: str, model: str) -> ParameterSet:
     name = f"{get_actuator(actuator).name}_{mdl.name}.yaml"
     source = resources.files("bam_sim.models").joinpath("published", name)
     if not source.is_file():
-        raise BamError(f"there is no published set of {actuator} (the published release holds "
-                       "the MX, XL and eRob servos); give a parameter file, e.g. one written by "
-                       "'fit'")
+        raise BamError(f"there is no published {mdl.name} set of {actuator} (the published "
+                       "release holds M1..M6 of the MX, XL and eRob servos, M1 of the "
+                       "STS3215); give a parameter file, e.g. one written by 'fit'")
     return parse_yaml(source.read_text(encoding="utf-8"), f"published/{name}")

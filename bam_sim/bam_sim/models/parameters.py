@@ -47,7 +47,11 @@ the LuGre friction model's ``lugre.stiffness``/``damping``/``coulomb``/
 family's ``controller.ki``/``kd``/``slewmax``/``Imax``/``Vmax``; the PWM period
 ``hbridge.pwm_period`` of a voltage-law servo with a drive/coast bridge. The dcmotor
 family calls R and k_t ``resistance`` and ``motorconst`` (Table 7): aliases
-of the same entries.
+of the same entries. Last, the Feetech STS firmware's ``error_gain_ratio`` (a factor
+on its duty gain) and ``max_velocity`` (rad/s, the slew rate of its internal target),
+named as in the authors' release; 0 in the vector of other servos means "absent".
+The ``supply`` group (``supply.resistance`` R_s, ``supply.min_voltage`` V_min) is the
+sag of a voltage-law servo's input under load (:mod:`bam_sim.models.servo`).
 """
 
 from __future__ import annotations
@@ -108,6 +112,13 @@ PARAM_NAMES: tuple[str, ...] = (
     "controller.Imax",
     "controller.Vmax",
     "hbridge.pwm_period",
+    # The Feetech STS firmware's position loop (models/servo.py): a factor on the duty
+    # gain and the rate at which the firmware's target follows the goal.
+    "error_gain_ratio",
+    "max_velocity",
+    # The servo's supply sagging under load (group supply, models/motor_groups.py).
+    "supply.resistance",
+    "supply.min_voltage",
 )
 N_PARAMS = len(PARAM_NAMES)
 # The dcmotor family names its motor as the document does (Table 7): resistance is R,
@@ -164,6 +175,10 @@ CT_SLEW = INDEX["controller.slewmax"]
 CT_IMAX = INDEX["controller.Imax"]
 CT_VMAX = INDEX["controller.Vmax"]
 HB_PERIOD = INDEX["hbridge.pwm_period"]
+GAIN_RATIO = INDEX["error_gain_ratio"]
+TARGET_RATE = INDEX["max_velocity"]
+SUPPLY_R = INDEX["supply.resistance"]
+SUPPLY_VMIN = INDEX["supply.min_voltage"]
 
 # Physically plausible values (unit, low, high; low excluded where the parameter
 # divides something): far wider than the identification bounds, which must lie
@@ -217,11 +232,16 @@ PLAUSIBLE: dict[str, tuple[str, float, float]] = {
     "controller.Imax": ("rad·s", 0.0, 1.0e6),
     "controller.Vmax": ("V", 0.0, 1.0e4),
     "hbridge.pwm_period": ("s", 0.0, 1.0),
+    "error_gain_ratio": ("", 0.0, 100.0),
+    "max_velocity": ("rad/s", 0.0, 1.0e3),
+    "supply.resistance": ("Ω", 0.0, 1.0e2),
+    "supply.min_voltage": ("V", 0.0, 1.0e3),
 }
 # Parameters that must be strictly positive (they divide something).
 STRICTLY_POSITIVE = frozenset({"kt", "R", "dtheta_stribeck", "alpha", "contact_stiffness",
                                "contact_damping", "resistance", "motorconst",
-                               "lugre.stiffness", "lugre.stribeck"})
+                               "lugre.stiffness", "lugre.stribeck", "error_gain_ratio",
+                               "max_velocity"})
 
 
 def check_value(name: str, value: object, where: str = "") -> float:

@@ -20,6 +20,19 @@ branch on it:
   The PWM clip comes last, so against a large back-EMF the limit is not
   reached (the supply cannot push that current).
 
+  The Feetech STS firmware runs the same law on its own target q_f, which
+  follows the goal at a limited rate v_f (``max_velocity``), and scales its
+  duty gain by a factor r (``error_gain_ratio``)::
+
+      q_f,k = clip(q_d,k, q_f,k−1 ± v_f·Δt),   duty = clip(kp·k_duty·r·(q_f,k − q), ±duty_max)
+
+  The evidence is the authors' release (``bam/feetech/actuator.py`` of
+  better-actuator-models 1.0.2): the duty per radian and P unit measured on
+  STS3215s with an oscilloscope, and the slew of the firmware's target, whose
+  rate its 12 V set identifies. The slew runs every tick, torque on or off, as
+  there; :func:`firmware_target` is its update, whose state q_f the caller
+  carries (it starts at the first goal: the servo held it before a log).
+
 * ``CURRENT`` — eRob80 driven in current mode by a PD law on the host,
   clipped to the heat limit I_heat, the torque being limited by what the
   supply voltage U_max can push against the back-EMF (equations 14, 15)::
@@ -38,6 +51,19 @@ branch on it:
   0 without it) replaces (U − k_t q̇)/R; the bridge is then the mean terminal
   voltage U_eff = k_t q̇ + R ī (:func:`bridge_voltage`), which also feeds
   the DC-motor model's voltage input.
+
+With the optional ``supply`` group the input voltage sags under load: the
+supply of e.m.f. V_s (the bench's) and series resistance R_s feeds the bridge
+the bus current duty·I, I = (duty·V_in − k_t q̇)/R the motor current of (13),
+so V_in = V_s − R_s·duty·I has the closed form::
+
+    V_in = (V_s·R + R_s·duty·k_t q̇)/(R + R_s·duty²),   V_in ← clip(V_in, V_min, V_s)
+
+and U = duty·V_in. The supply does not absorb current (V_in ≤ V_s: a braking
+servo returns nothing), and V_min is the floor a regulator or brown-out holds.
+The firmware's duty (and the XL330's current window) is computed as before,
+from the nominal V_s: the firmware sets a duty, the sag follows. Each servo
+sags on its own supply here (in an arm, the shared bus is not summed).
 
 With torque disabled there is no motor torque at all: the H-bridge is
 released (no back-EMF braking) or the current set to zero.
@@ -79,14 +105,38 @@ def control_law(
     error = goal - q
     if family == VOLTAGE:
         duty = kp * c[C_DUTY_GAIN] * error
+        if p[P.GAIN_RATIO] > 0.0:  # the STS firmware's factor (module docstring)
+            duty *= p[P.GAIN_RATIO]
         limit = c[C_FIRMWARE_CURRENT]
         if limit > 0.0:  # the firmware's current limit, on the duty (module docstring)
             supply = c[C_SUPPLY]
             duty = _clip(duty, (p[P.KT] * dq - p[P.R] * limit) / supply,
                          (p[P.KT] * dq + p[P.R] * limit) / supply)
-        return _clip(duty, -c[C_MAX_DUTY], c[C_MAX_DUTY]) * c[C_SUPPLY]
+        duty = _clip(duty, -c[C_MAX_DUTY], c[C_MAX_DUTY])
+        return duty * supply_voltage(p, c, duty, dq)
     current = kp * error - c[C_DAMPING] * np.sqrt(kp) * dq
     return _clip(current, -p[P.I_HEAT], p[P.I_HEAT])
+
+
+@nb.njit(cache=True, inline="always")
+def supply_voltage(p: np.ndarray, c: np.ndarray, duty: float, dq: float) -> float:
+    """V_in at a duty and joint velocity: the bench's V_s, sagged with the supply group."""
+    nominal = c[C_SUPPLY]
+    series = p[P.SUPPLY_R]
+    if not series > 0.0:
+        return nominal
+    kt, resistance = p[P.KT], p[P.R]
+    sagged = (nominal * resistance + series * duty * kt * dq) / (resistance + series * duty * duty)
+    return _clip(sagged, p[P.SUPPLY_VMIN], nominal)
+
+
+@nb.njit(cache=True, inline="always")
+def firmware_target(p: np.ndarray, target: float, goal: float, dt: float) -> float:
+    """The STS firmware's target after one tick toward ``goal`` (the goal itself elsewhere)."""
+    rate = p[P.TARGET_RATE]
+    if not rate > 0.0:
+        return goal
+    return _clip(goal, target - rate * dt, target + rate * dt)
 
 
 @nb.njit(cache=True, inline="always")

@@ -13,7 +13,9 @@ This expresses both servo laws of :mod:`bam_sim.models.servo` (paper IV-B, IV-C)
 
 * voltage law (Dynamixel), equations (12)-(13), exactly, duty clip included:
   k_p = k_t/R · kp·k_duty·V_in, k_d = k_t²/R (the brake-mode back-EMF the
-  firmware does not compensate), V_max = duty_max·V_in;
+  firmware does not compensate), V_max = duty_max·V_in; on a Feetech STS, k_p
+  also carries the ratio r and the firmware target's rate v_f is the
+  controller's ``slewmax`` (the same rate limit of the position input);
 * current law (eRob), equations (14)-(15): k_p = k_t·kp, k_d = k_t·d·√kp,
   V_max = U_max, τ_max = k_t·I_heat. The two clips are applied in the other
   order than in (14)-(15); both give the same torque except when the
@@ -155,6 +157,9 @@ def dcmotor_settings(joint: str, params: ParameterSet, gain: float | None = None
         kp_t = kt / resistance * kp * c[actuators.C_DUTY_GAIN] * c[actuators.C_SUPPLY]
         vmax = c[actuators.C_MAX_DUTY] * c[actuators.C_SUPPLY]
         kd_t, limit = kt * kt / resistance, 0.0
+        # The STS firmware: its gain ratio, and its target slew as the controller's slew.
+        kp_t *= v.get("error_gain_ratio", 1.0)
+        slew = v.get("max_velocity", 0.0)
     elif act.family == actuators.CURRENT:
         kp_t, kd_t = kt * kp, kt * c[actuators.C_DAMPING] * math.sqrt(kp)
         vmax, limit = c[actuators.C_MAX_VOLTAGE], kt * vec[P.I_HEAT]
@@ -234,6 +239,14 @@ def losses(params: ParameterSet) -> list[str]:
         out.append(f"hbridge.pwm_period = {_fmt(v['hbridge.pwm_period'])} s: the drive/coast "
                    "bridge (averaged) has no dcmotor counterpart; the export drives as "
                    "drive/brake")
+    if v.get("supply.resistance", 0.0) > 0.0:
+        out.append(f"supply.resistance = {_fmt(v['supply.resistance'])} Ω: the supply's sag "
+                   "under load has no dcmotor counterpart; the export drives at the nominal "
+                   "supply")
+    if v.get("max_velocity", 0.0) > 0.0:
+        out.append(f"max_velocity = {_fmt(v['max_velocity'])} rad/s is the controller's slewmax, "
+                   "whose state MuJoCo starts at 0: at a reset set data.act[actuator_actadr] "
+                   "to the joint position, as the servo's firmware target is")
     if v.get("q_offset", 0.0) != 0.0:
         out.append(f"q_offset = {_fmt(v['q_offset'])} rad (bench mounting offset)")
     return out

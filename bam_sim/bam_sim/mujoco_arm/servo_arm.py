@@ -82,7 +82,8 @@ W_PREV_TAU_M, W_PREV_KV, W_PREV_DQ = 4, 5, 6
 W_CONTROL, W_TAU_M, W_TAU_E, W_BUDGET = 7, 8, 9, 10
 W_DEFLECTION = 11  # e_k−1 of an elasto-plastic joint
 W_CURRENT = 12  # motor current (A) of a joint of the DC-motor model, last step
-N_WORK = 13
+W_TARGET = 13  # the servo firmware's target (servo.firmware_target; the goal but on an STS)
+N_WORK = 14
 
 
 @dataclass(frozen=True)
@@ -129,10 +130,12 @@ def _update(ints, params, consts, work, rows, motor_state, qpos, qvel, qfrc_smoo
                  + work[i, W_PREV_KV] * work[i, W_PREV_DQ]
                  + qfrc_constraint[dof] - own_friction)
         model = ints[i, I_MODEL]
+        target = servo.firmware_target(p, work[i, W_TARGET], work[i, W_GOAL], dt)
+        work[i, W_TARGET] = target
         if ints[i, I_MOTOR] != 0:
             tau_m, lugre, control, current = motor_torque(
                 ints[i, I_FAMILY], p, consts[i], rows[i], motor_state[i], work[i, W_KP], q, dq,
-                work[i, W_GOAL], work[i, W_ENABLE] != 0.0, False, 0.0, dt)
+                target, work[i, W_ENABLE] != 0.0, False, 0.0, dt)
             work[i, W_CURRENT] = current
             if model == LUGRE_ID:
                 _update_lugre(i, p, work, tau_m, lugre, tau_e, dq, control, ctrl,
@@ -140,7 +143,7 @@ def _update(ints, params, consts, work, rows, motor_state, qpos, qvel, qfrc_smoo
                 continue
         else:
             tau_m, control = servo.servo_torque(
-                ints[i, I_FAMILY], p, consts[i], work[i, W_KP], q, dq, work[i, W_GOAL],
+                ints[i, I_FAMILY], p, consts[i], work[i, W_KP], q, dq, target,
                 work[i, W_ENABLE] != 0.0,
             )
         if model >= EP_FIRST:
@@ -217,15 +220,16 @@ def _servo_outputs(ints, params, consts, work, rows, motor_state, qpos, qvel, dt
                    out_control):
     """τ_m and control of every joint at the current state and command (no side effect)."""
     for i in range(ints.shape[0]):
+        target = servo.firmware_target(params[i], work[i, W_TARGET], work[i, W_GOAL], dt)
         if ints[i, I_MOTOR] != 0:  # the motor's states are advanced on a copy
             out_tau[i], _, out_control[i], _ = motor_torque(
                 ints[i, I_FAMILY], params[i], consts[i], rows[i].copy(), motor_state[i].copy(),
-                work[i, W_KP], qpos[ints[i, I_QADR]], qvel[ints[i, I_DADR]], work[i, W_GOAL],
+                work[i, W_KP], qpos[ints[i, I_QADR]], qvel[ints[i, I_DADR]], target,
                 work[i, W_ENABLE] != 0.0, False, 0.0, dt)
             continue
         out_tau[i], out_control[i] = servo.servo_torque(
             ints[i, I_FAMILY], params[i], consts[i], work[i, W_KP], qpos[ints[i, I_QADR]],
-            qvel[ints[i, I_DADR]], work[i, W_GOAL], work[i, W_ENABLE] != 0.0,
+            qvel[ints[i, I_DADR]], target, work[i, W_ENABLE] != 0.0,
         )
 
 
@@ -534,6 +538,7 @@ class ServoArm:
         d.qpos[qadr] = q
         d.qvel[dadr] = dq
         self._work[:, W_GOAL] = q
+        self._work[:, W_TARGET] = q
         d.ctrl[self._ints[:, I_ACT]] = 0.0
         m.dof_frictionloss[dadr] = 0.0
         m.dof_damping[dadr] = 0.0

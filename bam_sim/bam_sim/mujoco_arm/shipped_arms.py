@@ -1,6 +1,6 @@
 """The shipped MuJoCo arms (paper section VI-B) and a one-joint pendulum model.
 
-Two 2R arms moving in a vertical plane under gravity, MJCF files in
+Three 2R arms moving in a vertical plane under gravity, MJCF files in
 ``bam_sim/mjcf/`` (installed to ``share/bam_sim/mjcf``); the files document
 their geometry and masses. Both follow the same conventions: joints "shoulder"
 and "elbow" about −y, each driven by a ``<motor>`` of the same name, q = 0 with
@@ -14,10 +14,12 @@ arm         shoulder       elbow          l1/m   l2/m   z_shoulder
 =========== ============== ============== ====== ====== ==========
 dynamixel   MX-106 (m4)    MX-64 (m4)     0.20   0.20   0.5
 erob        eRob80:100 (m6) eRob80:50 (m6) 0.45  0.40   1.2
+feetech     STS3215 (m1)   STS3215 (m1)   0.12   0.14   0.3
 =========== ============== ============== ====== ====== ==========
 
 The default friction model of each joint is the richest the paper found best
-on that arm (Fig. 7: M4 for the Dynamixel arm, M6 for the eRob arm).
+on that arm (Fig. 7: M4 for the Dynamixel arm, M6 for the eRob arm); the
+STS3215 has only a published M1 set.
 """
 
 from __future__ import annotations
@@ -87,6 +89,10 @@ ARMS: dict[str, ArmSpec] = {
                 (JointSpec("shoulder", "shoulder", "erob80_100", "m6"),
                  JointSpec("elbow", "elbow", "erob80_50", "m6")),
                 (0.45, 0.40), 1.2),
+        ArmSpec("feetech", "Feetech 2R arm (STS3215 shoulder and elbow)", "feetech_2r.xml",
+                (JointSpec("shoulder", "shoulder", "sts3215", "m1"),
+                 JointSpec("elbow", "elbow", "sts3215", "m1")),
+                (0.12, 0.14), 0.3),
     )
 }
 
