@@ -1,8 +1,9 @@
 """The paper's 2R arm validation (section VI-B, Fig. 7) on the simulated arms.
 
 On each shipped arm (``dynamixel``: MX-106 + MX-64, ``erob``: eRob80:100 +
-eRob80:50) a *true* arm is simulated with the richer published model (M4 for
-the Dynamixel joints, M6 for the eRob joints, ``bam_sim.models.parameter_file
+eRob80:50, ``feetech``: two STS3215) a *true* arm is simulated with the richer
+published model (M4 for the Dynamixel joints, M6 for the eRob joints, M1, the
+only one published, for the STS3215; ``bam_sim.models.parameter_file
 .published``). It plays the four test paths of Fig. 6 (``bam_sim.mujoco_arm.paths``)
 with a low and a high servo gain (LG / HG: the first and the last Table I gain
 of the joint's actuator), and is compared with the same arm simulated with
@@ -49,9 +50,10 @@ from bam_sim.mujoco_arm.shipped_arms import arm_spec, load_arm
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-ARMS = ("dynamixel", "erob")
+ARMS = ("dynamixel", "erob", "feetech")
 # Arm (rod) mass of the synthetic pendulum benches, as benchmarks/identification.py.
-BENCH_ARM_MASS = {"mx64": 0.1, "mx106": 0.1, "erob80_50": 0.0, "erob80_100": 0.0}
+BENCH_ARM_MASS = {"mx64": 0.1, "mx106": 0.1, "erob80_50": 0.0, "erob80_100": 0.0,
+                  "sts3215": 0.02}
 
 
 @dataclass(frozen=True)

@@ -125,11 +125,13 @@ def fit_parser() -> argparse.ArgumentParser:
     parser.add_argument("--set", action="append", metavar="NAME=VALUE",
                         help="hold a parameter fixed (repeatable)")
     parser.add_argument("--groups", nargs="+", default=[], choices=list(GROUPS),
-                        metavar="GROUP", help="optional groups of MuJoCo's DC-motor model to "
-                        f"identify too, among {', '.join(GROUPS)} (thermal: R_T, C and α from "
+                        metavar="GROUP", help="optional parameter groups to identify too, "
+                        f"among {', '.join(GROUPS)} (thermal: R_T, C and α from "
                         "the recorded winding temperature; hold thermal.ambient and "
                         "thermal.reftemp with --set, else both are the coolest first "
-                        "temperature of the training logs)")
+                        "temperature of the training logs; supply: the series resistance of "
+                        "a sagging supply; latency: the command delay, and the report gives "
+                        "the delays to randomize over)")
     parser.add_argument("--temperature-weight", type=float,
                         default=DEFAULT_TEMPERATURE_WEIGHT, metavar="RAD_PER_K",
                         help="weight of the winding-temperature MAE added to the position MAE "
@@ -208,6 +210,7 @@ def run_fit(args: FitJob) -> str:
         nested_start,
         parse_assignments,
     )
+    from bam_identify.fitting.latency import latency_range
     from bam_identify.fitting.report import (
         ModelResult,
         check_report_folder,
@@ -285,6 +288,9 @@ def run_fit(args: FitJob) -> str:
             record["validation_temperature_mae"] = val_t
         if args.groups:
             record["groups"] = list(args.groups)
+        delays = latency_range(Objective(spaces[model], train.logs), fitted.values)
+        if delays is not None:
+            record["latency_range"] = [delays["low"], delays["high"]]
         if per_model[model]:
             record["fixed"] = per_model[model]
         if base is not None:
@@ -292,7 +298,8 @@ def run_fit(args: FitJob) -> str:
         params = spaces[model].parameter_set(fitted.values, record)
         output = _save_fit(params, outputs[model], args.force, fitted.interrupted)
         results.append(ModelResult(params, train_mae, val_mae, fitted.trials,
-                                   fitted.seconds, output, fitted.interrupted, train_t, val_t))
+                                   fitted.seconds, output, fitted.interrupted, train_t, val_t,
+                                   delays))
         if fitted.interrupted:
             break
     try:

@@ -196,3 +196,28 @@ def test_effects_can_change_at_run_time():
     with pytest.raises(BamError):
         sim.set_measurement(position_noise=math.nan)
     assert sim.quantization == 0.1 and sim.position_noise == 0.0
+
+
+def test_latency_ticks_equal_rollout_and_delay_the_response():
+    """A set with L_c (and L_r) on the stepper: with L_r = 0 the ticks are the rollout's
+    bit for bit (the same interpolated commands); the response is the undelayed one
+    shifted by L_c where L_c is whole ticks; L_r shifts the readings alone."""
+    base = published("mx64", "m4")
+    bench = benches("mx64")
+    commands = command_log("steps", bench, 32.0, DT, duration=2.0)
+    goal0 = float(commands.goal[0])
+    for delay in (0.0123, 3 * DT):
+        params = base.replace(**{"latency.command": delay})
+        sim = BenchStepper(params, bench, DT, gain=32.0, goal=goal0)
+        samples = drive(sim, commands.goal, commands.enabled)
+        run = rollout(params, as_log(samples, bench, None))
+        np.testing.assert_array_equal([s.position for s in samples], run.position)
+        assert [s.goal for s in samples] == list(commands.goal)  # reported as given
+    plain = [s.position for s in drive(BenchStepper(base, bench, DT, gain=32.0, goal=goal0),
+                                       commands.goal, commands.enabled)]
+    np.testing.assert_array_equal([s.position for s in samples][3:], plain[:-3])
+    read = base.replace(**{"latency.reading": 2 * DT})
+    late = [s.position for s in drive(BenchStepper(read, bench, DT, gain=32.0, goal=goal0),
+                                      commands.goal, commands.enabled)]
+    np.testing.assert_array_equal(late[2:], plain[:-2])
+    assert np.ptp(plain) > 0.3

@@ -42,6 +42,8 @@ class ModelResult:
     # Winding-temperature MAE (K) of sets with the thermal group on logs that recorded it.
     train_temperature_mae: float | None = None
     validation_temperature_mae: float | None = None
+    # With latency freed: the delays consistent with the data (fitting/latency.py).
+    latency: dict[str, float] | None = None
 
     @property
     def model(self) -> str:
@@ -102,6 +104,7 @@ def write_report(folder: Path, results: list[ModelResult], validation: list[Benc
                              "validation_temperature_mae": r.validation_temperature_mae,
                              "trials": r.trials, "seconds": r.seconds,
                              "interrupted": r.interrupted, "parameters": r.params.values,
+                             "latency": r.latency,
                              "file": str(r.output)} for r in results},
         "figures": {k: v.name for k, v in figures.items()},
     }
@@ -172,6 +175,18 @@ def _markdown(summary: dict, results: list[ModelResult]) -> str:
                 "| model | train MAE [K] | validation MAE [K] |", "|---|---|---|"]
         out += [f"| {r.model} | {_kelvin(r.train_temperature_mae)} | "
                 f"{_kelvin(r.validation_temperature_mae)} |" for r in heated]
+    delayed = [r for r in results if r.latency is not None]
+    if delayed:
+        out += ["", "## Latency", "",
+                "Command latency L_c freed (the bench sees L_c + L_r, L_r held): the value "
+                "found and the interval where the training MAE stays within "
+                f"{100 * delayed[0].latency['rise']:g} % of its best, every other parameter "
+                "held. Randomize the delay over that interval in training.", "",
+                "| model | L_c found [ms] | randomize L_c over [ms] | L_r held [ms] |",
+                "|---|---|---|---|"]
+        out += [f"| {r.model} | {1e3 * r.latency['identified']:.2f} | "
+                f"{1e3 * r.latency['low']:.2f} – {1e3 * r.latency['high']:.2f} | "
+                f"{1e3 * r.latency['reading']:.2f} |" for r in delayed]
     if summary["warnings"]:
         out += ["", "## Warnings", ""] + [f"- {w}" for w in summary["warnings"]]
     if "elastoplastic" in summary:

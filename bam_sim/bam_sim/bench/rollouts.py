@@ -29,6 +29,15 @@ refused before any simulation (:mod:`bam_sim.models.ep_validity`).
 The STS firmware's target (:func:`bam_sim.models.servo.firmware_target`) is a
 local too, at the first goal at the start; every other servo's target is the goal.
 
+With the ``latency`` group, the commands reach the servo L_c late and its states
+are read L_r late. A reading at t is then the state at t − L_r of a servo driven
+by the commands of t − L_r − L_c: on a bench that starts at rest, as the
+protocol's do, only the sum L = L_c + L_r shows, and the rollout applies it to
+the commands (:func:`delayed_command`): the command of step k is the one given
+at k − L/Δt, interpolated between the two ticks around it (the first command
+before the log). The fit therefore frees L_c and holds L_r; the bench
+simulator keeps them apart (:mod:`bam_sim.bench.stepper`).
+
 A set that runs through MuJoCo's DC-motor model (dcmotor family, LuGre, or an
 optional group; :func:`bam_sim.models.motor_model.uses_motor`) carries its
 five states the same way, as locals of the loop: slew (at the first goal),
@@ -68,6 +77,27 @@ from bam_sim.models.servo import firmware_target, servo_torque, torque_from_cont
 
 
 @nb.njit(cache=True, inline="always")
+def delayed_command(goal: np.ndarray, enabled: np.ndarray, control: np.ndarray, k: int,
+                    delay: float) -> tuple[float, bool, float]:
+    """(goal, enable, control) acting at step k with the commands ``delay`` ticks late.
+
+    Between two ticks the goal and control are interpolated; the enable is the
+    last one that has arrived. Before the first tick, the first command.
+    """
+    if not delay > 0.0:
+        return goal[k], enabled[k], control[k]
+    x = k - delay
+    if x <= 0.0:
+        return goal[0], enabled[0], control[0]
+    i = int(np.floor(x))
+    f = x - i
+    if f == 0.0:
+        return goal[i], enabled[i], control[i]
+    return (goal[i] + f * (goal[i + 1] - goal[i]), enabled[i],
+            control[i] + f * (control[i + 1] - control[i]))
+
+
+@nb.njit(cache=True, inline="always")
 def _simulate(
     model: int, family: int, p: np.ndarray, c: np.ndarray, kp: float, inertia: float,
     gravity_torque: float, q0: float, dq0: float, goal: np.ndarray, enabled: np.ndarray,
@@ -85,6 +115,8 @@ def _simulate(
     """
     q, dq, e = q0, dq0, 0.0  # e: elasto-plastic deflection (ep_* only)
     target = goal[0]  # the servo firmware's target (the goal but on an STS)
+    delay = (p[P.LATENCY_COMMAND] + p[P.LATENCY_READING]) / dt  # ticks (module docstring)
+    goal_k, enabled_k, control_k = goal[0], enabled[0], control[0]
     store, store_all, score = out_q.size > 0, out_tau.size > 0, recorded.size > 0
     motor = uses_motor(family, model, p)
     pd = np.zeros((N_MODES, D.N_PARAMS))  # the set's dcmotor rows (motor only)
@@ -110,18 +142,19 @@ def _simulate(
             if score_t and temperature[k] == temperature[k]:
                 error_t += abs(t_sim - temperature[k])
                 count_t += 1
-        target = firmware_target(p, target, goal[k], dt)
+        goal_k, enabled_k, control_k = delayed_command(goal, enabled, control, k, delay)
+        target = firmware_target(p, target, goal_k, dt)
         if k == n - 1:
             break
         if motor:
             q_next, dq_next, e, tau_m, applied, current = step_motor(
                 model, family, p, pd, c, kp, inertia, gravity_torque, q, dq, e, state,
-                target, enabled[k], replay, control[k], dt,
+                target, enabled_k, replay, control_k, dt,
             )
         else:
             q_next, dq_next, e, tau_m, applied = step_any(
                 model, family, p, c, kp, inertia, gravity_torque, q, dq, e,
-                target, enabled[k], replay, control[k], dt,
+                target, enabled_k, replay, control_k, dt,
             )
         if store_all:
             out_dq[k] = dq
@@ -136,15 +169,15 @@ def _simulate(
         out_dq[last] = dq
         if motor:
             tau_m, _, applied, current = motor_torque(
-                family, p, c, pd, state.copy(), kp, q, dq, target, enabled[last], replay,
-                control[last], dt)
+                family, p, c, pd, state.copy(), kp, q, dq, target, enabled_k, replay,
+                control_k, dt)
             out_tau[last], out_control[last], out_current[last] = tau_m, applied, current
         elif replay:
-            out_control[last] = control[last] if enabled[last] else 0.0
-            out_tau[last] = torque_from_control(family, p, c, control[last], dq, enabled[last])
+            out_control[last] = control_k if enabled_k else 0.0
+            out_tau[last] = torque_from_control(family, p, c, control_k, dq, enabled_k)
         else:
             out_tau[last], out_control[last] = servo_torque(
-                family, p, c, kp, q, dq, target, enabled[last]
+                family, p, c, kp, q, dq, target, enabled_k
             )
     return error, error_t, count_t
 

@@ -29,6 +29,14 @@ initial state until L ticks have passed); Gaussian noise of a given standard
 deviation is added to the position (a seeded numpy Generator); the position
 is then rounded to the encoder's step. Velocity is only delayed.
 
+A set with the ``latency`` group delays what the servo is told by L_c (the
+command of tick k is the one given L_c/Δt ticks earlier, goals interpolated
+between ticks as in a rollout, :func:`bam_sim.bench.rollouts.delayed_command`;
+the command held before the first tick until then) and what is reported by
+L_r, rounded to whole ticks and added to the read latency. Unlike a rollout,
+which only sees their sum, the two stay apart here: a controller closing its
+loop through this bench meets each where it is.
+
 An STS servo's firmware target follows the goal at its rate
 (:func:`bam_sim.models.servo.firmware_target`), from the initial goal, as in a
 rollout.
@@ -50,6 +58,7 @@ temperature.
 from __future__ import annotations
 
 import math
+from collections import deque
 from typing import NamedTuple
 
 import numpy as np
@@ -159,6 +168,13 @@ class BenchStepper:
         self._k = 0
         self._params = params
         self._bench = bench
+        if isinstance(latency, bool) or not isinstance(latency, (int, np.integer)) or latency < 0:
+            raise BamError(f"latency must be a whole number of ticks >= 0, got {latency!r}")
+        self._latency = int(latency)
+        # The commands of the last ticks, for the latency group's L_c, and the last
+        # read-delay + 1 true states (filled with the initial one); oldest first.
+        self._commands: deque[Command] = deque(maxlen=2)
+        self._states: deque[tuple[float, float]] = deque([(self._q, self._dq)])
         self._install(params, bench)
         self._command = Command(self._q, True, 0.0)
         self.set_command(
@@ -169,18 +185,12 @@ class BenchStepper:
         self._reset_motor()
         # The STS firmware's target (the goal on other servos): at the first goal.
         self._target = self._command.goal
-        self._latency = 0
+        self._first_command = self._command  # held before the first tick
         self._quantization = 0.0
         self._noise_std = 0.0
         self._rng = np.random.default_rng(seed)
         self._noise = np.empty(0)
         self._noise_index = 0
-        if isinstance(latency, bool) or not isinstance(latency, (int, np.integer)) or latency < 0:
-            raise BamError(f"latency must be a whole number of ticks >= 0, got {latency!r}")
-        self._latency = int(latency)
-        # Ring buffer of the last latency + 1 states, filled with the initial one.
-        self._history_q = [self._q] * (self._latency + 1)
-        self._history_dq = [self._dq] * (self._latency + 1)
         self.set_measurement(quantization=quantization, position_noise=position_noise)
         self._warm_up()
 
@@ -342,6 +352,38 @@ class BenchStepper:
         self._kernel = kernel  # one assignment, read once per tick
         if fresh:
             self._reset_motor()
+        self._resize_delays()
+
+    def _resize_delays(self) -> None:
+        """Size the command and state histories for the set's delays (in ticks)."""
+        p = self._kernel[1]
+        self._command_delay = p[P.LATENCY_COMMAND] / self._dt
+        self._read_ticks = self._latency + round(p[P.LATENCY_READING] / self._dt)
+        size = math.ceil(self._command_delay) + 2
+        if self._commands.maxlen != size:
+            self._commands = deque(self._commands, maxlen=size)
+        states = list(self._states)
+        missing = self._read_ticks + 1 - len(states)
+        states = [states[0]] * max(missing, 0) + states
+        self._states = deque(states, maxlen=self._read_ticks + 1)
+
+    def _acting_command(self) -> Command:
+        """The command the servo acts on at this tick: the latest, or L_c late."""
+        self._commands.append(self._command)
+        if not self._command_delay > 0.0:
+            return self._command
+        x = self._k - self._command_delay
+        if x <= 0.0:
+            return self._first_command
+        i = math.floor(x)
+        f = x - i
+        back = self._k - i  # ticks since command i: commands[-1 - back]
+        oldest = -len(self._commands)  # after a longer L_c came in: what is kept
+        old = self._commands[max(-1 - back, oldest)]
+        if f == 0.0:
+            return old
+        new = self._commands[max(-back, oldest)]
+        return Command(old.goal + f * (new.goal - old.goal), old.torque_enable, old.gain)
 
     def _reset_motor(self) -> None:
         """The DC-motor model's states of a new motor: slew at the goal, the rest 0."""
@@ -354,7 +396,8 @@ class BenchStepper:
 
     def tick(self) -> Sample:
         """Report t_k for the latest command, then step the bench to k+1."""
-        goal, enabled, kp = self._command
+        given = self._command
+        goal, enabled, kp = self._acting_command()
         model, p, inertia, gravity, rows = self._kernel
         q, dq, k = self._q, self._dq, self._k
         current = temperature = math.nan
@@ -369,20 +412,15 @@ class BenchStepper:
             q_next, dq_next, e_next, tau_m, control = step_any(
                 model, self._family, p, self._consts, kp, inertia, gravity, q, dq, self._e,
                 target, enabled, False, 0.0, self._dt)
-        mq, mdq = q, dq
-        if self._latency:
-            size = self._latency + 1
-            self._history_q[k % size] = q
-            self._history_dq[k % size] = dq
-            mq = self._history_q[(k + 1) % size]
-            mdq = self._history_dq[(k + 1) % size]
+        self._states.append((q, dq))
+        mq, mdq = self._states[0]  # state k − read ticks (the initial one until then)
         if self._noise_std > 0.0:
             mq += self._noise_std * self._next_normal()
         if self._quantization > 0.0:
             mq = round(mq / self._quantization) * self._quantization
         self._q, self._dq, self._e, self._k = q_next, dq_next, e_next, k + 1
-        return Sample(k, k * self._dt, mq, mdq, goal, enabled, kp, control, tau_m, current,
-                      temperature)
+        return Sample(k, k * self._dt, mq, mdq, given.goal, given.torque_enable, given.gain,
+                      control, tau_m, current, temperature)
 
     def _next_normal(self) -> float:
         if self._noise_index >= self._noise.size:

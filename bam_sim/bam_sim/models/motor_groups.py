@@ -20,10 +20,13 @@ controller     ki, kd, slewmax, Imax, Vmax                 k_i, k_d, s,    (12),
 hbridge        pwm_period (the voltage family only)        T_pwm           (13),
                                                                            Sihite
 supply         resistance, min_voltage (voltage family)    R_s, V_min      servo.py
+latency        command, reading                            L_c, L_r        rollouts.py
 =============  ==========================================  ==============  =========
 
-``supply`` is not MuJoCo's: the servo's input sagging under the current it draws
-through the supply's series resistance (:mod:`bam_sim.models.servo`).
+``supply`` and ``latency`` are not MuJoCo's: the servo's input sagging under the
+current it draws through the supply's series resistance
+(:mod:`bam_sim.models.servo`), and the pure delays between a command and its
+action and between a state and its reading (:mod:`bam_sim.bench.rollouts`).
 
 As MuJoCo: ``inductance.L`` wins over ``timeconst`` (t_e = L/R); ``saturation.torque``
 wins over ``current`` (τ_max = K i_max); the thermal state exists when R_T > 0.
@@ -125,6 +128,11 @@ GROUPS: dict[str, Group] = {
             _spec("supply.resistance", "R_s", "Ω", 0.0, 3.0, 0.3),
             _spec("supply.min_voltage", "V_min", "V", 0.0, 100.0, 0.0),
         ), ("supply.resistance",), VOLTAGE),
+        # On a bench only L_c + L_r shows (rollouts.py): the fit frees L_c, L_r is held.
+        Group("latency", "pure delays of the link: command to action, state to reading", (
+            _spec("latency.command", "L_c", "s", 0.0, 0.05, 0.0),
+            _spec("latency.reading", "L_r", "s", 0.0, 0.05, 0.0),
+        ), ("latency.command",)),
     )
 }
 GROUP_OF: dict[str, str] = {name: g.name for g in GROUPS.values() for name in g.names}

@@ -51,7 +51,9 @@ of the same entries. Last, the Feetech STS firmware's ``error_gain_ratio`` (a fa
 on its duty gain) and ``max_velocity`` (rad/s, the slew rate of its internal target),
 named as in the authors' release; 0 in the vector of other servos means "absent".
 The ``supply`` group (``supply.resistance`` R_s, ``supply.min_voltage`` V_min) is the
-sag of a voltage-law servo's input under load (:mod:`bam_sim.models.servo`).
+sag of a voltage-law servo's input under load (:mod:`bam_sim.models.servo`); the
+``latency`` group (``latency.command``, ``latency.reading``, s) the pure delays of the
+link to the servo (:mod:`bam_sim.bench.rollouts`).
 """
 
 from __future__ import annotations
@@ -119,6 +121,9 @@ PARAM_NAMES: tuple[str, ...] = (
     # The servo's supply sagging under load (group supply, models/motor_groups.py).
     "supply.resistance",
     "supply.min_voltage",
+    # Pure delays of the link to the servo (group latency, models/motor_groups.py).
+    "latency.command",
+    "latency.reading",
 )
 N_PARAMS = len(PARAM_NAMES)
 # The dcmotor family names its motor as the document does (Table 7): resistance is R,
@@ -179,6 +184,8 @@ GAIN_RATIO = INDEX["error_gain_ratio"]
 TARGET_RATE = INDEX["max_velocity"]
 SUPPLY_R = INDEX["supply.resistance"]
 SUPPLY_VMIN = INDEX["supply.min_voltage"]
+LATENCY_COMMAND = INDEX["latency.command"]
+LATENCY_READING = INDEX["latency.reading"]
 
 # Physically plausible values (unit, low, high; low excluded where the parameter
 # divides something): far wider than the identification bounds, which must lie
@@ -236,6 +243,8 @@ PLAUSIBLE: dict[str, tuple[str, float, float]] = {
     "max_velocity": ("rad/s", 0.0, 1.0e3),
     "supply.resistance": ("Ω", 0.0, 1.0e2),
     "supply.min_voltage": ("V", 0.0, 1.0e3),
+    "latency.command": ("s", 0.0, 1.0),
+    "latency.reading": ("s", 0.0, 1.0),
 }
 # Parameters that must be strictly positive (they divide something).
 STRICTLY_POSITIVE = frozenset({"kt", "R", "dtheta_stribeck", "alpha", "contact_stiffness",

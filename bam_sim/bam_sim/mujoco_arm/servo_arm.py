@@ -396,6 +396,9 @@ class ServoArm:
             raise BamError(f"joint '{spec.joint}': an {spec.params.model} set with DC-motor "
                            f"groups ({', '.join(spec.params.groups)}) is simulated on the "
                            "pendulum bench only; use M1..M6 or lugre with groups in the arm")
+        if "latency" in spec.params.groups:
+            raise BamError(f"joint '{spec.joint}': the latency group is simulated on the pendulum "
+                           "bench and in the fit, not in the arm; drop latency.* from its set")
         self._ints[i] = (m.jnt_qposadr[joint], dof, act, spec.params.model_id, actuator.family,
                          int(motor))
         self._params[i] = spec.params.vector()
