@@ -266,3 +266,13 @@ def test_other_topics_are_ignored(tmp_path, sessions):
     logs = read_bag(write_messages(tmp_path / "with_clock", sorted(
         messages + ticks, key=lambda item: item[1])))
     assert [log.name for log in logs] == ["with_clock#1:lift_drop", "with_clock#2:steps"]
+
+
+def test_the_bus_input_voltage_is_read_back(tmp_path):
+    session = mx64_session()
+    first = session.trials[0]
+    volts = np.linspace(14.8, 13.9, len(first.log))
+    trials = (replace(first, log=replace(first.log, input_voltage=volts)), *session.trials[1:])
+    logs = read_bag(write_bag(tmp_path / "volts", [replace(session, trials=trials)]))
+    np.testing.assert_allclose(logs[0].input_voltage, volts, rtol=0, atol=1e-12)
+    assert logs[1].input_voltage is None  # NaN readings: not measured

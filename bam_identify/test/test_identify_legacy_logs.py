@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -147,3 +148,12 @@ def test_write_needs_overwrite_to_replace(tmp_path):
         write_legacy_log(path, log, "mx64", "steps")
     write_legacy_log(path, log, "mx64", "raise", overwrite=True)
     assert json.loads(path.read_text())["trajectory"] == "raise"
+
+
+def test_the_bus_input_voltage_travels_as_input_volts(tmp_path):
+    log, _ = simulated("mx64", "lift_drop", MX64_BENCH, 8.0, duration=0.5)
+    volts = 14.8 - 0.1 * (np.arange(len(log)) % 10)
+    log = dataclasses.replace(log, input_voltage=volts)
+    path = write_legacy_log(tmp_path / "mx.json", log, "mx64", "lift_drop")
+    assert "input_volts" in json.loads(path.read_text())["entries"][0]
+    np.testing.assert_array_equal(read_legacy_log(path).input_voltage, volts)

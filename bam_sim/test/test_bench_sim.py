@@ -221,3 +221,17 @@ def test_latency_ticks_equal_rollout_and_delay_the_response():
                                       commands.goal, commands.enabled)]
     np.testing.assert_array_equal(late[2:], plain[:-2])
     assert np.ptp(plain) > 0.3
+
+
+def test_a_sagging_supply_is_reported_like_the_rollout():
+    params = published("mx64", "m1").replace(**{"supply.resistance": 1.0})
+    bench = benches("mx64")
+    commands = command_log("steps", bench, 32.0, DT, duration=2.0)
+    sim = BenchStepper(params, bench, DT, gain=32.0, goal=float(commands.goal[0]))
+    samples = drive(sim, commands.goal, commands.enabled)
+    run = rollout(params, as_log(samples, bench, None))
+    volts = np.array([s.input_voltage for s in samples])
+    np.testing.assert_array_equal(volts, run.input_voltage)
+    assert volts.min() < 14.0 and volts.max() == 15.0  # sags while it drives, never rises
+    plain = BenchStepper(published("mx64", "m1"), bench, DT, gain=32.0).tick()
+    assert plain.input_voltage == 15.0

@@ -230,17 +230,17 @@ def test_temperature_error_is_scored_against_the_recorded_temperature():
     offset = 0.7  # K: the recording reads that much above the model, from the start on
     log = BenchLog(cmd.bench, cmd.kp, cmd.dt, cmd.goal, cmd.enabled, position=sim.position,
                    temperature=sim.temperature + offset)
-    mae, mae_t = batch_errors("m1", params.vector(), LogBatch.pack([log], params.actuator_def))
+    mae, mae_t, _ = batch_errors("m1", params.vector(), LogBatch.pack([log], params.actuator_def))
     # the rollout starts from the recorded (offset) temperature: the error decays from
     # `offset` as the rise converges; it stays within (0, offset]
     assert 0.0 < mae_t[0, 0] <= offset and mae[0, 0] < 1e-3
     exact = BenchLog(cmd.bench, cmd.kp, cmd.dt, cmd.goal, cmd.enabled, position=sim.position,
                      temperature=sim.temperature)
-    _, zero = batch_errors("m1", params.vector(), LogBatch.pack([exact], params.actuator_def))
+    _, zero, _ = batch_errors("m1", params.vector(), LogBatch.pack([exact], params.actuator_def))
     assert zero[0, 0] == 0.0
     no_thermal = published("mx64", "m1")
-    _, none = batch_errors("m1", no_thermal.vector(),
-                           LogBatch.pack([exact], no_thermal.actuator_def))
+    _, none, _ = batch_errors("m1", no_thermal.vector(),
+                              LogBatch.pack([exact], no_thermal.actuator_def))
     assert np.isnan(none[0, 0])
 
 
@@ -250,12 +250,12 @@ def free_swing(params: ParameterSet, velocity: float, steps: int = 1200) -> np.n
     from bam_sim.bench.rollouts import _rollout_kernel
 
     log = BenchLog(Bench(MASS, LENGTH), 20.0, DT, np.zeros(steps), np.zeros(steps, bool))
-    q, dq, tau, ctrl, current, temperature = (np.empty(steps) for _ in range(6))
+    q, dq, tau, ctrl, current, temperature, voltage = (np.empty(steps) for _ in range(7))
     _rollout_kernel(params.model_id, params.actuator_def.family, params.vector(),
                     log.consts(params.actuator_def), 20.0,
                     log.bench.inertia(params.values["armature"]), log.bench.gravity_torque,
                     0.0, velocity, log.goal, log.enabled, np.zeros(steps), DT, False,
-                    np.empty(0), q, dq, tau, ctrl, current, temperature)
+                    np.empty(0), q, dq, tau, ctrl, current, temperature, voltage)
     return dq
 
 

@@ -180,7 +180,7 @@ def _deserialize(reader: Reader, label: str, names: dict[str, str]) -> _Recordin
                     rec.actuators.setdefault(state.name, _Series()).add(
                         stamp, goal=state.goal_position, enabled=bool(state.torque_enable),
                         control=state.control, unit=state.control_unit,
-                        temperature=state.temperature)
+                        temperature=state.temperature, input_voltage=state.input_voltage)
             elif topic == TOPIC_BENCH_INFO:
                 rec.infos.append((_stamp(msg.header), msg))
             else:
@@ -271,7 +271,7 @@ def _pick(series: dict, wanted: str, what: str, topic: str, where: str) -> str:
 
 # Beyond these a recording is corrupt or not of a bench (rad, rad/s, V or A).
 PLAUSIBLE = {"position": 1.0e4, "velocity": 1.0e3, "goal position": 1.0e4, "control": 1.0e3,
-             "temperature": 1.0e3}
+             "temperature": 1.0e3, "input voltage": 1.0e3}
 
 
 def _finite_or_fail(values: np.ndarray, stamps: np.ndarray, start: int, what: str,
@@ -382,8 +382,10 @@ def _trial_log(path: Path, marker: _Marker, info, joints: dict, actuators: dict,
     at = resample.grid_ns(int(stamps[-1]) - t_start, dt_ns)
     t_joint = (stamps - t_start) * 1e-9
     t_act = (a_stamps - t_start) * 1e-9
-    temperature = _temperature(a_values["temperature"][k0:k1], t_act, at, a_stamps, t_start,
-                               f"temperature of '{name}'", where)
+    temperature = _measured(a_values["temperature"][k0:k1], t_act, at, a_stamps, t_start,
+                            f"temperature of '{name}'", where)
+    voltage = _measured(a_values["input_voltage"][k0:k1], t_act, at, a_stamps, t_start,
+                        f"input voltage of '{name}'", where)
     supply = float(info.supply_voltage)
     damping = float(info.damping)
     return BenchLog(
@@ -402,14 +404,14 @@ def _trial_log(path: Path, marker: _Marker, info, joints: dict, actuators: dict,
         supply_voltage=(supply if act.family == VOLTAGE and math.isfinite(supply)
                         and supply > 0.0 else None),
         damping=damping if math.isfinite(damping) and damping > 0.0 else None,
-        temperature=temperature,
+        temperature=temperature, input_voltage=voltage,
     )
 
 
-def _temperature(values: np.ndarray, times: np.ndarray, at: np.ndarray, stamps: np.ndarray,
-                 start: int, what: str, where: str) -> np.ndarray | None:
-    """The winding temperature on the grid, from its measured samples (NaN: not measured);
-    None when fewer than two samples of the trial were measured."""
+def _measured(values: np.ndarray, times: np.ndarray, at: np.ndarray, stamps: np.ndarray,
+              start: int, what: str, where: str) -> np.ndarray | None:
+    """A reading (winding temperature, input voltage) on the grid, from its measured
+    samples (NaN: not measured); None when fewer than two samples of the trial were."""
     values = values.astype(np.float64)
     measured = np.isfinite(values)
     if measured.sum() < 2:

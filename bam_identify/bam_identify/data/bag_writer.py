@@ -210,6 +210,7 @@ def _trial_messages(m: _Messages, trial: BagTrial, info: dict, t0: int,
         raise BamError(f"{label}: motor_torque has shape {torque.shape}, expected ({n},)")
     control = log.control if log.control is not None else np.full(n, np.nan)
     temperature = log.temperature if log.temperature is not None else np.full(n, np.nan)
+    voltage = log.input_voltage if log.input_voltage is not None else np.full(n, np.nan)
     joint, unit = info["joint_name"], info["control_unit"]
     marker = dict(trajectory=str(trial.trajectory), gain=gain, trial_id=int(trial.trial_id),
                   repetition=int(trial.repetition))
@@ -225,7 +226,7 @@ def _trial_messages(m: _Messages, trial: BagTrial, info: dict, t0: int,
         state = m.ActuatorState(
             name=joint, goal_position=float(log.goal[k]), torque_enable=bool(log.enabled[k]),
             gain=gain, control=float(control[k]), control_unit=unit, current=math.nan,
-            input_voltage=math.nan, temperature=float(temperature[k]),
+            input_voltage=float(voltage[k]), temperature=float(temperature[k]),
             motor_torque=float(torque[k]),
             error_flags=0)
         yield TOPIC_ACTUATOR_STATES, stamp, m.ActuatorStateArray(header=m.header(stamp),

@@ -137,6 +137,8 @@ def read_legacy_log(path: str | os.PathLike, dt: float = 0.005) -> BenchLog:
                                                               "torque_enable")}
     series["speed"] = _column(entries, "speed", where, required=False)
     series["control"] = _column(entries, "control", where, required=False)
+    # The Dynamixel recorders' bus reading (a fit of the supply group is scored on it).
+    series["input_volts"] = _column(entries, "input_volts", where, required=False)
 
     processed = "dt" in doc
     if processed:
@@ -161,6 +163,7 @@ def read_legacy_log(path: str | os.PathLike, dt: float = 0.005) -> BenchLog:
               "bench_source": "legacy", "format": "processed" if processed else "raw"},
         supply_voltage=supply if supply is not None and supply > 0.0 else None,
         damping=damping if damping is not None and damping > 0.0 else None,
+        input_voltage=values["input_volts"],
     )
 
 
@@ -224,6 +227,8 @@ def write_legacy_log(path: str | os.PathLike, log: BenchLog, actuator: str | Act
         entry["torque_enable"] = bool(log.enabled[k])
         if log.control is not None:
             entry["control"] = float(log.control[k])
+        if log.input_voltage is not None:
+            entry["input_volts"] = float(log.input_voltage[k])
         entries.append(entry)
     doc["entries"] = entries
     path.parent.mkdir(parents=True, exist_ok=True)

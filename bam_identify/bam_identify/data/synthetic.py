@@ -25,12 +25,14 @@ PAPER_TRAJECTORIES = ("accelerated_oscillations", "slow_oscillations", "raise_lo
 
 def record(truth: ParameterSet, bench: Bench, kp: float, trajectory: str, dt: float = 0.005,
            duration: float = 6.0, noise: float = 0.0,
-           rng: np.random.Generator | None = None, temperature_step: float = 0.0) -> BenchLog:
+           rng: np.random.Generator | None = None, temperature_step: float = 0.0,
+           voltage_step: float = 0.0) -> BenchLog:
     """One log of ``trajectory`` as the bench would record it under ``truth``.
 
     ``noise`` (rad) adds Gaussian measurement noise to the recorded positions.
     A ``truth`` with the thermal group also records the winding temperature,
-    rounded to ``temperature_step`` (°C; 0: exact), as a servo reports it.
+    rounded to ``temperature_step`` (°C; 0: exact), and one with the supply group
+    the input voltage, rounded to ``voltage_step`` (V), as a servo reports them.
     """
     cmd = command_log(trajectory, bench, kp, dt, duration)
     sim = rollout(truth, cmd)
@@ -42,11 +44,17 @@ def record(truth: ParameterSet, bench: Bench, kp: float, trajectory: str, dt: fl
         temperature = sim.temperature
         if temperature_step > 0.0:
             temperature = np.round(temperature / temperature_step) * temperature_step
+    voltage = None
+    if "supply" in truth.groups:
+        voltage = sim.input_voltage
+        if voltage_step > 0.0:
+            voltage = np.round(voltage / voltage_step) * voltage_step
     return BenchLog(bench=bench, kp=kp, dt=dt, goal=cmd.goal, enabled=cmd.enabled,
                     position=position, velocity=sim.velocity, control=sim.control,
                     name=f"{trajectory}_m{bench.mass:g}_l{bench.length:g}_kp{kp:g}",
                     meta={"trajectory": trajectory, "gain": kp},
-                    supply_voltage=None, damping=None, temperature=temperature)
+                    supply_voltage=None, damping=None, temperature=temperature,
+                    input_voltage=voltage)
 
 
 def paper_like_set(truth: ParameterSet, n_logs: int, arm_mass: float = 0.0,

@@ -65,7 +65,11 @@ from bam_sim.common.errors import BamError
 from bam_sim.models import parameters as P
 from bam_sim.models.actuators import FAMILY_NAMES, get_actuator
 from bam_sim.models.model_registry import get_model
-from bam_sim.models.motor_groups import DEFAULT_TEMPERATURE_WEIGHT, get_group
+from bam_sim.models.motor_groups import (
+    DEFAULT_TEMPERATURE_WEIGHT,
+    DEFAULT_VOLTAGE_WEIGHT,
+    get_group,
+)
 from bam_sim.models.parameter_set import (
     ParameterSet,
     allowed_names,
@@ -174,12 +178,15 @@ class Objective:
 
     The score is the step-weighted position MAE (rad) plus, for sets with the
     thermal group, ``temperature_weight`` (rad/K) times the step-weighted MAE
-    of the winding temperature over the logs that recorded it (K).
+    of the winding temperature over the logs that recorded it (K), and, when the
+    supply's series resistance is identified, ``voltage_weight`` (rad/V) times
+    the MAE of the input voltage over the logs whose bus reported it (V).
     """
 
     def __init__(self, space: SearchSpace, logs: list[BenchLog], replay: bool = False,
                  check_logs: list[BenchLog] | None = None,
-                 temperature_weight: float = DEFAULT_TEMPERATURE_WEIGHT):
+                 temperature_weight: float = DEFAULT_TEMPERATURE_WEIGHT,
+                 voltage_weight: float = DEFAULT_VOLTAGE_WEIGHT):
         """``check_logs``: more logs (e.g. the validation logs) on which an ``ep_*``
         candidate must be valid too, though they are not scored."""
         if not logs:
@@ -194,6 +201,9 @@ class Objective:
         self.weights = self.batch.lengths / self.batch.lengths.sum()
         self.replay = replay
         self.temperature_weight = float(temperature_weight)
+        # The bus's input voltage counts where the supply sag is searched.
+        self.voltage_weight = (float(voltage_weight) if "supply.resistance" in space.bounds
+                               and self.batch.has_input_voltage else 0.0)
         self.evaluations = 0
 
     def __call__(self, candidates: list[dict[str, float]]) -> np.ndarray:
@@ -207,15 +217,17 @@ class Objective:
         valid = violation == 0.0
         scores = INFEASIBLE * (1.0 + violation)
         if valid.any():
-            errors, errors_t = batch_errors(self.space.model, population[valid], self.batch,
-                                            self.replay)
-            simulated = errors @ self.weights + self.temperature_weight * self._mean(errors_t)
+            errors, errors_t, errors_v = batch_errors(self.space.model, population[valid],
+                                                      self.batch, self.replay,
+                                                      self.voltage_weight > 0.0)
+            simulated = (errors @ self.weights + self.temperature_weight * self._mean(errors_t)
+                         + self.voltage_weight * self._mean(errors_v))
             scores[valid] = np.where(np.isfinite(simulated), simulated, np.inf)
         self.evaluations += len(candidates)
         return scores
 
     def _mean(self, errors_t: np.ndarray) -> np.ndarray:
-        """Step-weighted mean over the logs scored on temperature (0 where none is)."""
+        """Step-weighted mean over the logs scored on a reading (0 where none is)."""
         scored = np.isfinite(errors_t[0]) if errors_t.size else np.zeros(0, bool)
         if not scored.any():
             return np.zeros(errors_t.shape[0])
@@ -225,11 +237,19 @@ class Objective:
     def errors(self, values: dict[str, float]) -> tuple[float, float | None]:
         """(position MAE in rad, temperature MAE in K or None) of one set over the logs,
         step-weighted; a one-line BamError if the set may not run on them."""
-        errors, errors_t = batch_errors(self.space.model, self.space.population([values]),
-                                        self.batch, self.replay)
+        errors, errors_t, _ = batch_errors(self.space.model, self.space.population([values]),
+                                           self.batch, self.replay)
         temperature = (float(self._mean(errors_t)[0]) if np.isfinite(errors_t).any()
                        else None)
         return float(errors[0] @ self.weights), temperature
+
+    def voltage_error(self, values: dict[str, float]) -> float | None:
+        """Input-voltage MAE (V) of one set over the logs whose bus reported it (None: none)."""
+        if not self.batch.has_input_voltage:
+            return None
+        _, _, errors_v = batch_errors(self.space.model, self.space.population([values]),
+                                      self.batch, self.replay, True)
+        return float(self._mean(errors_v)[0]) if np.isfinite(errors_v).any() else None
 
     def violation(self, candidates: list[dict[str, float]]) -> np.ndarray:
         """0 for each candidate that may be simulated, else its relative violation of
@@ -313,9 +333,10 @@ def identify(space: SearchSpace, logs: list[BenchLog], settings: FitSettings,
     record = open_record(settings.storage, settings.study_name,
                          _fingerprint(space, objective, settings, popsize0), space.names,
                          list(space.bounds.values()), settings.shares)
-    # The residuals hold the positions only: no polish when temperatures are scored too.
+    # The residuals hold the positions only: no polish when a reading is scored too.
     polish = settings.polish and not (objective.batch.has_temperature
                                       and objective.temperature_weight > 0.0)
+    polish = polish and objective.voltage_weight == 0.0
     search = Search(space.names, space.unit_box(), objective, settings.trials,
                     settings.target, record, polish, progress)
     start = None if settings.start is None else space.to_unit(settings.start)

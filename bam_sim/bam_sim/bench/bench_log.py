@@ -53,6 +53,8 @@ class BenchLog:
     # The winding temperature the actuator reported, °C (sets with the thermal group
     # start from its first value and are scored on it).
     temperature: np.ndarray | None = None
+    # The input voltage the bus reported, V (a fit of the supply group is scored on it).
+    input_voltage: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         where = f"log '{self.name}'" if self.name else "log"
@@ -72,7 +74,7 @@ class BenchLog:
             value = getattr(self, name)
             if value is not None and not (np.isfinite(value) and value > 0.0):
                 raise BamError(f"{where}: {name} must be a finite number > 0, got {value}")
-        for name in ("position", "velocity", "control", "temperature"):
+        for name in ("position", "velocity", "control", "temperature", "input_voltage"):
             series = getattr(self, name)
             if series is not None:
                 object.__setattr__(self, name, _check_series(name, series, n, where))
@@ -120,6 +122,7 @@ class LogBatch:
     position: np.ndarray
     consts: np.ndarray
     temperature: np.ndarray  # °C, NaN where not recorded (and as padding)
+    input_voltage: np.ndarray  # V, NaN where not recorded (and as padding)
 
     @classmethod
     def pack(cls, logs: list[BenchLog] | tuple[BenchLog, ...], actuator: Actuator) -> LogBatch:
@@ -131,7 +134,7 @@ class LogBatch:
             raise BamError(f"logs have different time steps {sorted(dts)}; resample them to one")
         n, t = len(logs), max(len(log) for log in logs)
         goal, control, position = (np.zeros((n, t)) for _ in range(3))
-        temperature = np.full((n, t), np.nan)
+        temperature, voltage = np.full((n, t), np.nan), np.full((n, t), np.nan)
         enabled = np.zeros((n, t), dtype=np.bool_)
         for i, log in enumerate(logs):
             m = len(log)
@@ -142,6 +145,8 @@ class LogBatch:
             position[i, :m] = log.position if log.position is not None else np.nan
             if log.temperature is not None:
                 temperature[i, :m] = log.temperature
+            if log.input_voltage is not None:
+                voltage[i, :m] = log.input_voltage
         states = np.array([log.initial_state for log in logs])
         return cls(
             logs=tuple(logs), actuator=actuator, dt=dts.pop(),
@@ -152,7 +157,7 @@ class LogBatch:
             q0=states[:, 0].copy(), dq0=states[:, 1].copy(),
             goal=goal, enabled=enabled, control=control, position=position,
             consts=np.stack([log.consts(actuator) for log in logs]),
-            temperature=temperature,
+            temperature=temperature, input_voltage=voltage,
         )
 
     def __len__(self) -> int:
@@ -162,6 +167,11 @@ class LogBatch:
     def has_temperature(self) -> bool:
         """Whether any log recorded the winding temperature."""
         return any(log.temperature is not None for log in self.logs)
+
+    @property
+    def has_input_voltage(self) -> bool:
+        """Whether any log recorded the input voltage."""
+        return any(log.input_voltage is not None for log in self.logs)
 
     @property
     def steps(self) -> int:

@@ -73,7 +73,12 @@ from bam_sim.models.motor_model import (
     uses_motor,
 )
 from bam_sim.models.parameter_set import ParameterSet
-from bam_sim.models.servo import firmware_target, servo_torque, torque_from_control
+from bam_sim.models.servo import (
+    firmware_target,
+    input_voltage,
+    servo_torque,
+    torque_from_control,
+)
 
 
 @nb.njit(cache=True, inline="always")
@@ -104,14 +109,18 @@ def _simulate(
     control: np.ndarray, n: int, dt: float, replay: bool, recorded: np.ndarray,
     out_q: np.ndarray, out_dq: np.ndarray, out_tau: np.ndarray, out_control: np.ndarray,
     temperature: np.ndarray, out_current: np.ndarray, out_temperature: np.ndarray,
-) -> tuple[float, float, int]:
-    """Roll one log out: (Σ|q_sim − q_recorded|, Σ|T_sim − T_recorded|, temperatures scored).
+    voltage: np.ndarray, out_voltage: np.ndarray,
+) -> tuple[float, float, int, float, int]:
+    """Roll one log out: (Σ|q_sim − q_recorded|, Σ|T_sim − T_recorded|, temperatures
+    scored, Σ|V_sim − V_recorded|, voltages scored).
 
     Outputs are written only where the arrays are non-empty, so the error
     kernel runs the same loop without storing anything. ``temperature`` is
     the recorded winding temperature (°C, NaN where missing; empty: none):
     a set with the thermal group starts from its first value and is scored
-    on it.
+    on it. ``voltage`` is the input voltage the bus reported (V, NaN where
+    missing; empty: not scored), against the one of the servo model
+    (:func:`bam_sim.models.servo.input_voltage`, sagged with the supply group).
     """
     q, dq, e = q0, dq0, 0.0  # e: elasto-plastic deflection (ep_* only)
     target = goal[0]  # the servo firmware's target (the goal but on an STS)
@@ -129,6 +138,8 @@ def _simulate(
                    temperature[0] if temperature.size > 0 else np.nan)
     score_t = thermal and temperature.size > 0
     error, error_t, count_t = 0.0, 0.0, 0
+    error_v, count_v = 0.0, 0
+    volts = voltage.size > 0 or out_voltage.size > 0
     current = np.nan
     for k in range(n):
         if store:
@@ -144,6 +155,13 @@ def _simulate(
                 count_t += 1
         goal_k, enabled_k, control_k = delayed_command(goal, enabled, control, k, delay)
         target = firmware_target(p, target, goal_k, dt)
+        if volts:
+            v_sim = input_voltage(family, p, c, kp, q, dq, target, enabled_k)
+            if out_voltage.size > 0:
+                out_voltage[k] = v_sim
+            if voltage.size > 0 and voltage[k] == voltage[k]:
+                error_v += abs(v_sim - voltage[k])
+                count_v += 1
         if k == n - 1:
             break
         if motor:
@@ -179,26 +197,27 @@ def _simulate(
             out_tau[last], out_control[last] = servo_torque(
                 family, p, c, kp, q, dq, target, enabled_k
             )
-    return error, error_t, count_t
+    return error, error_t, count_t, error_v, count_v
 
 
 @nb.njit(cache=True)
 def _rollout_kernel(model, family, p, c, kp, inertia, gravity_torque, q0, dq0, goal, enabled,
                     control, dt, replay, temperature, out_q, out_dq, out_tau, out_control,
-                    out_current, out_temperature):
+                    out_current, out_temperature, out_voltage):
     _simulate(model, family, p, c, kp, inertia, gravity_torque, q0, dq0, goal, enabled,
               control, goal.size, dt, replay, np.empty(0), out_q, out_dq, out_tau, out_control,
-              temperature, out_current, out_temperature)
+              temperature, out_current, out_temperature, np.empty(0), out_voltage)
 
 
 @nb.njit(cache=True, parallel=True)
 def _batch_kernel(model, family, consts, population, kp, load_inertia, gravity_torque, q0, dq0,
-                  goal, enabled, control, lengths, dt, replay, recorded, temperature, out_q,
-                  errors, errors_t):
+                  goal, enabled, control, lengths, dt, replay, recorded, temperature, voltage,
+                  out_q, errors, errors_t, errors_v):
     """Every (parameter set i, log j) pair; stores q in out_q[i, j] and/or scores it.
 
-    ``errors_t`` gets the mean absolute temperature error of each pair (NaN
-    where nothing was scored: no thermal group or no recorded temperature).
+    ``errors_t`` and ``errors_v`` get the mean absolute temperature and input-voltage
+    errors of each pair (NaN where nothing was scored: no thermal group or no
+    recorded temperature; no voltage asked for or recorded).
     """
     n_logs = lengths.size
     empty = np.empty(0)
@@ -209,13 +228,15 @@ def _batch_kernel(model, family, consts, population, kp, load_inertia, gravity_t
         p = population[i]
         rec = recorded[j] if recorded.size > 0 else empty
         temp = temperature[j] if temperature.size > 0 else empty
+        volts = voltage[j] if voltage.size > 0 else empty
         out = out_q[i, j] if store else empty
-        total, total_t, count_t = _simulate(
+        total, total_t, count_t, total_v, count_v = _simulate(
             model, family, p, consts[j], kp[j], load_inertia[j] + p[P.ARMATURE],
             gravity_torque[j], q0[j], dq0[j], goal[j], enabled[j], control[j], lengths[j], dt,
-            replay, rec, out, empty, empty, empty, temp, empty, empty)
+            replay, rec, out, empty, empty, empty, temp, empty, empty, volts, empty)
         errors[i, j] = total / lengths[j]
         errors_t[i, j] = total_t / count_t if count_t > 0 else np.nan
+        errors_v[i, j] = total_v / count_v if count_v > 0 else np.nan
 
 
 @dataclass(frozen=True)
@@ -231,6 +252,8 @@ class Rollout:
     # NaN where the set does not model them.
     current: np.ndarray | None = None
     temperature: np.ndarray | None = None
+    # The input voltage the servo's bus would report (V; NaN off the voltage law).
+    input_voltage: np.ndarray | None = None
 
 
 def _control_of(log: BenchLog, replay: bool) -> np.ndarray:
@@ -248,7 +271,7 @@ def rollout(params: ParameterSet, log: BenchLog, replay: bool = False) -> Rollou
     p = params.vector()
     n = len(log)
     q, dq, tau, ctrl = (np.empty(n) for _ in range(4))
-    current, temperature = np.full(n, np.nan), np.full(n, np.nan)
+    current, temperature, voltage = (np.full(n, np.nan) for _ in range(3))
     q0, dq0 = log.initial_state
     consts = log.consts(act)
     inertia = log.bench.inertia(p[P.ARMATURE])
@@ -258,8 +281,8 @@ def rollout(params: ParameterSet, log: BenchLog, replay: bool = False) -> Rollou
     _rollout_kernel(params.model_id, act.family, p, consts, float(log.kp), inertia,
                     log.bench.gravity_torque, q0, dq0, log.goal, log.enabled,
                     _control_of(log, replay), log.dt, replay, recorded_t, q, dq, tau, ctrl,
-                    current, temperature)
-    return Rollout(log.time, q, dq, tau, ctrl, current, temperature)
+                    current, temperature, voltage)
+    return Rollout(log.time, q, dq, tau, ctrl, current, temperature, voltage)
 
 
 def _population(population: np.ndarray) -> np.ndarray:
@@ -301,7 +324,8 @@ def _check_batch(mdl: FrictionModel, population: np.ndarray, batch: LogBatch) ->
 
 
 def _run_batch(model: str, population: np.ndarray, batch: LogBatch, replay: bool,
-               recorded: np.ndarray, out_q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+               recorded: np.ndarray, out_q: np.ndarray,
+               voltage: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if replay:
         for log in batch.logs:
             _control_of(log, True)
@@ -310,12 +334,15 @@ def _run_batch(model: str, population: np.ndarray, batch: LogBatch, replay: bool
         _check_batch(mdl, population, batch)
     errors = np.zeros((population.shape[0], len(batch)))
     errors_t = np.full((population.shape[0], len(batch)), np.nan)
+    errors_v = np.full((population.shape[0], len(batch)), np.nan)
     temperature = batch.temperature if batch.has_temperature else np.empty((0, 0))
+    volts = (batch.input_voltage if voltage and batch.has_input_voltage
+             else np.empty((0, 0)))
     _batch_kernel(mdl.model_id, batch.actuator.family, batch.consts, population,
                   batch.kp, batch.load_inertia, batch.gravity_torque, batch.q0, batch.dq0,
                   batch.goal, batch.enabled, batch.control, batch.lengths, batch.dt, replay,
-                  recorded, temperature, out_q, errors, errors_t)
-    return errors, errors_t
+                  recorded, temperature, volts, out_q, errors, errors_t, errors_v)
+    return errors, errors_t, errors_v
 
 
 def batch_rollout(model: str, population: np.ndarray, batch: LogBatch,
@@ -327,18 +354,21 @@ def batch_rollout(model: str, population: np.ndarray, batch: LogBatch,
     return out
 
 
-def batch_errors(model: str, population: np.ndarray, batch: LogBatch,
-                 replay: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """(position MAE[set, log] in rad, temperature MAE[set, log] in K) in one pass.
+def batch_errors(model: str, population: np.ndarray, batch: LogBatch, replay: bool = False,
+                 voltage: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(position MAE[set, log] in rad, temperature MAE[set, log] in K, input-voltage
+    MAE[set, log] in V) in one pass.
 
     The temperature error is NaN for a log without a recorded temperature and
-    for a set without the thermal group.
+    for a set without the thermal group; the voltage error is NaN unless
+    ``voltage`` is asked for and the log recorded the input voltage.
     """
     population = _population(population)
     missing = [i for i, log in enumerate(batch.logs) if log.position is None]
     if missing:
         raise BamError(f"log {missing[0]} has no recorded positions to compute an error against")
-    return _run_batch(model, population, batch, replay, batch.position, np.empty((0, 0, 0)))
+    return _run_batch(model, population, batch, replay, batch.position, np.empty((0, 0, 0)),
+                      voltage)
 
 
 def batch_mae(model: str, population: np.ndarray, batch: LogBatch,

@@ -74,7 +74,7 @@ from bam_sim.models.actuators import Actuator
 from bam_sim.models.ep_validity import check_step
 from bam_sim.models.motor_model import ON, init_state, motor_rows, temperature_of, uses_motor
 from bam_sim.models.parameter_set import ParameterSet
-from bam_sim.models.servo import firmware_target
+from bam_sim.models.servo import firmware_target, input_voltage
 
 _NOISE_BLOCK = 1024  # normal draws generated at once (deterministic for a seed)
 
@@ -103,6 +103,9 @@ class Sample(NamedTuple):
     # the winding temperature (°C, with the thermal group); NaN when not modelled.
     current: float = math.nan
     temperature: float = math.nan
+    # The input voltage a voltage-law servo's bus reports (V; sagged with the supply
+    # group); NaN for the other families.
+    input_voltage: float = math.nan
 
 
 def _finite(name: str, value: object) -> float:
@@ -418,9 +421,10 @@ class BenchStepper:
             mq += self._noise_std * self._next_normal()
         if self._quantization > 0.0:
             mq = round(mq / self._quantization) * self._quantization
+        volts = input_voltage(self._family, p, self._consts, kp, q, dq, target, enabled)
         self._q, self._dq, self._e, self._k = q_next, dq_next, e_next, k + 1
         return Sample(k, k * self._dt, mq, mdq, given.goal, given.torque_enable, given.gain,
-                      control, tau_m, current, temperature)
+                      control, tau_m, current, temperature, volts)
 
     def _next_normal(self) -> float:
         if self._noise_index >= self._noise.size:

@@ -76,11 +76,12 @@ class ActuatorTopics:
                 effort: Sequence[float], goal: Sequence[float], torque_enable: Sequence[bool],
                 gain: Sequence[float], control: Sequence[float],
                 motor_torque: Sequence[float], current: Sequence[float] | None = None,
-                temperature: Sequence[float] | None = None) -> None:
+                temperature: Sequence[float] | None = None,
+                input_voltage: Sequence[float] | None = None) -> None:
         """One tick: /clock, /joint_states and /bam/actuator_states (values per joint).
 
-        ``current`` (A) and ``temperature`` (°C) where the actuator measures or
-        models them (None: NaN, not measured).
+        ``current`` (A), ``temperature`` (°C) and ``input_voltage`` (V) where the
+        actuator measures or models them (None: NaN, or the supply given at start).
         """
         self._stamp.sec, self._stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
         if self._clock_pub is not None:
@@ -101,6 +102,8 @@ class ActuatorTopics:
                 state.current = float(current[i])
             if temperature is not None:
                 state.temperature = float(temperature[i])
+            if input_voltage is not None and input_voltage[i] == input_voltage[i]:
+                state.input_voltage = float(input_voltage[i])
         self._state_pub.publish(self.state_msg)
 
     def publish_states(self, joint: JointState, states: ActuatorStateArray) -> None:

@@ -142,6 +142,10 @@ GROUP_OF: dict[str, str] = {name: g.name for g in GROUPS.values() for name in g.
 # quantization error of 0.25 K on average) the temperature term of a good fit is a few
 # 1e-4 rad, the size of a good position MAE, so neither error drowns the other.
 DEFAULT_TEMPERATURE_WEIGHT = 1.0e-3
+# Weight of the input-voltage error when the supply group is identified, rad per V: a
+# bus reads the voltage in steps of 0.1 V (a quantization error of 0.025 V on average,
+# 2.5e-4 rad here), so a good fit's voltage term is the size of a good position MAE.
+DEFAULT_VOLTAGE_WEIGHT = 1.0e-2
 # Sub-attributes of the document a file may use although the set does not hold them.
 FILE_ONLY = {"thermal.timeconst", "motorconst.Kt", "motorconst.Ke"}
 INPUT_MODES = ("position",)  # the bench commands goal positions (section 2.5.1)

@@ -102,20 +102,39 @@ def control_law(
     family: int, p: np.ndarray, c: np.ndarray, kp: float, q: float, dq: float, goal: float
 ) -> float:
     """Low-level control (V or A) the servo's controller computes, torque enabled."""
-    error = goal - q
     if family == VOLTAGE:
-        duty = kp * c[C_DUTY_GAIN] * error
-        if p[P.GAIN_RATIO] > 0.0:  # the STS firmware's factor (module docstring)
-            duty *= p[P.GAIN_RATIO]
-        limit = c[C_FIRMWARE_CURRENT]
-        if limit > 0.0:  # the firmware's current limit, on the duty (module docstring)
-            supply = c[C_SUPPLY]
-            duty = _clip(duty, (p[P.KT] * dq - p[P.R] * limit) / supply,
-                         (p[P.KT] * dq + p[P.R] * limit) / supply)
-        duty = _clip(duty, -c[C_MAX_DUTY], c[C_MAX_DUTY])
+        duty = firmware_duty(p, c, kp, q, dq, goal)
         return duty * supply_voltage(p, c, duty, dq)
-    current = kp * error - c[C_DAMPING] * np.sqrt(kp) * dq
+    current = kp * (goal - q) - c[C_DAMPING] * np.sqrt(kp) * dq
     return _clip(current, -p[P.I_HEAT], p[P.I_HEAT])
+
+
+@nb.njit(cache=True, inline="always")
+def firmware_duty(p: np.ndarray, c: np.ndarray, kp: float, q: float, dq: float,
+                  goal: float) -> float:
+    """The voltage law's PWM duty (12), with the STS ratio and the XL330's current window."""
+    duty = kp * c[C_DUTY_GAIN] * (goal - q)
+    if p[P.GAIN_RATIO] > 0.0:  # the STS firmware's factor (module docstring)
+        duty *= p[P.GAIN_RATIO]
+    limit = c[C_FIRMWARE_CURRENT]
+    if limit > 0.0:  # the firmware's current limit, on the duty (module docstring)
+        supply = c[C_SUPPLY]
+        duty = _clip(duty, (p[P.KT] * dq - p[P.R] * limit) / supply,
+                     (p[P.KT] * dq + p[P.R] * limit) / supply)
+    return _clip(duty, -c[C_MAX_DUTY], c[C_MAX_DUTY])
+
+
+@nb.njit(cache=True, inline="always")
+def input_voltage(family: int, p: np.ndarray, c: np.ndarray, kp: float, q: float, dq: float,
+                  goal: float, enabled: bool) -> float:
+    """The input voltage a voltage-law servo's bus reports: V_s, sagged while it drives.
+
+    NaN for the other families (their input is not modelled)."""
+    if family != VOLTAGE:
+        return np.nan
+    if not enabled:
+        return c[C_SUPPLY]
+    return supply_voltage(p, c, firmware_duty(p, c, kp, q, dq, goal), dq)
 
 
 @nb.njit(cache=True, inline="always")

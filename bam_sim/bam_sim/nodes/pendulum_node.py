@@ -202,7 +202,8 @@ class PendulumNode(SimNode):
         """The messages of one sample (its tick's stamp)."""
         self.topics.publish(self._time.ns(s.tick), (s.position,), (s.velocity,),
                             (s.motor_torque,), (s.goal,), (s.torque_enable,), (s.gain,),
-                            (s.control,), (s.motor_torque,), (s.current,), (s.temperature,))
+                            (s.control,), (s.motor_torque,), (s.current,), (s.temperature,),
+                            (s.input_voltage,))
 
     def _trip_watchdog(self) -> None:
         """Torque off from this tick on (caller holds the lock)."""
