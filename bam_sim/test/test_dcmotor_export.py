@@ -243,3 +243,14 @@ def test_exported_m1_arm_moves_like_the_servo_arm_with_m1(name):
 
 def published_sets(name):
     return [published(j.actuator, "m1") for j in arm_spec(name).joints]
+
+
+def test_loss_note_names_the_sag_the_delays_and_the_sts_slew():
+    params = published("sts3215", "m1").replace(**{"supply.resistance": 0.4,
+                                                   "latency.command": 0.004})
+    lines = losses(params)
+    assert any(line.startswith("supply.resistance = 0.4 Ω") for line in lines)
+    assert any(line.startswith("latency.command = 0.004 s") for line in lines)
+    assert any("slewmax" in line and "data.act" in line for line in lines)
+    assert not any("latency" in line or "supply" in line
+                   for line in losses(published("sts3215", "m1")))

@@ -243,6 +243,11 @@ def losses(params: ParameterSet) -> list[str]:
         out.append(f"supply.resistance = {_fmt(v['supply.resistance'])} Ω: the supply's sag "
                    "under load has no dcmotor counterpart; the export drives at the nominal "
                    "supply")
+    delays = [f"{name} = {_fmt(v[name])} s" for name in ("latency.command", "latency.reading")
+              if v.get(name, 0.0) > 0.0]
+    if delays:
+        out.append(f"{', '.join(delays)}: the link's delays have no dcmotor counterpart; "
+                   "delay ctrl and the readings in the simulation loop")
     if v.get("max_velocity", 0.0) > 0.0:
         out.append(f"max_velocity = {_fmt(v['max_velocity'])} rad/s is the controller's slewmax, "
                    "whose state MuJoCo starts at 0: at a reset set data.act[actuator_actadr] "
