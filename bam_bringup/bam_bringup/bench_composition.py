@@ -22,9 +22,10 @@ from bam_bringup.composition import Composition, NodeSpec, Refusal, argument, gi
 class BenchArgs:
     """The launch arguments of the bench, with their defaults and descriptions."""
 
-    actuator: str = argument("mx64", "actuator type (mx64, mx106, erob80_50, erob80_100; "
-                             "sim:=false: mx64, mx106 with driver:=dynamixel, erob80_50, "
-                             "erob80_100 with driver:=erob)")
+    actuator: str = argument("mx64", "actuator type (mx64, mx106, xl320, xl330, sts3215, "
+                             "sts3215_12v, erob80_50, erob80_100; sim:=false: mx64, mx106, "
+                             "xl330 with driver:=dynamixel, erob80_50, erob80_100 with "
+                             "driver:=erob)")
     model: str = argument("m4", "friction model of the simulated actuator (m1..m6; ep_* "
                           "with params:=FILE)")
     params: str = argument("", "parameter file of the simulated actuator (\"\" = published "
@@ -52,7 +53,8 @@ class BenchArgs:
     ids: tuple[int, ...] = argument((1,), "Dynamixel ids on the bus, a list such as [1, 2] "
                                     "(driver:=dynamixel; the first is the pendulum's joint)")
     servo_model: str = argument("mx64_p1", "control table of the servos (mx64_p1, mx106_p1, "
-                                "mx64_p2, mx106_p2, xm430_w350; driver:=dynamixel)")
+                                "mx64_p2, mx106_p2, xm430_w350, xl330_m288; "
+                                "driver:=dynamixel)")
     rate: float | None = argument(None, "bus cycles (read, write, publish) per second of the "
                                   "driver, Hz (sim:=false; \"\" = the driver's: 200 Hz "
                                   "Dynamixel, 1000 Hz eRob)")
@@ -60,7 +62,7 @@ class BenchArgs:
                               "(\"\" = none); /clock is remapped into it")
 
 
-DYNAMIXEL_ACTUATORS = ("mx64", "mx106")
+DYNAMIXEL_ACTUATORS = ("mx64", "mx106", "xl330")
 EROB_ACTUATORS = ("erob80_50", "erob80_100")
 
 REFUSALS = (
@@ -74,9 +76,9 @@ REFUSALS = (
             "hardware:=emulated runs the driver on the emulator; give sim:=false with it"),
     Refusal(lambda a: not a.sim and a.driver == "dynamixel"
             and a.actuator not in DYNAMIXEL_ACTUATORS,
-            "driver:=dynamixel drives MX servos: give actuator:=mx64 or mx106, or "
-            "driver:=erob for an eRob (the XL-320 and XL330 run with sim:=true only: the "
-            "driver has no control table for them yet)"),
+            "driver:=dynamixel drives MX and XL330 servos: give actuator:=mx64, mx106 or "
+            "xl330, or driver:=erob for an eRob (the XL-320 runs with sim:=true only: the "
+            "driver has no control table for it yet)"),
     Refusal(lambda a: not a.sim and a.driver == "erob" and a.actuator not in EROB_ACTUATORS,
             "driver:=erob drives eRob drives: give actuator:=erob80_50 or erob80_100, or "
             "driver:=dynamixel for an MX servo"),

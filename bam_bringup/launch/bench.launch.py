@@ -78,11 +78,11 @@ def refuse(context) -> None:
     if sim and emulated:
         raise RuntimeError("hardware:=emulated runs the driver on the emulator; give "
                            "sim:=false with it")
-    if not sim and driver == "dynamixel" and actuator not in ("mx64", "mx106"):
-        raise RuntimeError("driver:=dynamixel drives MX servos: give actuator:=mx64 or "
-                           "mx106, or driver:=erob for an eRob (the XL-320 and XL330 run "
-                           "with sim:=true only: the driver has no control table for them "
-                           "yet)")
+    if not sim and driver == "dynamixel" and actuator not in ("mx64", "mx106", "xl330"):
+        raise RuntimeError("driver:=dynamixel drives MX and XL330 servos: give "
+                           "actuator:=mx64, mx106 or xl330, or driver:=erob for an eRob (the "
+                           "XL-320 runs with sim:=true only: the driver has no control table "
+                           "for it yet)")
     if not sim and driver == "erob" and actuator not in ("erob80_50", "erob80_100"):
         raise RuntimeError("driver:=erob drives eRob drives: give actuator:=erob80_50 or "
                            "erob80_100, or driver:=dynamixel for an MX servo")
@@ -114,8 +114,9 @@ def generate_launch_description() -> LaunchDescription:
     bench = {"mass": number("mass"), "length": number("length"), "arm_mass": number("arm_mass")}
     return LaunchDescription([
         DeclareLaunchArgument("actuator", default_value="mx64", description=(
-            "actuator type (mx64, mx106, erob80_50, erob80_100; sim:=false: mx64, mx106 with "
-            "driver:=dynamixel, erob80_50, erob80_100 with driver:=erob)")),
+            "actuator type (mx64, mx106, xl320, xl330, sts3215, sts3215_12v, erob80_50, "
+            "erob80_100; sim:=false: mx64, mx106, xl330 with driver:=dynamixel, erob80_50, "
+            "erob80_100 with driver:=erob)")),
         DeclareLaunchArgument("model", default_value="m4", description=(
             "friction model of the simulated actuator (m1..m6; ep_* with params:=FILE)")),
         DeclareLaunchArgument("params", default_value="", description=(
@@ -154,8 +155,8 @@ def generate_launch_description() -> LaunchDescription:
             "Dynamixel ids on the bus, a list such as [1, 2] (driver:=dynamixel; the first is "
             "the pendulum's joint)")),
         DeclareLaunchArgument("servo_model", default_value="mx64_p1", description=(
-            "control table of the servos (mx64_p1, mx106_p1, mx64_p2, mx106_p2, xm430_w350; "
-            "driver:=dynamixel)")),
+            "control table of the servos (mx64_p1, mx106_p1, mx64_p2, mx106_p2, xm430_w350, "
+            "xl330_m288; driver:=dynamixel)")),
         DeclareLaunchArgument("rate", default_value="", description=(
             "bus cycles (read, write, publish) per second of the driver, Hz (sim:=false; \"\" = "
             "the driver's: 200 Hz Dynamixel, 1000 Hz eRob)")),

@@ -115,8 +115,8 @@ def test_namespace_puts_every_node_in_it():
     ({"driver": "ethercat"}, "driver:= must be dynamixel .* or erob"),
     ({"sim": "false", "driver": "erob"}, "driver:=erob drives eRob drives: give "
                                          "actuator:=erob80_50 or erob80_100"),
-    ({"sim": "false", "actuator": "erob80_100"}, "driver:=dynamixel drives MX servos"),
-    ({"sim": "false", "actuator": "xl330"}, "XL-320 and XL330 run with sim:=true only"),
+    ({"sim": "false", "actuator": "erob80_100"}, "driver:=dynamixel drives MX and XL330"),
+    ({"sim": "false", "actuator": "xl320"}, "XL-320 runs with sim:=true only"),
     ({"sim": "false", "hardware": "emulated"}, "hardware:=emulated needs port:=PATH"),
     ({**EROB, "sim": "false", "hardware": "emulated"},
      "hardware:=emulated with driver:=erob needs interface:=NAME"),

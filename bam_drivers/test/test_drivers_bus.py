@@ -169,3 +169,20 @@ def test_torque_off_is_confirmed():
         assert bus.torque_enabled() == {1: True, 2: True}
         assert bus.torque_off()
         assert not any(t["torque_enable"] for t in emulator.truth().values())
+
+
+def test_an_xl330_bus_in_si_units_with_its_own_gain():
+    with EmulatorProcess(protocol=2, servo_model="xl330_m288", ids=(1, 2),
+                         physics="xl330:m4") as emulator:
+        bus = open_bus(emulator, "xl330_m288", [1, 2])
+        assert bus.ping() == {1: 1200, 2: 1200}
+        emulator.set_position(1, 0.3)
+        result = bus.read_state()
+        assert result.ok
+        assert result.states[1].position == pytest.approx(0.3, abs=0.01)
+        assert result.states[2].input_voltage == 7.5  # the supply of the XL330's model
+        assert bus.write_gains({1: 800.0, 2: 100.0})  # the model's kp is the register
+        assert bus.read_register(1, "p_gain") == 800 and bus.read_register(2, "p_gain") == 100
+        bus.write_torque({1: True, 2: True})
+        assert bus.torque_off()
+        assert not any(t["torque_enable"] for t in emulator.truth().values())

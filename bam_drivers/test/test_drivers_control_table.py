@@ -22,7 +22,7 @@ P2_REGISTERS = [
     ("present_temperature", 146, 1), ("hardware_error_status", 70, 1), ("operating_mode", 11, 1),
 ]
 MODEL_NUMBERS = {"mx64_p1": 310, "mx106_p1": 320, "mx64_p2": 311, "mx106_p2": 321,
-                 "xm430_w350": 1020}
+                 "xm430_w350": 1020, "xl330_m288": 1200}
 
 
 @pytest.mark.parametrize("name", sorted(TABLES))

@@ -183,6 +183,25 @@ def test_present_registers_follow_physics() -> None:
     assert servo.control < 0.0  # pulls toward the goal 0 from 0.5 rad
 
 
+def test_xl330_registers_follow_its_own_law() -> None:
+    """The XL330-M288 table on XL330 physics: its P register is the model's kp, its
+    current is in mA, and a large error meets the firmware's 1.75 A limit."""
+    bus = make_bus("xl330_m288", ids=(1,), initial_position=0.5, supply_voltage=7.5)
+    servo = bus.servos[1]
+    assert read(bus, 1, 84, 2).data == (400).to_bytes(2, "little")  # factory P gain
+    write(bus, 1, 84, (1600).to_bytes(2, "little"))
+    write(bus, 1, 64, b"\x01")
+    write(bus, 1, 116, (2048).to_bytes(4, "little"))  # 0.5 rad away: beyond the limit
+    assert servo.sim.command.gain == 1600.0
+    bus.tick()  # from rest: the drive current (U − k_t·0)/R is the firmware's limit
+    p = published("xl330", "m4").vector()
+    assert servo.control / p[P.R] == pytest.approx(-1.75, abs=1e-12)
+    table = servo.table
+    values = table.decode(table.state, read(bus, 1, 124, 23).data, 124)
+    assert values["present_current"] == pytest.approx(servo.current, abs=0.001)
+    assert values["present_pwm"] == pytest.approx(servo.control / 7.5, abs=1 / 885)
+
+
 def test_configuration_errors() -> None:
     with pytest.raises(BamError, match="protocol 1, not 2"):
         build_bus(EmulatorConfig(servo_model="mx64_p1", protocol=2))
@@ -190,6 +209,10 @@ def test_configuration_errors() -> None:
         build_bus(EmulatorConfig(ids=(1, 1)))
     with pytest.raises(BamError, match="ACTUATOR:MODEL"):
         build_bus(EmulatorConfig(physics="mx64"))
-    for physics in ("erob80_50:m1", "xl330:m4"):
+    for physics in ("erob80_50:m1", "xl320:m4"):
         with pytest.raises(BamError, match="no control table in the emulator"):
             build_bus(EmulatorConfig(physics=physics))
+    with pytest.raises(BamError, match="give servo_model xl330_m288 with xl330 physics only"):
+        build_bus(EmulatorConfig(physics="xl330:m4"))
+    with pytest.raises(BamError, match="does not run servo model xl330_m288"):
+        build_bus(EmulatorConfig(servo_model="xl330_m288", physics="mx64:m4"))

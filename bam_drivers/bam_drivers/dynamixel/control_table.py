@@ -22,7 +22,7 @@ Positions: 4096 counts per turn, register 2048 is 0 rad. Gains stay in
 register counts (scale 1); :attr:`ControlTable.gain_per_kp` converts the
 model gain of bam_sim's voltage law (the MX protocol-1 P-gain register, with
 Kp = P/8) to the P-gain register of the table (protocol 2.0: Kp = P/128, so
-16 register counts per model kp).
+16 register counts per model kp; the XL330's model kp is its register).
 
 Adding a model is adding a table to :data:`TABLES`.
 """
@@ -279,8 +279,12 @@ def _mx_protocol1_fields(drive_mode: bool) -> list[Field]:
 
 
 def _protocol2_fields(*, current_limit: int, velocity_limit: int, p_gain: int,
-                      min_voltage: int, current_unit: float) -> list[Field]:
-    """MX (2.0) and X-series protocol-2.0 firmware (e-manual "MX-64(2.0)", "XM430-W350")."""
+                      min_voltage: int, current_unit: float, voltage_floor: int | None = None,
+                      voltage_ceiling: int = 160, velocity_ceiling: int = 1023) -> list[Field]:
+    """MX (2.0) and X-series protocol-2.0 firmware (e-manual "MX-64(2.0)", "XM430-W350",
+    "XL330-M288"). Voltage limits in 0.1 V: both within [floor (default: min_voltage),
+    ceiling], the maximum's factory value the ceiling."""
+    floor = min_voltage if voltage_floor is None else voltage_floor
     e, r = "eeprom", "ram"
     velocity = dict(encoding="twos", scale=P2_VELOCITY_UNIT)
     current = dict(encoding="twos", scale=current_unit)
@@ -299,15 +303,16 @@ def _protocol2_fields(*, current_limit: int, velocity_limit: int, p_gain: int,
            maximum=1044479, scale=RAD_PER_COUNT),
         _f("moving_threshold", 24, 4, "rw", e, 10, maximum=1023, scale=P2_VELOCITY_UNIT),
         _f("temperature_limit", 31, 1, "rw", e, 80, maximum=100),
-        _f("max_voltage_limit", 32, 2, "rw", e, 160, minimum=95, maximum=160, scale=0.1),
-        _f("min_voltage_limit", 34, 2, "rw", e, min_voltage, minimum=min_voltage, maximum=160,
-           scale=0.1),
+        _f("max_voltage_limit", 32, 2, "rw", e, voltage_ceiling, minimum=floor,
+           maximum=voltage_ceiling, scale=0.1),
+        _f("min_voltage_limit", 34, 2, "rw", e, min_voltage, minimum=floor,
+           maximum=voltage_ceiling, scale=0.1),
         _f("pwm_limit", 36, 2, "rw", e, PWM_FULL_SCALE, maximum=PWM_FULL_SCALE,
            scale=1.0 / PWM_FULL_SCALE),
         _f("current_limit", 38, 2, "rw", e, current_limit, maximum=current_limit,
            scale=current_unit),
         _f("acceleration_limit", 40, 4, "rw", e, 32767, maximum=32767),
-        _f("velocity_limit", 44, 4, "rw", e, velocity_limit, maximum=1023,
+        _f("velocity_limit", 44, 4, "rw", e, velocity_limit, maximum=velocity_ceiling,
            scale=P2_VELOCITY_UNIT),
         _f("max_position_limit", 48, 4, "rw", e, 4095, maximum=4095, **_POSITION),
         _f("min_position_limit", 52, 4, "rw", e, 0, maximum=4095, **_POSITION),
@@ -371,6 +376,12 @@ TABLES: Mapping[str, ControlTable] = MappingProxyType({
     "xm430_w350": _table("xm430_w350", "XM430-W350", 2, 1020, _protocol2_fields(
         current_limit=1193, velocity_limit=200, p_gain=800, min_voltage=95,
         current_unit=0.00269), **_P2),
+    # A 3.7-6 V servo (limits 3.1-7.0 V), current in mA. Its P-gain register is the
+    # model's kp itself: bam_sim's XL330 duty gain holds the firmware's divisor.
+    "xl330_m288": _table("xl330_m288", "XL330-M288", 2, 1200, _protocol2_fields(
+        current_limit=1750, velocity_limit=445, p_gain=400, min_voltage=35,
+        current_unit=0.001, voltage_floor=31, voltage_ceiling=70, velocity_ceiling=2047),
+        **{**_P2, "gain_per_kp": 1.0}),
 })
 
 

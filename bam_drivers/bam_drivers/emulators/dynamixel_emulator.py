@@ -172,7 +172,8 @@ def load_physics(config: EmulatorConfig) -> ParameterSet:
     """The parameter set driving the joints."""
     if config.params_file:
         return load(config.params_file)
-    spec = config.physics or ("mx106:m4" if "mx106" in config.servo_model else "mx64:m4")
+    spec = config.physics or next(
+        (f"{name}:m4" for name in ("mx106", "xl330") if name in config.servo_model), "mx64:m4")
     actuator, sep, model = spec.partition(":")
     if not sep or not actuator or not model:
         raise BamError(f"physics {spec!r} must be ACTUATOR:MODEL, e.g. mx64:m4")
@@ -197,9 +198,14 @@ def build_bus(config: EmulatorConfig) -> EmulatedBus:
         raise BamError("physics rate must be > 0 Hz")
     _seconds("return delay", config.return_delay)
     params = load_physics(config)
-    if params.actuator not in ("mx64", "mx106"):
+    if params.actuator not in ("mx64", "mx106", "xl330"):
         raise BamError(f"physics actuator {params.actuator} has no control table in the "
-                       "emulator (MX and X series only); use mx64 or mx106 parameters")
+                       "emulator (MX and X series only); use mx64, mx106 or xl330 "
+                       "parameters")
+    if (params.actuator == "xl330") != (table.name == "xl330_m288"):
+        raise BamError(f"physics actuator {params.actuator} does not run servo model "
+                       f"{table.name}: the XL330's gain and duty are its own; give "
+                       "servo_model xl330_m288 with xl330 physics only")
     bench = Bench(mass=config.mass, length=config.length, arm_mass=config.arm_mass)
 
     def make_sim(position: float, velocity: float) -> BenchStepper:

@@ -76,7 +76,8 @@ PARAMETERS: tuple[Param, ...] = (
           low=0.0, high=1.0e4),
     Param("torque_enable_on_start", False, "turn the torque on at start, holding the present "
           "position", read_only=True),
-    Param("actuator", "mx64", "bam_sim actuator of the bench (mx64, mx106)", read_only=True),
+    Param("actuator", "mx64", "bam_sim actuator of the bench (mx64, mx106, xl330)",
+          read_only=True),
     Param("mass", 1.0, "point mass at the end of the arm, kg", low=0.0, high=1000.0),
     Param("arm_mass", 0.0, "mass of the arm (uniform rod), kg", low=0.0, high=1000.0),
     Param("length", 0.15, "distance from the axis to the point mass, m", low=0.001,
@@ -120,7 +121,7 @@ class DynamixelNode(DriverNode):
         actuator = get_actuator(values["actuator"])
         if actuator.family != VOLTAGE:
             raise BamError(f"actuator {actuator.name} is current-controlled; the Dynamixel "
-                           "driver's bench actuator is a Dynamixel (mx64, mx106)")
+                           "driver's bench actuator is a Dynamixel (mx64, mx106, xl330)")
         self._actuator = actuator
         ids = list(values["ids"])
         defaults = {"joint_names": ["pendulum"] if len(ids) == 1 else [f"joint{i}" for i in ids],
