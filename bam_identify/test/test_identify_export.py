@@ -82,3 +82,23 @@ def test_unknown_format_is_a_usage_error(tmp_path, capsys):
     except SystemExit as exc:
         code = exc.code
     assert code == 2 and "invalid choice" in capsys.readouterr().err
+
+
+def test_dcmotor_mjcf_export_is_mujocos_own_servo(tmp_path, capsys):
+    import mujoco
+
+    src = tmp_path / "sts.yaml"
+    save(published("sts3215_12v", "m1"), src)
+    out = tmp_path / "servo.xml"
+    code, stdout, _ = run([src, "--format", "dcmotor-mjcf", "--gain", "32", "--output", out],
+                          capsys)
+    assert code == 0 and "dcmotor-mjcf" in stdout
+    model = mujoco.MjModel.from_xml_path(str(out))
+    assert model.nu == 1 and model.actuator_actnum[0] == 1  # the firmware target's slew
+    text = out.read_text()
+    assert "<dcmotor" in text and "max_velocity" in text  # the loss note says how to reset
+    robot = tmp_path / "robot.xml"
+    robot.write_text(text)
+    code, _, err = run([src, "--format", "dcmotor-mjcf", "--mjcf", robot, "--output",
+                        tmp_path / "r.xml"], capsys)
+    assert code == 2 and "needs --joint NAME" in err and not (tmp_path / "r.xml").exists()
