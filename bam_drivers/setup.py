@@ -10,7 +10,8 @@ setup(
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),
     ],
-    install_requires=['setuptools', 'numpy', 'dynamixel-sdk', 'pyserial', 'pysoem', 'pyroute2'],
+    install_requires=['setuptools', 'numpy', 'dynamixel-sdk',
+                      'feetech-servo-sdk', 'pyserial', 'pysoem', 'pyroute2'],
     zip_safe=True,
     maintainer='BAM for ROS 2 maintainers',
     maintainer_email='bam@example.com',
@@ -21,6 +22,7 @@ setup(
         'console_scripts': [
             'dynamixel = bam_drivers.nodes.dynamixel_node:main',
             'dynamixel_emulator = bam_drivers.emulators.dynamixel_emulator:main',
+            'feetech = bam_drivers.nodes.feetech_node:main',
             'erob = bam_drivers.nodes.erob_node:main',
             'ethercat_emulator = bam_drivers.emulators.ethercat_emulator:main',
         ],

@@ -1,14 +1,16 @@
-"""Timing of the Dynamixel driver on the emulated bus: loop rate, period jitter, bytes per cycle.
+"""Timing of the serial servo drivers on the emulated bus: loop rate, jitter, bytes per cycle.
 
-For 1 and 4 servos (``--servos``) of each protocol (``--protocols``: 1 =
-MX-64 protocol 1.0, bulk read; 2 = XM430-W350 protocol 2.0, sync read), the
-emulator (``bam_drivers.emulators.dynamixel_emulator``, another process: servos behind a
-pseudo-terminal, bam_sim physics at 1 kHz) and ``DynamixelNode`` in this
-process, torque on, holding; a subscriber in another process counts
-``/joint_states`` (the one of benchmarks/pendulum_node.py):
+For 1 and 4 servos (``--servos``) of each bus (``--buses``: protocol1 =
+MX-64 protocol 1.0, bulk read; protocol2 = XM430-W350 protocol 2.0, sync
+read; feetech = STS3215 on Feetech's SCS protocol, sync read, through
+feetech-servo-sdk), the emulator (``bam_drivers.emulators.dynamixel_emulator``,
+another process: servos behind a pseudo-terminal, bam_sim physics at 1 kHz)
+and the driver node (``DynamixelNode`` or ``FeetechNode``) in this process,
+torque on, holding; a subscriber in another process counts ``/joint_states``
+(the one of benchmarks/pendulum_node.py):
 
 (a) the bus alone: the time of one cycle (sync/bulk read of the state block +
-    sync write of the goals) in a tight loop of ``DynamixelBus``, no node —
+    sync write of the goals) in a tight loop of the bus class, no node —
     the fastest the bus allows;
 (b) the node at each rate of a ladder (``--rates-1``, ``--rates-4``), for
     ``--seconds`` (10) each: achieved loop rate, period error measured inside
@@ -47,23 +49,47 @@ from provenance import environment, write_result
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 
+from bam_sim.common.errors import BamError
 from bam_sim.testing.ros_context import ros_domain
 
 HERE = Path(__file__).resolve().parent
-MODELS = {1: "mx64_p1", 2: "xm430_w350"}
+# bus -> (protocol, servo model, physics of the emulator)
+BUSES = {"protocol1": (1, "mx64_p1", "mx64:m4"), "protocol2": (2, "xm430_w350", "mx64:m4"),
+         "feetech": (1, "sts3215", "sts3215:m1")}
 SUSTAINED = 0.99  # achieved / target rate, and cycles reading every servo
 
 
-def bus_cycle(protocol: int, n: int, cycles: int = 2000) -> dict:
-    """(a) One bus cycle (read + goal write) in a tight loop, no node."""
-    from bam_drivers.dynamixel.bus import DynamixelBus
+def emulator_process(name: str, ids: list[int]):
     from bam_drivers.emulators.client import EmulatorProcess
 
+    protocol, model, physics = BUSES[name]
+    return EmulatorProcess(protocol=protocol, servo_model=model, ids=ids, physics=physics)
+
+
+def node_class(name: str) -> type:
+    from bam_drivers.nodes.dynamixel_node import DynamixelNode
+    from bam_drivers.nodes.feetech_node import FeetechNode
+
+    return FeetechNode if name == "feetech" else DynamixelNode
+
+
+def bus_cycle(name: str, n: int, cycles: int = 2000) -> dict:
+    """(a) One bus cycle (read + goal write) in a tight loop, no node."""
     ids = list(range(1, n + 1))
-    with EmulatorProcess(protocol=protocol, servo_model=MODELS[protocol], ids=ids) as emulator:
-        bus = DynamixelBus(emulator.port, MODELS[protocol], ids)
+    with emulator_process(name, ids) as emulator:
+        # 10 ms for a status: the set-up's pings survive a busy moment of the machine;
+        # the cycle's replies come far sooner.
+        bus = node_class(name).BUS(emulator.port, BUSES[name][1], ids, latency_timer_ms=10.0)
         bus.open()
-        bus.check_models()
+        for attempt in range(3):  # a first ping may be lost while the machine is busy
+            try:
+                bus.check_models()
+                break
+            except BamError as exc:
+                print(f"  set-up attempt {attempt + 1}: {exc}")
+                time.sleep(0.2)
+        else:
+            raise RuntimeError(f"the {name} emulator never answered")
         bus.write_torque(dict.fromkeys(ids, True))
         durations = np.zeros(cycles, dtype=np.int64)
         failed = 0
@@ -82,17 +108,15 @@ def bus_cycle(protocol: int, n: int, cycles: int = 2000) -> dict:
             "max_rate_hz": round(1e6 / float(us.mean()))}
 
 
-def run_node(protocol: int, n: int, rate: float, seconds: float, priority: int) -> dict:
+def run_node(name: str, n: int, rate: float, seconds: float, priority: int) -> dict:
     """(b) The driver node at ``rate`` for ``seconds``."""
-    from bam_drivers.emulators.client import EmulatorProcess
-    from bam_drivers.nodes.dynamixel_node import DynamixelNode
-
+    protocol, model, _ = BUSES[name]
     ids = list(range(1, n + 1))
-    with EmulatorProcess(protocol=protocol, servo_model=MODELS[protocol], ids=ids) as emulator:
+    with emulator_process(name, ids) as emulator:
         counter = Counter()
-        node = DynamixelNode(parameter_overrides=[
+        node = node_class(name)(parameter_overrides=[
             Parameter("port", value=emulator.port),
-            Parameter("servo_model", value=MODELS[protocol]), Parameter("ids", value=ids),
+            Parameter("servo_model", value=model), Parameter("ids", value=ids),
             Parameter("rate", value=float(rate)), Parameter("command_timeout", value=0.0),
             Parameter("torque_enable_on_start", value=True),
             Parameter("thread_priority", value=priority)])
@@ -133,7 +157,7 @@ def run_node(protocol: int, n: int, rate: float, seconds: float, priority: int) 
     achieved = (starts.size - 1) / elapsed
     cpu = (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)
     result = {
-        "protocol": protocol, "servo_model": MODELS[protocol], "servos": n,
+        "bus": name, "protocol": protocol, "servo_model": model, "servos": n,
         "rate_hz": rate, "seconds": seconds, "achieved_rate_hz": round(achieved, 1),
         **loop_timing(timing, 1e9 / rate),
         "deadline_slips": slips, "cycles": cycles,
@@ -161,7 +185,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=10.0, help="each node run, s")
     parser.add_argument("--sim-seconds", type=float, default=10.0, help="sim node run, s")
-    parser.add_argument("--protocols", type=int, nargs="+", default=[1, 2], choices=(1, 2))
+    parser.add_argument("--buses", nargs="+", default=list(BUSES), choices=list(BUSES))
     parser.add_argument("--servos", type=int, nargs="+", default=[1, 4])
     parser.add_argument("--rates-1", type=float, nargs="+",
                         default=[500, 1000, 2000, 3000, 4000],
@@ -181,15 +205,15 @@ def main() -> int:
     rclpy.init()
     configs = {}
     try:
-        for protocol in args.protocols:
+        for name in args.buses:
             for n in args.servos:
-                key = f"protocol{protocol}_{n}servo{'s' if n > 1 else ''}"
-                alone = bus_cycle(protocol, n)
+                key = f"{name}_{n}servo{'s' if n > 1 else ''}"
+                alone = bus_cycle(name, n)
                 print(f"{key}: bus cycle alone p50 {alone['cycle_us']['p50']} us, p99 "
                       f"{alone['cycle_us']['p99']} us (up to {alone['max_rate_hz']} Hz)")
                 runs = []
                 for rate in (args.rates_1 if n == 1 else args.rates_4):
-                    run = run_node(protocol, n, rate, args.seconds, args.priority)
+                    run = run_node(name, n, rate, args.seconds, args.priority)
                     runs.append(run)
                     print(f"  {rate:g} Hz: achieved {run['achieved_rate_hz']} Hz, period "
                           f"error p50/p99/max {run['period_error_ms']['p50']}/"
@@ -223,10 +247,10 @@ def main() -> int:
         "benchmark": "dynamixel_bus", "environment": {**environment(), "rmw": rmw},
         "workload": {
             "emulator": "bam_drivers.emulators.dynamixel_emulator on a pseudo-terminal, "
-                        "physics mx64:m4 at 1 kHz "
-                        "per servo, another process",
-            "node": "DynamixelNode, torque on holding, command_timeout 0, latency timer "
-                    "detected (1 ms on a pseudo-terminal)",
+                        "physics at 1 kHz per servo (mx64:m4; sts3215:m1 on the feetech "
+                        "bus), another process",
+            "node": "DynamixelNode (FeetechNode on the feetech bus), torque on holding, "
+                    "command_timeout 0, latency timer detected (1 ms on a pseudo-terminal)",
             "subscriber": "another process, /joint_states (benchmarks/pendulum_node.py)",
             "period_error": "in the node: interval between cycle starts (perf_counter_ns "
                             "after the deadline wait) minus the period",

@@ -2,7 +2,8 @@
 
 sim:=true starts the MuJoCo arm node of bam_sim (servo models and M1..M6
 friction per joint); sim:=false the driver of bam_drivers on the real arm:
-arm:=dynamixel the Dynamixel driver on ``port``, arm:=erob the eRob driver on
+arm:=dynamixel the Dynamixel driver on ``port``, arm:=feetech the Feetech driver
+on ``port`` (its own STS3215 control table), arm:=erob the eRob driver on
 the EtherCAT line at ``interface`` (drives in line order: shoulder, elbow).
 Both publish the same topics (bam_sim.common.contract), so the rest of a
 stack does not change. Per-joint arguments (params, models, gains, actuators,
@@ -28,7 +29,8 @@ class ArmArgs:
     """The launch arguments of the arm, with their defaults and descriptions."""
 
     arm: str = argument("dynamixel", "shipped arm (dynamixel = MX-106 shoulder, MX-64 elbow; "
-                        "erob = eRob80:100 shoulder, eRob80:50 elbow)")
+                        "feetech = STS3215 shoulder and elbow; erob = eRob80:100 shoulder, "
+                        "eRob80:50 elbow)")
     mjcf: str = argument("", "MJCF file of another robot (\"\" = the shipped model of arm); "
                          "with it, set joint_names and actuators")
     params: tuple[str, ...] = argument((), "parameter file per joint, in joint order, e.g. "
@@ -45,15 +47,15 @@ class ArmArgs:
     joint_names: tuple[str, ...] = argument((), "joint names in order (\"\" = the arm's, "
                                             "[shoulder, elbow])")
     sim: bool = argument(True, "simulate the arm in MuJoCo (false = the arm's driver on the "
-                         "real arm: Dynamixel or eRob)")
+                         "real arm: Dynamixel, Feetech or eRob)")
     real_time_factor: float = argument(1.0, "simulation speed relative to real time (0 = as "
                                        "fast as possible)")
     viewer: bool = argument(False, "open MuJoCo's viewer (needs a display; without one a "
                             "warning only)")
-    port: str = argument("/dev/ttyUSB0", "serial port of the Dynamixel bus (sim:=false "
-                         "arm:=dynamixel)")
-    ids: tuple[int, ...] = argument((1, 2), "Dynamixel ids per joint, in joint order "
-                                    "(sim:=false arm:=dynamixel)")
+    port: str = argument("/dev/ttyUSB0", "serial port of the servo bus (sim:=false "
+                         "arm:=dynamixel or feetech)")
+    ids: tuple[int, ...] = argument((1, 2), "servo ids per joint, in joint order "
+                                    "(sim:=false arm:=dynamixel or feetech)")
     servo_model: str = argument("mx106_p1", "control table of the servos (sim:=false "
                                 "arm:=dynamixel; the MX-64 and MX-106 share the protocol 1.0 "
                                 "table)")
@@ -66,9 +68,10 @@ class ArmArgs:
 
 
 REFUSALS = (
-    Refusal(lambda a: not a.sim and a.arm not in ("dynamixel", "erob"),
+    Refusal(lambda a: not a.sim and a.arm not in ("dynamixel", "feetech", "erob"),
             "sim:=false drives a shipped arm's hardware: arm:=dynamixel (Dynamixel servos on "
-            "port) or arm:=erob (eRob drives over EtherCAT on interface)"),
+            "port), arm:=feetech (Feetech STS3215 servos on port) or arm:=erob (eRob drives "
+            "over EtherCAT on interface)"),
     Refusal(lambda a: not a.sim and bool(a.gains),
             "gains:= sets the simulated arm's initial gains; on the real arm (sim:=false) send "
             "gains on /bam/commands"),
@@ -87,6 +90,9 @@ def arm_nodes(a: ArmArgs) -> list[NodeSpec]:
     if a.arm == "erob":
         return [NodeSpec("erob", "bam_drivers", "erob", given(
             joint_names=joints, interface=a.interface, drive_models=EROB_DRIVES), ns)]
+    if a.arm == "feetech":  # its servo model and actuator are the driver's defaults
+        return [NodeSpec("feetech", "bam_drivers", "feetech", given(
+            joint_names=joints, port=a.port, ids=a.ids), ns)]
     return [NodeSpec("dynamixel", "bam_drivers", "dynamixel", given(
         joint_names=joints, port=a.port, ids=a.ids, servo_model=a.servo_model,
         protocol=a.protocol), ns)]

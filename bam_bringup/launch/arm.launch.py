@@ -3,15 +3,17 @@
     ros2 launch bam_bringup arm.launch.py arm:=dynamixel params:=,out/mx64_m6.yaml
     ros2 launch bam_bringup arm.launch.py arm:=erob models:=m1 real_time_factor:=0.0
     ros2 launch bam_bringup arm.launch.py sim:=false port:=/dev/ttyUSB0 ids:="[1, 2]"
+    ros2 launch bam_bringup arm.launch.py sim:=false arm:=feetech port:=/dev/ttyACM0
     ros2 launch bam_bringup arm.launch.py sim:=false arm:=erob interface:=eth0
 
 sim:=true starts the MuJoCo arm node (bam_sim); sim:=false the arm's driver
 (bam_drivers) on the real arm: arm:=dynamixel the Dynamixel driver on port:=,
-arm:=erob the eRob driver on the EtherCAT line at interface:= (the shoulder's
-eRob80:100 first along the line, then the elbow's eRob80:50). All publish the
-same topics, in namespace:= with /clock remapped into it. Per-joint arguments
-of the simulated arm (params, models, gains, actuators, joint_names) are lists
-in joint order (shoulder, elbow), written a,b or [a, b]: one entry applies to
+arm:=feetech the Feetech driver (STS3215) on port:=, arm:=erob the eRob driver
+on the EtherCAT line at interface:= (the shoulder's eRob80:100 first along the
+line, then the elbow's eRob80:50). All publish the same topics, in
+namespace:= with /clock remapped into it. Per-joint arguments of the simulated
+arm (params, models, gains, actuators, joint_names) are lists in joint order
+(shoulder, elbow), written a,b or [a, b]: one entry applies to
 every joint, an empty entry keeps that joint's default, "" the node's own; ids
 and the drivers' joint_names are YAML lists.
 
@@ -53,10 +55,10 @@ def refuse(context) -> None:
         return LaunchConfiguration(name).perform(context)
 
     sim = value("sim").lower() in ("true", "1")
-    if not sim and value("arm") not in ("dynamixel", "erob"):
+    if not sim and value("arm") not in ("dynamixel", "feetech", "erob"):
         raise RuntimeError("sim:=false drives a shipped arm's hardware: arm:=dynamixel "
-                           "(Dynamixel servos on port) or arm:=erob (eRob drives over EtherCAT "
-                           "on interface)")
+                           "(Dynamixel servos on port), arm:=feetech (Feetech STS3215 servos on "
+                           "port) or arm:=erob (eRob drives over EtherCAT on interface)")
     if not sim and value("gains"):
         raise RuntimeError("gains:= sets the simulated arm's initial gains; on the real arm "
                            "(sim:=false) send gains on /bam/commands")
@@ -93,8 +95,8 @@ def generate_launch_description() -> LaunchDescription:
                                "' or '[shoulder, elbow]'"])
     return LaunchDescription([
         DeclareLaunchArgument("arm", default_value="dynamixel", description=(
-            "shipped arm (dynamixel = MX-106 shoulder, MX-64 elbow; erob = eRob80:100 "
-            "shoulder, eRob80:50 elbow)")),
+            "shipped arm (dynamixel = MX-106 shoulder, MX-64 elbow; feetech = STS3215 "
+            "shoulder and elbow; erob = eRob80:100 shoulder, eRob80:50 elbow)")),
         DeclareLaunchArgument("mjcf", default_value="", description=(
             "MJCF file of another robot (\"\" = the shipped model of arm); with it, set "
             "joint_names and actuators")),
@@ -112,16 +114,16 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument("joint_names", default_value="", description=(
             "joint names in order (\"\" = the arm's, [shoulder, elbow])")),
         DeclareLaunchArgument("sim", default_value="true", description=(
-            "simulate the arm in MuJoCo (false = the arm's driver on the real arm: Dynamixel "
-            "or eRob)")),
+            "simulate the arm in MuJoCo (false = the arm's driver on the real arm: Dynamixel, "
+            "Feetech or eRob)")),
         DeclareLaunchArgument("real_time_factor", default_value="1.0", description=(
             "simulation speed relative to real time (0 = as fast as possible)")),
         DeclareLaunchArgument("viewer", default_value="false", description=(
             "open MuJoCo's viewer (needs a display; without one a warning only)")),
         DeclareLaunchArgument("port", default_value="/dev/ttyUSB0", description=(
-            "serial port of the Dynamixel bus (sim:=false arm:=dynamixel)")),
+            "serial port of the servo bus (sim:=false arm:=dynamixel or feetech)")),
         DeclareLaunchArgument("ids", default_value="[1, 2]", description=(
-            "Dynamixel ids per joint, in joint order (sim:=false arm:=dynamixel)")),
+            "servo ids per joint, in joint order (sim:=false arm:=dynamixel or feetech)")),
         DeclareLaunchArgument("servo_model", default_value="mx106_p1", description=(
             "control table of the servos (sim:=false arm:=dynamixel; the MX-64 and MX-106 "
             "share the protocol 1.0 table)")),
@@ -142,6 +144,12 @@ def generate_launch_description() -> LaunchDescription:
                           "servo_model": LaunchConfiguration("servo_model"),
                           "protocol": LaunchConfiguration("protocol"), "joint_names": joints}],
              remappings=CLOCK, output="screen", condition=real("dynamixel")),
+
+        # Its servo model (sts3215) and bench actuator are the driver's defaults.
+        Node(package="bam_drivers", executable="feetech", name="feetech", namespace=namespace,
+             parameters=[{"port": LaunchConfiguration("port"), "ids": LaunchConfiguration("ids"),
+                          "joint_names": joints}],
+             remappings=CLOCK, output="screen", condition=real("feetech")),
 
         Node(package="bam_drivers", executable="erob", name="erob", namespace=namespace,
              parameters=[{"interface": LaunchConfiguration("interface"),

@@ -4,19 +4,21 @@
     ros2 launch bam_bringup bench.launch.py namespace:=bench1 real_time_factor:=0.0
     ros2 launch bam_bringup bench.launch.py sim:=false port:=/dev/ttyUSB0 ids:=[1]
     ros2 launch bam_bringup bench.launch.py sim:=false hardware:=emulated port:=/tmp/ttyDXL
+    ros2 launch bam_bringup bench.launch.py sim:=false driver:=feetech actuator:=sts3215 \
+        port:=/dev/ttyACM0 mass:=0.35 length:=0.1
     ros2 launch bam_bringup bench.launch.py sim:=false driver:=erob interface:=eth0 \
         actuator:=erob80_100 mass:=3.1 length:=0.5
     ros2 launch bam_bringup bench.launch.py sim:=false driver:=erob hardware:=emulated \
         interface:=bamec0 actuator:=erob80_100    # as root: the emulator's veth pair
 
 sim:=true starts the simulated pendulum (bam_sim); sim:=false a driver of
-bam_drivers: driver:=dynamixel (servos on port:=) or driver:=erob (an eRob
-over EtherCAT on interface:=) and, with hardware:=emulated, the driver's
-emulator (a plain process: options on its command line; the EtherCAT one
-makes a veth pair in a network namespace of its own, which needs root). The
-trajectory node (and with record:=true the recorder) of bam_identify runs on
-either. Every node runs in namespace:= with /clock remapped into it, so
-benches run side by side.
+bam_drivers: driver:=dynamixel or driver:=feetech (servos on port:=) or
+driver:=erob (an eRob over EtherCAT on interface:=) and, with
+hardware:=emulated, the driver's emulator (a plain process: options on its
+command line; the EtherCAT one makes a veth pair in a network namespace of its
+own, which needs root). The trajectory node (and with record:=true the
+recorder) of bam_identify runs on either. Every node runs in namespace:= with
+/clock remapped into it, so benches run side by side.
 
 The in-process runner (`bench serve`) starts the same nodes from
 bam_bringup/bench_composition.py; test_bringup_launch_agreement.py checks that
@@ -32,6 +34,7 @@ from launch.substitutions import (
     LaunchConfiguration,
     NotEqualsSubstitution,
     NotSubstitution,
+    OrSubstitution,
 )
 from launch_ros.actions import Node, SetParameter
 from launch_ros.parameter_descriptions import ParameterValue
@@ -61,6 +64,15 @@ def driven(driver: str) -> IfCondition:
                                        EqualsSubstitution(LaunchConfiguration("driver"), driver)))
 
 
+def serial_driver() -> IfCondition:
+    """sim:=false with a driver of servos on a serial port (dynamixel or feetech)."""
+    driver = LaunchConfiguration("driver")
+    return IfCondition(AndSubstitution(
+        NotSubstitution(LaunchConfiguration("sim")),
+        OrSubstitution(EqualsSubstitution(driver, "dynamixel"),
+                       EqualsSubstitution(driver, "feetech"))))
+
+
 def refuse(context) -> None:
     """Argument combinations that cannot work: one line naming the fix."""
     def value(name: str) -> str:
@@ -69,24 +81,27 @@ def refuse(context) -> None:
     sim = value("sim").lower() in ("true", "1")
     driver, hardware, actuator = value("driver"), value("hardware"), value("actuator")
     emulated = hardware == "emulated"
-    if driver not in ("dynamixel", "erob"):
-        raise RuntimeError("driver:= must be dynamixel (Dynamixel servos on port) or erob (eRob "
-                           "drives over EtherCAT on interface)")
+    if driver not in ("dynamixel", "feetech", "erob"):
+        raise RuntimeError("driver:= must be dynamixel (Dynamixel servos on port), feetech "
+                           "(Feetech STS servos on port) or erob (eRob drives over EtherCAT on "
+                           "interface)")
     if hardware not in ("real", "emulated"):
         raise RuntimeError("hardware:= must be real (the actuator on port or interface) or "
                            "emulated (the driver's emulator)")
     if sim and emulated:
         raise RuntimeError("hardware:=emulated runs the driver on the emulator; give "
                            "sim:=false with it")
-    if not sim and driver == "dynamixel" and actuator not in ("mx64", "mx106", "xl330"):
-        raise RuntimeError("driver:=dynamixel drives MX and XL330 servos: give "
-                           "actuator:=mx64, mx106 or xl330, or driver:=erob for an eRob (the "
-                           "XL-320 runs with sim:=true only: the driver has no control table "
-                           "for it yet)")
+    if not sim and driver == "dynamixel" and actuator not in ("mx64", "mx106", "xl320", "xl330"):
+        raise RuntimeError("driver:=dynamixel drives MX and XL servos: give actuator:=mx64, "
+                           "mx106, xl320 or xl330, driver:=feetech for an STS3215 or "
+                           "driver:=erob for an eRob")
+    if not sim and driver == "feetech" and actuator not in ("sts3215", "sts3215_12v"):
+        raise RuntimeError("driver:=feetech drives STS3215 servos: give actuator:=sts3215 or "
+                           "sts3215_12v")
     if not sim and driver == "erob" and actuator not in ("erob80_50", "erob80_100"):
         raise RuntimeError("driver:=erob drives eRob drives: give actuator:=erob80_50 or "
                            "erob80_100, or driver:=dynamixel for an MX servo")
-    if emulated and driver == "dynamixel" and not value("port"):
+    if emulated and driver in ("dynamixel", "feetech") and not value("port"):
         raise RuntimeError("hardware:=emulated needs port:=PATH, where the emulator creates "
                            "its pseudo-terminal (e.g. port:=/tmp/ttyDXL)")
     if emulated and driver == "erob" and not value("interface"):
@@ -95,13 +110,22 @@ def refuse(context) -> None:
                            "interface:=bamec0)")
 
 
-def dynamixel_emulator(context) -> list:
-    """The Dynamixel emulator; a function only to spread ids:=[1, 2] over --ids 1 2."""
+def servo_model(context) -> str:
+    """servo_model:=, else the driver's: Feetech's tables are named after the actuators."""
+    model = LaunchConfiguration("servo_model").perform(context)
+    if model or LaunchConfiguration("driver").perform(context) != "feetech":
+        return model or "mx64_p1"
+    return LaunchConfiguration("actuator").perform(context)
+
+
+def servo_emulator(context) -> list:
+    """The servos' emulator (Dynamixel or Feetech); a function to spread ids:=[1, 2] over
+    --ids 1 2 and to pick the servo model."""
     ids = LaunchConfiguration("ids").perform(context).strip("[] ").replace(",", " ").split()
     return [ExecuteProcess(
         cmd=[ExecutableInPackage("dynamixel_emulator", "bam_drivers"),
              "--port", LaunchConfiguration("port"), "--ids", *ids,
-             "--servo-model", LaunchConfiguration("servo_model"),
+             "--servo-model", servo_model(context),
              "--params-file", LaunchConfiguration("params"),
              "--mass", LaunchConfiguration("mass"), "--length", LaunchConfiguration("length"),
              "--arm-mass", LaunchConfiguration("arm_mass")],
@@ -115,8 +139,9 @@ def generate_launch_description() -> LaunchDescription:
     return LaunchDescription([
         DeclareLaunchArgument("actuator", default_value="mx64", description=(
             "actuator type (mx64, mx106, xl320, xl330, sts3215, sts3215_12v, erob80_50, "
-            "erob80_100; sim:=false: mx64, mx106, xl330 with driver:=dynamixel, erob80_50, "
-            "erob80_100 with driver:=erob)")),
+            "erob80_100; sim:=false: mx64, mx106, xl320, xl330 with driver:=dynamixel, "
+            "sts3215, sts3215_12v with driver:=feetech, erob80_50, erob80_100 with "
+            "driver:=erob)")),
         DeclareLaunchArgument("model", default_value="m4", description=(
             "friction model of the simulated actuator (m1..m6; ep_* with params:=FILE)")),
         DeclareLaunchArgument("params", default_value="", description=(
@@ -139,27 +164,29 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument("arm_mass", default_value="0.0", description=(
             "mass of the pendulum arm (uniform rod), kg")),
         DeclareLaunchArgument("driver", default_value="dynamixel", description=(
-            "hardware driver of sim:=false (dynamixel: Dynamixel servos on port; erob: eRob "
-            "drives over EtherCAT on interface)")),
+            "hardware driver of sim:=false (dynamixel: Dynamixel servos on port; feetech: "
+            "Feetech STS servos on port; erob: eRob drives over EtherCAT on interface)")),
         DeclareLaunchArgument("hardware", default_value="real", description=(
             "sim:=false on real hardware (real) or on the driver's emulator (emulated; "
             "driver:=erob needs root)")),
         DeclareLaunchArgument("port", default_value="", description=(
-            "serial port of the servos (driver:=dynamixel; \"\" = the driver's /dev/ttyUSB0; "
-            "with hardware:=emulated, the path where the emulator creates its pseudo-terminal)")),
+            "serial port of the servos (driver:=dynamixel or feetech; \"\" = the driver's "
+            "/dev/ttyUSB0 or /dev/ttyACM0; with hardware:=emulated, the path where the emulator "
+            "creates its pseudo-terminal)")),
         DeclareLaunchArgument("interface", default_value="", description=(
             "network interface of the EtherCAT line (driver:=erob; \"\" = the driver's eth0; "
             "with hardware:=emulated, the name the emulator gives the master's end of its veth "
             "pair, e.g. bamec0)")),
         DeclareLaunchArgument("ids", default_value="[1]", description=(
-            "Dynamixel ids on the bus, a list such as [1, 2] (driver:=dynamixel; the first is "
-            "the pendulum's joint)")),
-        DeclareLaunchArgument("servo_model", default_value="mx64_p1", description=(
-            "control table of the servos (mx64_p1, mx106_p1, mx64_p2, mx106_p2, xm430_w350, "
-            "xl330_m288; driver:=dynamixel)")),
+            "servo ids on the bus, a list such as [1, 2] (driver:=dynamixel or feetech; the "
+            "first is the pendulum's joint)")),
+        DeclareLaunchArgument("servo_model", default_value="", description=(
+            "control table of the servos (driver:=dynamixel: mx64_p1, mx106_p1, mx64_p2, "
+            "mx106_p2, xm430_w350, xl330_m288, xl320, \"\" = mx64_p1; driver:=feetech: "
+            "sts3215, sts3215_12v, \"\" = the actuator's)")),
         DeclareLaunchArgument("rate", default_value="", description=(
             "bus cycles (read, write, publish) per second of the driver, Hz (sim:=false; \"\" = "
-            "the driver's: 200 Hz Dynamixel, 1000 Hz eRob)")),
+            "the driver's: 200 Hz Dynamixel and Feetech, 1000 Hz eRob)")),
         DeclareLaunchArgument("namespace", default_value="", description=(
             "namespace of the bench's nodes and topics, e.g. bench1 (\"\" = none); /clock is "
             "remapped into it")),
@@ -175,16 +202,27 @@ def generate_launch_description() -> LaunchDescription:
 
         # sim:=false: one driver (driver:=), after its emulator with hardware:=emulated.
         # port:= and rate:= "" leave the driver its own default.
-        GroupAction(condition=driven("dynamixel"), actions=[
-            OpaqueFunction(function=dynamixel_emulator, condition=equals("hardware", "emulated")),
+        # Servos on a serial port (driver:=dynamixel or feetech): one emulator for both.
+        # The servo model is servo_model:= if given, else the driver's: Feetech's is the
+        # actuator's (the later SetParameter of a name wins).
+        GroupAction(condition=serial_driver(), actions=[
+            OpaqueFunction(function=servo_emulator, condition=equals("hardware", "emulated")),
             SetParameter("port", LaunchConfiguration("port"), condition=given("port")),
             SetParameter("rate", number("rate"), condition=given("rate")),
+            SetParameter("servo_model", LaunchConfiguration("actuator"),
+                         condition=equals("driver", "feetech")),
+            SetParameter("servo_model", LaunchConfiguration("servo_model"),
+                         condition=given("servo_model")),
             Node(package="bam_drivers", executable="dynamixel", name="dynamixel",
                  namespace=namespace,
                  parameters=[{"actuator": LaunchConfiguration("actuator"),
-                              "ids": LaunchConfiguration("ids"),
-                              "servo_model": LaunchConfiguration("servo_model"), **bench}],
-                 remappings=CLOCK, output="screen"),
+                              "ids": LaunchConfiguration("ids"), **bench}],
+                 remappings=CLOCK, output="screen", condition=equals("driver", "dynamixel")),
+            Node(package="bam_drivers", executable="feetech", name="feetech",
+                 namespace=namespace,
+                 parameters=[{"actuator": LaunchConfiguration("actuator"),
+                              "ids": LaunchConfiguration("ids"), **bench}],
+                 remappings=CLOCK, output="screen", condition=equals("driver", "feetech")),
         ]),
         GroupAction(condition=driven("erob"), actions=[
             ExecuteProcess(

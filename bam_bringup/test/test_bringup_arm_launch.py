@@ -105,6 +105,8 @@ def test_every_arm_parameter_is_declared(context):
 
 @pytest.mark.parametrize(("arm", "hardware"), [("dynamixel", {"port": "/nonexistent/ttyDXL",
                                                                "ids": "3,4"}),
+                                             ("feetech", {"port": "/nonexistent/ttyACM0",
+                                                          "ids": "5,6"}),
                                              ("erob", {"interface": "nonexistent0"})])
 def test_the_driver_node_takes_every_composed_parameter_with_its_type(context, arm, hardware):
     specs = compose({"sim": "false", "arm": arm, "joint_names": "shoulder,elbow", **hardware})

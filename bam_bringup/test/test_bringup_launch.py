@@ -23,6 +23,7 @@ FULL = {"params": "p.yaml", "bag": "/nonexistent/bag", "protocol": "p.yaml",
         "port": "/nonexistent/ttyDXL", "interface": "nonexistent0",
         "rate": "100"}  # every optional argument given
 EROB = {"driver": "erob", "actuator": "erob80_100"}
+FEETECH = {"driver": "feetech", "actuator": "sts3215"}
 
 
 def every_composition():
@@ -35,6 +36,7 @@ def every_composition():
     yield BENCH.compose({**FULL, "sim": "false", "hardware": "emulated", "ids": "1,2"})
     yield BENCH.compose({**FULL, **EROB, "sim": "false", "record": "true"})
     yield BENCH.compose({**FULL, **EROB, "sim": "false", "hardware": "emulated"})
+    yield BENCH.compose({**FULL, **FEETECH, "sim": "false", "hardware": "emulated"})
     yield BENCH.compose({**FULL, "record": "true", "namespace": "bench1"})
 
 
@@ -115,8 +117,13 @@ def test_namespace_puts_every_node_in_it():
     ({"driver": "ethercat"}, "driver:= must be dynamixel .* or erob"),
     ({"sim": "false", "driver": "erob"}, "driver:=erob drives eRob drives: give "
                                          "actuator:=erob80_50 or erob80_100"),
-    ({"sim": "false", "actuator": "erob80_100"}, "driver:=dynamixel drives MX and XL330"),
-    ({"sim": "false", "actuator": "xl320"}, "XL-320 runs with sim:=true only"),
+    ({"sim": "false", "actuator": "erob80_100"}, "driver:=dynamixel drives MX and XL servos"),
+    ({"sim": "false", "actuator": "xl316"}, "driver:=dynamixel drives MX and XL servos: "
+                                            "give actuator:=mx64, mx106, xl320 or xl330"),
+    ({"sim": "false", "actuator": "sts3215"}, "driver:=feetech for an STS3215"),
+    ({"sim": "false", "driver": "feetech"}, "driver:=feetech drives STS3215 servos: give "
+                                            "actuator:=sts3215 or sts3215_12v"),
+    ({**FEETECH, "sim": "false", "hardware": "emulated"}, "hardware:=emulated needs port:=PATH"),
     ({"sim": "false", "hardware": "emulated"}, "hardware:=emulated needs port:=PATH"),
     ({**EROB, "sim": "false", "hardware": "emulated"},
      "hardware:=emulated with driver:=erob needs interface:=NAME"),
@@ -180,12 +187,37 @@ def test_driver_erob_composes_the_erob_driver_and_its_emulator():
     assert specs["erob"].parameters["rate"] == 500.0
 
 
+def test_driver_feetech_composes_the_feetech_driver_and_the_servo_emulator():
+    """driver:=feetech: the Feetech driver, its servo model the actuator's unless given;
+    with hardware:=emulated the servo emulator first, speaking Feetech's protocol."""
+    from bam_drivers.emulators.dynamixel_emulator import build_bus, parse_args
+
+    (driver, _) = BENCH.compose({**FEETECH, "sim": "false", "port": "/dev/ttyACM1",
+                                 "ids": "[4]", "mass": "0.3"})
+    assert (driver.package, driver.executable, driver.name) == ("bam_drivers", "feetech",
+                                                                "feetech")
+    assert driver.parameters == {"actuator": "sts3215", "port": "/dev/ttyACM1", "ids": [4],
+                                 "servo_model": "sts3215", "mass": 0.3, "length": 0.15,
+                                 "arm_mass": 0.0}
+    specs = BENCH.compose({"driver": "feetech", "actuator": "sts3215_12v", "sim": "false",
+                           "hardware": "emulated", "port": "/tmp/ttySTS", "ids": "1,2"})
+    assert [s.name for s in specs] == ["dynamixel_emulator", "feetech", "trajectory"]
+    config = parse_args(command_line(specs[0]))
+    assert (config.servo_model, config.ids, config.port) == ("sts3215_12v", (1, 2),
+                                                             "/tmp/ttySTS")
+    bus = build_bus(config)  # physics: the 12 V set, the servos speak Feetech's protocol
+    assert bus.feetech and {s.sim.params.actuator for s in bus.servos.values()} == {
+        "sts3215_12v"}
+    assert specs[1].parameters["servo_model"] == "sts3215_12v"
+
+
 def test_rate_left_out_keeps_each_drivers_own_default():
     """rate:="" gives no rate parameter: each driver keeps its own, as the argument says."""
-    from bam_drivers.nodes import dynamixel_node, erob_node
+    from bam_drivers.nodes import dynamixel_node, erob_node, feetech_node
 
     for values, node in (({"sim": "false"}, dynamixel_node), ({**EROB, "sim": "false"},
-                                                              erob_node)):
+                                                              erob_node),
+                         ({**FEETECH, "sim": "false"}, feetech_node)):
         (driver,) = [s for s in BENCH.compose(values) if s.package == "bam_drivers"]
         assert "rate" not in driver.parameters, driver.name
         (default,) = [p.default for p in node.PARAMETERS if p.name == "rate"]

@@ -27,7 +27,12 @@ CASES = {
         {"record": "true", "params": "p.yaml", "bag": "b", "protocol": "p.yaml"},
         {"sim": "false", "record": "true", "port": "/tmp/ttyDXL", "bag": "b", "protocol": "p",
          "rate": "500"},
-        {"sim": "false", "hardware": "emulated", "port": "/tmp/ttyDXL", "params": "p.yaml"},
+        {"sim": "false", "hardware": "emulated", "port": "/tmp/ttyDXL", "params": "p.yaml",
+         "servo_model": "mx106_p1"},
+        {"sim": "false", "driver": "feetech", "actuator": "sts3215", "port": "/dev/ttyACM0",
+         "rate": "300"},
+        {"sim": "false", "driver": "feetech", "actuator": "sts3215_12v", "hardware": "emulated",
+         "port": "/tmp/ttySTS", "params": "p.yaml"},
         {"sim": "false", "driver": "erob", "actuator": "erob80_100", "interface": "eth1",
          "rate": "1000"},
         {"sim": "false", "driver": "erob", "actuator": "erob80_50", "hardware": "emulated",
@@ -38,6 +43,7 @@ CASES = {
          "joint_names": "a", "mjcf": "robot.xml"},
         {"sim": "false", "joint_names": "a,b"},
         {"sim": "false", "arm": "erob", "joint_names": "a,b", "interface": "eth1"},
+        {"sim": "false", "arm": "feetech", "joint_names": "a,b", "port": "/dev/ttyACM0"},
     ],
 }
 

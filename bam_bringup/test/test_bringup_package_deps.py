@@ -45,6 +45,7 @@ ROSDEP_KEYS = {
     "pyroute2": "python3-pyroute2",
     "pysoem": "python3-pysoem-pip",
     "pytest": "python3-pytest",
+    "scservo_sdk": "python3-feetech-servo-sdk-pip",
     "rosbags": "python3-rosbags-pip",
     "scipy": "python3-scipy",
     "serial": "python3-serial",

@@ -1,4 +1,4 @@
-"""Test rig of the driver: an emulator process, a DynamixelNode on its port, a probe node.
+"""Test rig of the driver: an emulator process, a driver node on its port, a probe node.
 
 The driver and the probe spin in one executor thread on a private rclpy
 context (bam_sim.testing.ros_graph.ActuatorProbe); the probe records every message
@@ -15,12 +15,23 @@ from rclpy.qos import QoSProfile
 from std_msgs.msg import Float64MultiArray
 
 from bam_drivers.nodes.dynamixel_node import DIAGNOSTICS_TOPIC, DynamixelNode
+from bam_drivers.nodes.feetech_node import FeetechNode
 from bam_msgs.msg import ActuatorCommand, BenchInfo
 from bam_sim.common import contract
 from bam_sim.testing.ros_graph import ActuatorProbe
 
 TIMEOUT = 30.0  # s, discovery included
 MODELS = {1: "mx64_p1", 2: "xm430_w350"}  # servo model of each protocol in the tests
+# The serial buses a test may run on: the emulator's options, the driver node class and
+# its parameters. The Feetech joint is a lighter pendulum, sized for the STS3215.
+SERIAL_BUSES = {
+    "protocol1": (dict(protocol=1, servo_model="mx64_p1"), DynamixelNode,
+                  dict(servo_model="mx64_p1")),
+    "protocol2": (dict(protocol=2, servo_model="xm430_w350"), DynamixelNode,
+                  dict(servo_model="xm430_w350")),
+    "feetech": (dict(protocol=1, servo_model="sts3215", physics="sts3215:m1", mass=0.35),
+                FeetechNode, dict(mass=0.35)),
+}
 
 
 class Rig(ActuatorProbe):
@@ -30,12 +41,14 @@ class Rig(ActuatorProbe):
     time: ``(time.monotonic(), msg)``.
     """
 
-    def __init__(self, context, port: str, **params) -> None:
+    def __init__(self, context, port: str, node: type[DynamixelNode] = DynamixelNode,
+                 **params) -> None:
+        """``node``: the driver class (DynamixelNode, or FeetechNode on its bus)."""
         # latency_timer_ms: room for a busy machine delaying the emulator's replies.
         params = {"port": port, "rate": 200.0, "command_timeout": 0.0,
                   "latency_timer_ms": 10.0, **params}
         overrides = [Parameter(k, value=v) for k, v in params.items()]
-        super().__init__(DynamixelNode(context=context, parameter_overrides=overrides),
+        super().__init__(node(context=context, parameter_overrides=overrides),
                          "driver", TIMEOUT, received=True)
         self.diagnostics = self.record(DiagnosticArray, DIAGNOSTICS_TOPIC, QoSProfile(depth=10))
         self.bench_info = self.record(BenchInfo, contract.BENCH_INFO, received=False)

@@ -21,14 +21,22 @@ P2_REGISTERS = [
     ("present_position", 132, 4), ("present_input_voltage", 144, 2),
     ("present_temperature", 146, 1), ("hardware_error_status", 70, 1), ("operating_mode", 11, 1),
 ]
+# The XL-320: protocol 2.0 on a register map of its own (e-manual "XL-320").
+XL320_REGISTERS = [
+    ("torque_enable", 24, 1), ("p_gain", 29, 1), ("goal_position", 30, 2),
+    ("present_position", 37, 2), ("present_velocity", 39, 2), ("present_load", 41, 2),
+    ("present_input_voltage", 45, 1), ("present_temperature", 46, 1),
+    ("hardware_error_status", 50, 1), ("control_mode", 11, 1),
+]
 MODEL_NUMBERS = {"mx64_p1": 310, "mx106_p1": 320, "mx64_p2": 311, "mx106_p2": 321,
-                 "xm430_w350": 1020, "xl330_m288": 1200}
+                 "xm430_w350": 1020, "xl330_m288": 1200, "xl320": 350}
 
 
 @pytest.mark.parametrize("name", sorted(TABLES))
 def test_registers_of_the_issue(name: str) -> None:
     table = get_table(name)
-    registers = P1_REGISTERS if table.protocol == 1 else P2_REGISTERS
+    registers = XL320_REGISTERS if name == "xl320" else (
+        P1_REGISTERS if table.protocol == 1 else P2_REGISTERS)
     for field_name, address, size in registers:
         f = table.field(field_name)
         assert (f.address, f.size) == (address, size), field_name
@@ -40,6 +48,7 @@ def test_registers_of_the_issue(name: str) -> None:
 
 def test_state_blocks() -> None:
     assert get_table("mx64_p1").block() == (36, 8)  # 36..43
+    assert get_table("xl320").block() == (37, 10)  # 37..46
     assert get_table("mx106_p2").block() == (124, 23)  # 124..146
     assert get_table("xm430_w350").block(["goal_position"]) == (116, 4)
     assert get_table("mx64_p1").block(["p_gain", "goal_position"]) == (28, 4)

@@ -202,6 +202,29 @@ def test_xl330_registers_follow_its_own_law() -> None:
     assert values["present_pwm"] == pytest.approx(servo.control / 7.5, abs=1 / 885)
 
 
+def test_xl320_registers_follow_its_own_table() -> None:
+    """The XL-320 on XL-320 physics: 300° over 1023 counts around 512, the P register
+    (29) the model's kp, the duty in Present Load (0.1 %), a position beyond its 300°
+    read at the end of the range."""
+    bus = make_bus("xl320", ids=(1,), initial_position=0.5, supply_voltage=7.5)
+    servo = bus.servos[1]
+    table = servo.table
+    values = table.decode(table.state, read(bus, 1, 37, 10).data, 37)
+    assert values["present_position"] == pytest.approx(0.5, abs=math.radians(300) / 1023)
+    assert read(bus, 1, 29, 1).data == b"\x20"  # factory P gain 32
+    write(bus, 1, 29, b"\x40")
+    write(bus, 1, 24, b"\x01")
+    assert servo.sim.command.gain == 64.0 and servo.sim.command.goal == pytest.approx(0.5,
+                                                                                     abs=0.01)
+    write(bus, 1, 30, (512).to_bytes(2, "little"))  # goal 0 rad
+    bus.tick()
+    values = table.decode(table.state, read(bus, 1, 37, 10).data, 37)
+    assert values["present_load"] == pytest.approx(servo.control / 7.5, abs=1e-3)
+    assert values["present_load"] < -0.1  # driving back toward 0
+    servo.set_state(3.0)  # beyond +150°: the register holds its end
+    assert int.from_bytes(read(bus, 1, 37, 2).data, "little") == 1023
+
+
 def test_configuration_errors() -> None:
     with pytest.raises(BamError, match="protocol 1, not 2"):
         build_bus(EmulatorConfig(servo_model="mx64_p1", protocol=2))
@@ -209,10 +232,16 @@ def test_configuration_errors() -> None:
         build_bus(EmulatorConfig(ids=(1, 1)))
     with pytest.raises(BamError, match="ACTUATOR:MODEL"):
         build_bus(EmulatorConfig(physics="mx64"))
-    for physics in ("erob80_50:m1", "xl320:m4"):
-        with pytest.raises(BamError, match="no control table in the emulator"):
+    for physics in ("erob80_50:m1", "sts3215:m1"):
+        with pytest.raises(BamError, match="does not run the MX-64"):
             build_bus(EmulatorConfig(physics=physics))
+    with pytest.raises(BamError, match="give sts3215, sts3215_12v parameters"):
+        build_bus(EmulatorConfig(servo_model="sts3215", physics="mx64:m4"))
     with pytest.raises(BamError, match="give servo_model xl330_m288 with xl330 physics only"):
         build_bus(EmulatorConfig(physics="xl330:m4"))
     with pytest.raises(BamError, match="does not run servo model xl330_m288"):
         build_bus(EmulatorConfig(servo_model="xl330_m288", physics="mx64:m4"))
+    with pytest.raises(BamError, match="give servo_model xl320 with xl320 physics only"):
+        build_bus(EmulatorConfig(servo_model="mx64_p2", physics="xl320:m4"))
+    with pytest.raises(BamError, match="does not run servo model xl320"):
+        build_bus(EmulatorConfig(servo_model="xl320", physics="xl330:m4"))

@@ -11,12 +11,13 @@ import time
 
 import pytest
 from diagnostic_msgs.msg import DiagnosticStatus
-from drivers_rig import MODELS, Rig, values
+from drivers_rig import SERIAL_BUSES, Rig, values
 
 from bam_drivers.emulators.client import EmulatorProcess
 from bam_sim.testing.ros_context import private_context
 
-OVERLOAD = 0x20  # protocol 1.0 error byte bit 5 and protocol 2.0 hardware error status bit 5
+# Protocol 1.0 and Feetech error byte bit 5, protocol 2.0 hardware error status bit 5.
+OVERLOAD = 0x20
 RESUME = 2.0  # s: states must flow again this soon after the port returns
 
 
@@ -26,12 +27,11 @@ def context():
         yield ctx
 
 
-@pytest.fixture(params=[1, 2], ids=["protocol1", "protocol2"])
+@pytest.fixture(params=sorted(SERIAL_BUSES))
 def bench(request, context):
-    protocol = request.param
-    model = MODELS[protocol]
-    with EmulatorProcess(protocol=protocol, servo_model=model, seed=1) as emulator:
-        rig = Rig(context, emulator.port, servo_model=model)
+    options, node, params = SERIAL_BUSES[request.param]
+    with EmulatorProcess(**options, seed=1) as emulator:
+        rig = Rig(context, emulator.port, node=node, **params)
         try:
             rig.wait_ready()
             rig.command(goals=[0.3], enables=[True], gains=[16.0])

@@ -11,6 +11,7 @@ HEAVY = ("numba", "mujoco", "optuna", "rosbags", "bam_identify", "bam_sim.testin
 
 
 @pytest.mark.parametrize("module", ["bam_drivers.nodes.dynamixel_node",
+                                    "bam_drivers.nodes.feetech_node",
                                     "bam_drivers.dynamixel.supervisor"])
 def test_driver_imports_no_numerics(module):
     code = (f"import sys, {module}\n"
@@ -21,7 +22,8 @@ def test_driver_imports_no_numerics(module):
 
 
 def test_supervisor_imports_no_ros():
-    code = ("import sys, bam_drivers.dynamixel.supervisor, bam_drivers.supervisor\n"
+    code = ("import sys, bam_drivers.dynamixel.supervisor, bam_drivers.supervisor, "
+            "bam_drivers.feetech.bus\n"
             "print(','.join(m for m in sys.modules if m.split('.')[0] in "
             "('rclpy', 'rcl_interfaces', 'diagnostic_msgs')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -1,5 +1,9 @@
 """The Dynamixel driver node against the emulator: units, commands, several servos, safety.
 
+Its Feetech binding (``feetech``: the same node on the Feetech bus, STS3215
+servos in the emulator) is checked at the end: units, goals and gains, several
+servos, torque off, bad parameters.
+
 Each test starts an emulator process (bam_drivers.emulators.dynamixel_emulator: servos behind a
 pseudo-terminal, physics of bam_sim) and a DynamixelNode on its port, and
 compares what the node publishes with the emulator's ground truth.
@@ -20,8 +24,10 @@ from drivers_rig import MODELS, Rig, settle, values
 
 from bam_drivers.dynamixel.control_table import RAD_PER_COUNT, get_table
 from bam_drivers.emulators.client import EmulatorProcess
+from bam_drivers.feetech.control_table import CURRENT_UNIT as FEETECH_CURRENT_UNIT
 from bam_drivers.nodes.driver_node import mean_kt
 from bam_drivers.nodes.dynamixel_node import DynamixelNode
+from bam_drivers.nodes.feetech_node import FeetechNode
 from bam_msgs.msg import BenchInfo
 from bam_sim.common.errors import BamError
 from bam_sim.testing.ros_context import private_context, ros_domain
@@ -152,13 +158,17 @@ def test_torque_off_when_the_node_is_destroyed(rigs, context):
         assert emulator.truth()[1]["registers"]["torque_enable"] == 0
 
 
-def test_sigint_turns_the_torque_off():
-    """The `dynamixel` executable: SIGINT ends it with the torque off and exit code 128 + 2."""
-    with EmulatorProcess() as emulator:
+@pytest.mark.parametrize(("module", "options"), [
+    ("dynamixel_node", {}),
+    ("feetech_node", {"servo_model": "sts3215", "physics": "sts3215:m1"})])
+def test_sigint_turns_the_torque_off(module, options):
+    """The `dynamixel` and `feetech` executables: SIGINT ends them with the torque off and
+    exit code 128 + 2."""
+    with EmulatorProcess(**options) as emulator:
         env = {**os.environ, "ROS_DOMAIN_ID": str(ros_domain()),
                "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
         process = subprocess.Popen(
-            [sys.executable, "-m", "bam_drivers.nodes.dynamixel_node", "--ros-args",
+            [sys.executable, "-m", f"bam_drivers.nodes.{module}", "--ros-args",
              "-p", f"port:={emulator.port}",
              "-p", "torque_enable_on_start:=true", "-p", "command_timeout:=0.0"],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -243,7 +253,8 @@ def test_a_servo_of_another_model_is_reported(rigs):
     ({"joint_names": ["a", "b"]}, "joint_names must hold 1"),
     ({"servo_model": "mx64_p1", "protocol": 2}, "speaks protocol 1"),
     ({"servo_model": "ax12"}, "unknown servo model 'ax12'"),
-    ({"actuator": "erob80_50"}, "current-controlled"),
+    ({"actuator": "erob80_50"}, "actuator erob80_50 is not a servo of the Dynamixel driver; "
+                                "give one of mx64, mx106, xl320, xl330"),
     ({"ids": [1, 1]}, "ids must differ"),
     ({"ids": []}, "ids is empty"),
     ({"directions": [2]}, "directions must hold 1 values"),
@@ -251,10 +262,75 @@ def test_a_servo_of_another_model_is_reported(rigs):
     ({"baud_rate": 1234}, r"baud_rate must be in \[9600, 4.5e\+06\], got 1234"),
     ({"gain": 300.0}, r"gain 300.0 is outside \[0, 254\]"),
     ({"mass": 1}, "write doubles with a decimal point"),
+    # The Feetech driver (its own tables, actuators and baud rates):
+    ({"node": FeetechNode, "servo_model": "mx64_p1"},
+     "unknown servo model 'mx64_p1'; known: sts3215, sts3215_12v"),
+    ({"node": FeetechNode, "actuator": "mx64"},
+     "actuator mx64 is not a servo of the Feetech driver; give one of sts3215, sts3215_12v"),
+    ({"node": FeetechNode, "gain": 300.0}, r"gain 300.0 is outside \[0, 254\]"),
+    ({"node": FeetechNode, "baud_rate": 2000000},
+     r"baud_rate must be in \[9600, 1e\+06\], got 2000000"),
 ])
 def test_bad_parameters_are_one_line_errors(context, params, message):
     from rclpy.parameter import Parameter
 
+    params = {"port": "/nonexistent", **params}
+    node = params.pop("node", DynamixelNode)
     with pytest.raises(BamError, match=message):
-        DynamixelNode(context=context, parameter_overrides=[
-            Parameter(k, value=v) for k, v in {"port": "/nonexistent", **params}.items()])
+        node(context=context, parameter_overrides=[
+            Parameter(k, value=v) for k, v in params.items()])
+
+
+# -- the same node on the Feetech bus (STS3215, published M1 in the emulator) -----------
+
+def feetech_emulator(ids=(1,), **kwargs) -> EmulatorProcess:
+    return EmulatorProcess(protocol=1, servo_model="sts3215", ids=ids, physics="sts3215:m1",
+                           **kwargs)
+
+
+def test_feetech_node_publishes_si_state_and_applies_goals_and_gains(rigs):
+    with feetech_emulator(supply_voltage=7.4, temperature=41.0, mass=0.35, length=0.15) as emu:
+        rig = rigs(emu.port, node=FeetechNode, offsets=[0.2], directions=[-1], mass=0.35,
+                   length=0.15)
+        rig.wait_ready()
+        rig.command(["pendulum"], goals=[0.8], enables=[True], gains=[32.0])
+        rig.wait_for(lambda: emu.truth()[1]["torque_enable"], "torque on")
+        truth = settle(rig, emu)[1]
+        _, joint = rig.joint_states[-1]
+        _, states = rig.actuator_states[-1]
+    # θ_goal = (0.8 − 0.2)·(−1); kp is the P coefficient register itself.
+    assert truth["goal"] == pytest.approx(-0.6, abs=COUNT)
+    assert truth["gain"] == 32.0 and truth["registers"]["p_gain"] == 32
+    assert joint.position[0] == pytest.approx(-truth["position"] + 0.2, abs=2 * COUNT)
+    assert abs(truth["position"] + 0.6) > 0.005  # holding against gravity, off its goal
+    state = states.actuators[0]
+    assert (state.control_unit, state.gain, state.torque_enable) == ("V", 32.0, True)
+    assert state.input_voltage == pytest.approx(7.4, abs=1e-9) and state.temperature == 41.0
+    # Duty in 0.1 % of the supply; current in 6.5 mA counts (sign bit 15).
+    assert abs(truth["control"]) > 0.1
+    assert state.control == pytest.approx(-truth["control"], abs=2e-3 * 7.4)
+    assert state.current == pytest.approx(-truth["current"], abs=2 * FEETECH_CURRENT_UNIT)
+    assert state.motor_torque == pytest.approx(mean_kt("sts3215") * state.current, rel=1e-12)
+
+
+def test_feetech_node_drives_several_servos_and_releases_them(rigs):
+    ids = [3, 1, 2]
+    with feetech_emulator(ids=ids) as emu:
+        rig = rigs(emu.port, node=FeetechNode, ids=ids, joint_names=["a", "b", "c"],
+                   directions=[1, 1, -1])
+        rig.wait_ready()
+        rig.command(["c", "a"], goals=[0.25, -0.35], enables=[True, True])
+        rig.wait_for(lambda: emu.truth()[2]["torque_enable"] and emu.truth()[3]["torque_enable"],
+                     "torque on of ids 2, 3")
+        truth = emu.truth()
+        assert truth[2]["goal"] == pytest.approx(-0.25, abs=COUNT)  # direction -1
+        assert truth[3]["goal"] == pytest.approx(-0.35, abs=COUNT)
+        assert not truth[1]["torque_enable"]
+        truth = settle(rig, emu)
+        _, joint = rig.joint_states[-1]
+        assert list(joint.name) == ["a", "b", "c"]
+        assert joint.position[0] == pytest.approx(truth[3]["position"], abs=0.01)
+        assert joint.position[2] == pytest.approx(-truth[2]["position"], abs=0.01)
+        rig.close()  # the node stops: torque off on every servo, read back
+        assert not any(t["torque_enable"] for t in emu.truth().values())
+

@@ -8,6 +8,10 @@ may share the bus (:func:`compatible`). :meth:`DynamixelBus.open` (re)opens
 the port, :meth:`DynamixelBus.close` closes it; a port that fails during a
 transfer is closed and the failure reported (``port_error``).
 
+The Feetech STS bus (:mod:`bam_drivers.feetech.bus`) is this bus bound to
+``feetech-servo-sdk``: its SDK classes, tables, sync read and error bits are
+the class attributes and methods it overrides; everything else is shared.
+
 Every cycle of a driver is
 
 * one read of the state block of every servo: a *sync read* on protocol 2.0
@@ -80,7 +84,12 @@ from dynamixel_sdk import (
     PortHandler,
 )
 
-from bam_drivers.dynamixel.control_table import ControlTable, get_table, table_for_model_number
+from bam_drivers.dynamixel.control_table import (
+    TABLES,
+    ControlTable,
+    get_table,
+    table_for_model_number,
+)
 from bam_sim.common.errors import BamError, one_line
 
 BAUD_RATES = (9600, 19200, 38400, 57600, 115200, 230400, 460800, 500000, 576000, 921600,
@@ -123,14 +132,18 @@ def detect_latency_timer(port: str) -> tuple[float, str]:
         with open(sysfs, encoding="ascii") as f:
             return float(f.read().strip()), sysfs
     except (OSError, ValueError):
-        return SDK_LATENCY_TIMER_MS, "dynamixel-sdk default"
+        return SDK_LATENCY_TIMER_MS, "the SDK's default"
+
+
+def bit_names(names: dict[int, str], bits: int) -> list[str]:
+    """Names of the bits set in ``bits`` ("bit N" for a bit ``names`` does not name)."""
+    return [name for bit, name in names.items() if bits >> bit & 1] + \
+        [f"bit {bit}" for bit in range(8) if bits >> bit & 1 and bit not in names]
 
 
 def hardware_error_names(protocol: int, bits: int) -> list[str]:
     """Names of the hardware error bits set (protocol 1.0 alarms or 2.0 status bits)."""
-    names = P1_ERROR_BITS if protocol == 1 else P2_HARDWARE_BITS
-    return [name for bit, name in names.items() if bits >> bit & 1] + \
-        [f"bit {bit}" for bit in range(8) if bits >> bit & 1 and bit not in names]
+    return bit_names(P1_ERROR_BITS if protocol == 1 else P2_HARDWARE_BITS, bits)
 
 
 def status_error_text(protocol: int, error: int) -> str:
@@ -141,13 +154,15 @@ def status_error_text(protocol: int, error: int) -> str:
     return P2_ERROR_NUMBERS.get(number, f"error {number}") if number else ""
 
 
-class _Port(PortHandler):
-    """The SDK's port with its own latency timer, byte counters and a blocking wait."""
+class PortMixin:
+    """An SDK port with its own latency timer, byte counters and a blocking wait.
 
-    def __init__(self, name: str, latency_timer_ms: float, counts: list[int]) -> None:
-        super().__init__(name)
-        self.latency_timer_ms = latency_timer_ms
-        self.counts = counts  # [tx bytes, rx bytes], shared by the bus across reopenings
+    Mixed into the ``PortHandler`` of dynamixel-sdk or feetech-servo-sdk (the
+    same interface): ``latency_timer_ms`` and ``counts`` are set by the bus.
+    """
+
+    latency_timer_ms: float
+    counts: list[int]  # [tx bytes, rx bytes], shared by the bus across reopenings
 
     def getCurrentTime(self) -> float:  # noqa: N802 (SDK name): ms, monotonic
         return time.monotonic() * 1000.0
@@ -171,6 +186,10 @@ class _Port(PortHandler):
         written = self.ser.write(bytes(packet))
         self.counts[0] += written or 0
         return written
+
+
+class _Port(PortMixin, PortHandler):
+    """dynamixel-sdk's port."""
 
 
 @dataclass
@@ -220,13 +239,25 @@ class CycleResult:
 
 
 class DynamixelBus:
-    """Servos of one control table on one port, with joint offsets and directions."""
+    """Servos of one control table on one port, with joint offsets and directions.
+
+    The class attributes and the ``_make_*`` methods bind it to dynamixel-sdk;
+    :class:`bam_drivers.feetech.bus.FeetechBus` binds the same bus to
+    feetech-servo-sdk.
+    """
+
+    KIND = "Dynamixel"
+    SDK = "dynamixel-sdk"
+    BAUD_RATES = BAUD_RATES
+    TABLES = TABLES
+    TABLES_MODULE = "bam_drivers.dynamixel.control_table"
+    RX_CORRUPT = COMM_RX_CORRUPT  # the SDK's code of a bad checksum (SDKs differ)
 
     def __init__(self, port: str, table: ControlTable | str, ids: Sequence[int], *,
                  baud_rate: int = 1_000_000, offsets: Sequence[float] | None = None,
                  directions: Sequence[int] | None = None,
                  latency_timer_ms: float = 0.0) -> None:
-        self.table = get_table(table) if isinstance(table, str) else table
+        self.table = get_table(table, self.TABLES) if isinstance(table, str) else table
         self.port_name = str(port)
         self.ids = _check_ids(ids)
         n = len(self.ids)
@@ -238,7 +269,7 @@ class DynamixelBus:
         self.latency_timer_setting = float(latency_timer_ms)  # 0: detect at open
         self.latency_timer_ms, self.latency_timer_source = float(latency_timer_ms), "given"
         self.protocol = self.table.protocol
-        self._handler = PacketHandler(float(self.protocol))
+        self._handler = self._make_handler()
         self._fields = self._state_fields()
         self.block = self.table.block(self._fields)
         self.counters = {i: ServoCounters() for i in self.ids}
@@ -255,9 +286,9 @@ class DynamixelBus:
         if len(self.directions) != n or any(d not in (1, -1) for d in self.directions):
             raise BamError(f"directions must hold {n} values, each 1 or -1 (one per id), got "
                            f"{list(self.directions)}")
-        if int(baud_rate) not in BAUD_RATES:
-            raise BamError(f"baud rate {baud_rate} is not supported by dynamixel-sdk; use one "
-                           f"of {', '.join(map(str, BAUD_RATES))}")
+        if int(baud_rate) not in self.BAUD_RATES:
+            raise BamError(f"baud rate {baud_rate} is not supported by {self.SDK}; use one "
+                           f"of {', '.join(map(str, self.BAUD_RATES))}")
         if not (math.isfinite(latency_timer_ms) and 0.0 <= latency_timer_ms <= 1000.0):
             raise BamError(f"latency_timer_ms must be within [0, 1000] ms (0: detect), got "
                            f"{latency_timer_ms}")
@@ -267,6 +298,25 @@ class DynamixelBus:
         if self.table.current is not None and self.table.current not in names:
             names.append(self.table.current)
         return tuple(names)
+
+    # -- the SDK -----------------------------------------------------------------------
+
+    def _make_handler(self):
+        return PacketHandler(float(self.protocol))
+
+    def _make_port(self) -> PortMixin:
+        return _Port(self.port_name)
+
+    def _make_sync_write(self, address: int, size: int):
+        return GroupSyncWrite(self._port, self._handler, address, size)
+
+    def hardware_error_names(self, bits: int) -> list[str]:
+        """Names of the hardware error bits set."""
+        return hardware_error_names(self.protocol, bits)
+
+    def status_error_text(self, error: int) -> str:
+        """A status error byte as text ("" when it holds no instruction error)."""
+        return status_error_text(self.protocol, error)
 
     # -- port --------------------------------------------------------------------------
 
@@ -280,12 +330,13 @@ class DynamixelBus:
         if self.latency_timer_setting <= 0.0:
             self.latency_timer_ms, self.latency_timer_source = \
                 detect_latency_timer(self.port_name)
-        port = _Port(self.port_name, self.latency_timer_ms, self._counts)
+        port = self._make_port()
+        port.latency_timer_ms, port.counts = self.latency_timer_ms, self._counts
         try:
             opened = port.setBaudRate(self.baud_rate)
         except PORT_ERRORS as exc:
             self.port_error = one_line(exc)
-            raise BamError(f"cannot open the Dynamixel port {self.port_name}: "
+            raise BamError(f"cannot open the {self.KIND} port {self.port_name}: "
                            f"{self.port_error}; check the port parameter, that the adapter "
                            "is plugged in and that you may use it (dialout group)") from None
         if not opened:
@@ -344,14 +395,14 @@ class DynamixelBus:
                 models[dxl_id] = self.table.name
                 continue
             try:
-                other = table_for_model_number(self.protocol, model)
+                other = table_for_model_number(self.protocol, model, self.TABLES)
             except BamError:
                 other = None
             if other is not None and compatible(self.table, other, self.used_fields()):
                 models[dxl_id] = other.name
                 continue
             hint = (f"set servo_model:={other.name}" if other is not None
-                    else "add a control table for it to bam_drivers.dynamixel.control_table")
+                    else f"add a control table for it to {self.TABLES_MODULE}")
             raise BamError(f"servo id {dxl_id} on {self.port_name} is model number {model}, "
                            f"not {self.table.title} ({self.table.model_number}); {hint}")
         return models
@@ -360,8 +411,8 @@ class DynamixelBus:
         """The registers this bus reads or writes."""
         names = [*self._fields, "model_number", "torque_enable", "p_gain", "goal_position",
                  "return_delay_time"]
-        names += [n for n in ("operating_mode", self.table.hardware_error)
-                  if n is not None and self.table.has(n)]
+        mode = self.table.position_mode[0] if self.table.position_mode else None
+        names += [n for n in (mode, self.table.hardware_error) if n is not None]
         return tuple(names)
 
     def read_register(self, dxl_id: int, name: str) -> int:
@@ -388,22 +439,27 @@ class DynamixelBus:
                                                     list(f.pack(raw)))
         except PORT_ERRORS as exc:
             raise BamError(self._lost(exc)) from None
-        if result != COMM_SUCCESS or status_error_text(self.protocol, error):
+        if result != COMM_SUCCESS or self.status_error_text(error):
             why = (self._handler.getTxRxResult(result) if result != COMM_SUCCESS
-                   else status_error_text(self.protocol, error))
+                   else self.status_error_text(error))
             raise BamError(f"cannot write {name} of servo id {dxl_id}: {why}")
 
     def ensure_position_mode(self) -> list[str]:
-        """Protocol 2.0: put servos in position control mode (3); what was changed."""
-        if not self.table.has("operating_mode"):
+        """Put servos in position control (the table's ``position_mode``: protocol 2.0
+        operating mode 3, XL-320 control mode 2, Feetech operating mode 0); what was
+        changed. Protocol 1.0 MX servos are in position control unless their angle
+        limits say wheel mode, which this driver leaves to the user."""
+        if self.table.position_mode is None:
             return []
+        name, wanted = self.table.position_mode
         changed = []
         for dxl_id in self.ids:
-            mode = self.read_register(dxl_id, "operating_mode")
-            if mode != 3:
+            mode = self.read_register(dxl_id, name)
+            if mode != wanted:
                 self.write_register(dxl_id, "torque_enable", 0)  # EEPROM needs torque off
-                self.write_register(dxl_id, "operating_mode", 3)
-                changed.append(f"servo id {dxl_id}: operating mode {mode} -> 3 (position)")
+                self.write_register(dxl_id, name, wanted)
+                changed.append(f"servo id {dxl_id}: {name.replace('_', ' ')} {mode} -> "
+                               f"{wanted} (position)")
         return changed
 
     def return_delays(self) -> dict[int, float]:
@@ -471,7 +527,7 @@ class DynamixelBus:
                 pending.discard(packet[id_at])
                 replies[packet[id_at]] = (bytes(packet[data_at:data_at + length]),
                                           packet[error_at])
-            elif status == COMM_RX_CORRUPT:
+            elif status == self.RX_CORRUPT:
                 culprit = packet[id_at] if len(packet) > id_at and packet[id_at] in pending \
                     else min(pending)
                 pending.discard(culprit)
@@ -517,7 +573,7 @@ class DynamixelBus:
             c = self.counters[dxl_id]
             c.reads += 1
             c.hardware_error = state.hardware_error
-            text = status_error_text(self.protocol, state.status_error)
+            text = self.status_error_text(state.status_error)
             if text:
                 c.status_errors += 1
                 c.last_error, c.last_error_time = f"status: {text}", now
@@ -574,7 +630,7 @@ class DynamixelBus:
         if port is None:
             return False
         f = self.table.field(name)
-        group = GroupSyncWrite(port, self._handler, f.address, f.size)
+        group = self._make_sync_write(f.address, f.size)
         for dxl_id, value in raw.items():
             group.addParam(dxl_id, list(f.pack(value)))
         try:
@@ -600,7 +656,7 @@ class DynamixelBus:
 
     def _require(self) -> _Port:
         if self._port is None:
-            raise BamError(f"the Dynamixel port {self.port_name} is not open"
+            raise BamError(f"the {self.KIND} port {self.port_name} is not open"
                            + (f" ({self.port_error})" if self.port_error else ""))
         return self._port
 
@@ -611,7 +667,7 @@ def compatible(table: ControlTable, other: ControlTable, names: Iterable[str]) -
         return (a.address, a.size, a.access, a.encoding, a.scale, a.zero) == \
             (b.address, b.size, b.access, b.encoding, b.scale, b.zero)
 
-    return table.protocol == other.protocol and all(
+    return (table.protocol, table.vendor) == (other.protocol, other.vendor) and all(
         other.has(n) and same(table.field(n), other.field(n)) for n in names)
 
 

@@ -385,14 +385,19 @@ def parse_sync_write(protocol: int, params: bytes) -> tuple[int, int, dict[int, 
     }
 
 
-def sync_read_params(address: int, length: int, ids: list[int]) -> bytes:
-    """SYNC_READ (2.0 only): address, length, ids."""
-    return _le(address, 2) + _le(length, 2) + bytes(ids)
+def sync_read_params(address: int, length: int, ids: list[int], protocol: int = 2) -> bytes:
+    """SYNC_READ: address, length, ids (2.0: 2 bytes each; 1.0 framing, as Feetech's SCS
+    protocol has it: 1 byte each)."""
+    size = 1 if protocol == 1 else 2
+    return _le(address, size) + _le(length, size) + bytes(ids)
 
 
-def parse_sync_read(params: bytes) -> tuple[int, int, list[int]]:
-    if len(params) < 5:
-        raise _length_error(2, "sync read")
+def parse_sync_read(params: bytes, protocol: int = 2) -> tuple[int, int, list[int]]:
+    size = 1 if protocol == 1 else 2
+    if len(params) < 2 * size + 1:
+        raise _length_error(protocol, "sync read")
+    if protocol == 1:
+        return params[0], params[1], list(params[2:])
     return _word(params, 0), _word(params, 2), list(params[4:])
 
 

@@ -1,4 +1,7 @@
-"""The Dynamixel bus supervisor: one bus cycle per tick, reconnection, fail-safe commands.
+"""The serial bus supervisor: one bus cycle per tick, reconnection, fail-safe commands.
+
+It supervises a Dynamixel bus or a Feetech bus (the same bus class, bound to
+another SDK).
 
 ROS-free: :class:`bam_drivers.nodes.dynamixel_node.DynamixelNode` calls
 :meth:`DynamixelSupervisor.cycle` from its loop thread and publishes what it
@@ -15,7 +18,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from bam_drivers.dynamixel.bus import CycleResult, DynamixelBus, hardware_error_names
+from bam_drivers.dynamixel.bus import CycleResult, DynamixelBus
 from bam_drivers.supervisor import Command, CommandState, Link, Log, LogThrottle
 from bam_sim.common.commands import CommandLimits, JointCommand, check_command
 from bam_sim.common.errors import BamError
@@ -157,8 +160,9 @@ class DynamixelSupervisor:
 
     def _lost(self, reason: str, now: float) -> None:
         self.link.lost(reason, now)
-        self.throttle.log("port", "error", f"Dynamixel port {self.bus.port_name}: {reason}; "
-                                           f"reopening every {RECONNECT_PERIOD:g} s", now)
+        self.throttle.log("port", "error", f"{self.bus.KIND} port {self.bus.port_name}: "
+                                           f"{reason}; reopening every {RECONNECT_PERIOD:g} s",
+                          now)
 
     def _account(self, result: CycleResult, now: float) -> None:
         self.link.count(len(result.states), len(self.ids), now)
@@ -167,7 +171,7 @@ class DynamixelSupervisor:
                               f"servo id {dxl_id}: {kind} (counted in /diagnostics)", now)
         for dxl_id, state in result.states.items():
             if state.hardware_error:
-                names = ", ".join(hardware_error_names(self.bus.protocol, state.hardware_error))
+                names = ", ".join(self.bus.hardware_error_names(state.hardware_error))
                 self.throttle.log(f"hardware/{dxl_id}", "error",
                                   f"servo id {dxl_id} reports a hardware error: {names}", now)
 

@@ -1,14 +1,16 @@
-"""``dynamixel_emulator``: Dynamixel servos on a pseudo-terminal, driven by bam_sim physics.
+"""``dynamixel_emulator``: Dynamixel or Feetech servos on a pseudo-terminal, driven by bam_sim.
 
 Example::
 
     ros2 run bam_drivers dynamixel_emulator --servo-model mx64_p1 --ids 1 2 --physics mx64:m4
     # prints: READY /tmp/dxl_emu_xxxx/ttyDXL /tmp/dxl_emu_xxxx/control.sock
+    ros2 run bam_drivers dynamixel_emulator --servo-model sts3215 --ids 1  # Feetech STS
 
 A separate process that behaves like servos on a bus for any master opening
 the port (dynamixel-sdk's PortHandler in the driver): it opens a
 pseudo-terminal in raw mode, exposes its slave side at a stable symlink
-(``--port``) and answers Dynamixel protocol 1.0 or 2.0 instructions with the
+(``--port``) and answers Dynamixel protocol 1.0 or 2.0 instructions, or
+Feetech's SCS protocol for an STS servo model, with the
 firmware semantics of :mod:`bam_drivers.emulators.dynamixel_servos`. Each servo's joint is
 a pendulum (:class:`bam_sim.bench.stepper.BenchStepper` with a published
 M1..M6 parameter set, or a parameter file) advanced at ``--physics-rate``
@@ -56,10 +58,13 @@ import time
 import tty
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
+from bam_drivers.dynamixel import control_table as dynamixel_tables
 from bam_drivers.dynamixel import packet as pk
-from bam_drivers.dynamixel.control_table import TABLES, get_table
+from bam_drivers.dynamixel.control_table import get_table
 from bam_drivers.emulators.dynamixel_servos import EmulatedBus, EmulatedServo
+from bam_drivers.feetech import control_table as feetech_tables
 from bam_sim.bench.geometry import Bench
 from bam_sim.bench.stepper import BenchStepper
 from bam_sim.common.arguments import ArgumentParser
@@ -67,6 +72,12 @@ from bam_sim.common.errors import BamError
 from bam_sim.models.parameter_file import load, published
 from bam_sim.models.parameter_set import ParameterSet
 
+# Every servo model the emulator runs, and the bam_sim actuators each can be.
+TABLES = MappingProxyType({**dynamixel_tables.TABLES, **feetech_tables.TABLES})
+ACTUATORS = {"dynamixel": ("mx64", "mx106", "xl320", "xl330"),
+             "feetech": ("sts3215", "sts3215_12v")}
+# Actuators whose gain and duty belong to one table, which runs them only.
+OWN_TABLES = {"xl320": "xl320", "xl330": "xl330_m288"}
 INTER_BYTE_TIMEOUT = 0.01  # s without bytes after which a partial packet is dropped
 MAX_CATCH_UP = 0.1  # s of physics the loop replays after a stall; beyond, time is skipped
 WRITE_TIMEOUT = 0.05  # s a reply may wait for room in the pty buffer before it is lost
@@ -172,17 +183,36 @@ def load_physics(config: EmulatorConfig) -> ParameterSet:
     """The parameter set driving the joints."""
     if config.params_file:
         return load(config.params_file)
-    spec = config.physics or next(
-        (f"{name}:m4" for name in ("mx106", "xl330") if name in config.servo_model), "mx64:m4")
+    spec = config.physics or _default_physics(config.servo_model)
     actuator, sep, model = spec.partition(":")
     if not sep or not actuator or not model:
         raise BamError(f"physics {spec!r} must be ACTUATOR:MODEL, e.g. mx64:m4")
     return published(actuator, model)
 
 
+def _default_physics(servo_model: str) -> str:
+    if servo_model.startswith("sts3215"):  # the STS3215 has a published M1 only
+        return f"{servo_model}:m1"
+    return next((f"{name}:m4" for name in ("mx106", "xl320", "xl330") if name in servo_model),
+                "mx64:m4")
+
+
+def _check_physics(actuator: str, table) -> None:
+    """The bam_sim actuator must be a servo of the table's kind; an XL its own table."""
+    allowed = ACTUATORS[table.vendor]
+    if actuator not in allowed:
+        raise BamError(f"physics actuator {actuator} does not run the {table.title}; give "
+                       f"{', '.join(allowed)} parameters for a {table.vendor} servo model")
+    for xl, own in OWN_TABLES.items():
+        if (actuator == xl) != (table.name == own):
+            raise BamError(f"physics actuator {actuator} does not run servo model "
+                           f"{table.name}: the {xl.upper()}'s gain and duty are its own; "
+                           f"give servo_model {own} with {xl} physics only")
+
+
 def build_bus(config: EmulatorConfig) -> EmulatedBus:
     """The servos of the configuration, each with its own pendulum."""
-    table = get_table(config.servo_model)
+    table = get_table(config.servo_model, TABLES)
     if config.protocol is not None and config.protocol != table.protocol:
         raise BamError(
             f"servo model {table.name} speaks protocol {table.protocol}, not {config.protocol}; "
@@ -198,14 +228,7 @@ def build_bus(config: EmulatorConfig) -> EmulatedBus:
         raise BamError("physics rate must be > 0 Hz")
     _seconds("return delay", config.return_delay)
     params = load_physics(config)
-    if params.actuator not in ("mx64", "mx106", "xl330"):
-        raise BamError(f"physics actuator {params.actuator} has no control table in the "
-                       "emulator (MX and X series only); use mx64, mx106 or xl330 "
-                       "parameters")
-    if (params.actuator == "xl330") != (table.name == "xl330_m288"):
-        raise BamError(f"physics actuator {params.actuator} does not run servo model "
-                       f"{table.name}: the XL330's gain and duty are its own; give "
-                       "servo_model xl330_m288 with xl330 physics only")
+    _check_physics(params.actuator, table)
     bench = Bench(mass=config.mass, length=config.length, arm_mass=config.arm_mass)
 
     def make_sim(position: float, velocity: float) -> BenchStepper:

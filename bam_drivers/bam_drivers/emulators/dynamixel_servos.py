@@ -1,4 +1,4 @@
-"""Servos on an emulated Dynamixel bus: control tables, firmware law, instruction semantics.
+"""Servos on an emulated serial bus: control tables, firmware law, instruction semantics.
 
 No I/O here: :class:`EmulatedBus` turns an instruction :class:`~bam_drivers.dynamixel.packet.Frame`
 into the status packets the servos would send, and :class:`EmulatedServo`
@@ -32,6 +32,16 @@ control tables of :mod:`bam_drivers.dynamixel.control_table`):
 * injected hardware errors: P2 sets Hardware Error Status (70) and the alert
   bit 7 of every status error byte; P1 ORs the bits into the error byte.
   Unlike the firmware, the torque is not shut down by a hardware error.
+
+Feetech STS servos (tables of :mod:`bam_drivers.feetech.control_table`) speak
+the SCS protocol: protocol-1.0 framing and semantics, plus SYNC_READ (1-byte
+address and length) and without BULK_READ; the Response Status Level (1: all,
+0: reads and pings) replaces the Status Return Level; status error bytes
+carry the injected alarm bits only (no instruction, range or checksum bits:
+a refused write is dropped silently, a packet with a bad checksum gets no
+answer); EEPROM writes apply whatever the Lock register holds (it only keeps
+them out of flash); the joint runs bam_sim's STS law (``sts3215``: the
+firmware's target slews toward Goal Position, kp = P Coefficient).
 
 FAST_SYNC_READ / FAST_BULK_READ (2.0) answer with one status packet of ID
 0xFE whose parameters chain, per servo, ERR, ID, data and a CRC of the
@@ -145,7 +155,15 @@ class EmulatedServo:
         return self._si("return_delay_time")
 
     @property
+    def feetech(self) -> bool:
+        return self.table.vendor == "feetech"
+
+    @property
     def status_return_level(self) -> int:
+        """Dynamixel's level: 0 ping only, 1 ping and reads, 2 all (Feetech's response
+        level 1 answers all, 0 reads and pings)."""
+        if self.feetech:
+            return 2 if self.get("response_status_level") else 1
         return self.get("status_return_level")
 
     @property
@@ -197,7 +215,10 @@ class EmulatedServo:
         q, dq = self.sim.state
         t = self.table
         position = t.field("present_position")
-        raw = position.from_si(q) if position.size == 4 else (
+        # A 12-bit turn wraps (MX protocol 1.0, STS); a 4-byte or bounded register (the
+        # XL-320's 300°) holds the position clamped to its range.
+        bounded = position.size == 4 or position.maximum is not None
+        raw = position.from_si(q) if bounded else (
             round(q / position.scale) + position.zero) % 4096
         self.set("present_position", raw)
         self.set("present_velocity", t.field("present_velocity").from_si(dq))
@@ -228,8 +249,9 @@ class EmulatedServo:
         if not data or end > self.table.size:
             return Fault.ACCESS
         touched = {f for a in range(address, end) if (f := self.table.at(a)) is not None}
+        # Feetech's Lock only keeps EEPROM writes out of flash: they apply at once.
         eeprom_locked = self.torque_enabled if self.protocol == 2 else (
-            self.table.has("lock") and self.get("lock") != 0)
+            not self.feetech and self.table.has("lock") and self.get("lock") != 0)
         new = bytearray(self.memory)
         new[address:end] = data
         for f in touched:
@@ -319,13 +341,20 @@ class EmulatedBus:
             if servo.protocol != protocol:
                 raise ValueError(f"servo {servo.id} speaks protocol {servo.protocol}")
             self.servos[servo.id] = servo
+        vendors = {servo.table.vendor for servo in servos}
+        if len(vendors) > 1:
+            raise ValueError(f"servos of several vendors on one bus: {sorted(vendors)}")
+        # Feetech's SCS protocol: protocol-1.0 framing with a sync read, no error
+        # bits for bad instructions (a refused write is not applied, silently)
+        # and no answer to a packet with a bad checksum.
+        self.feetech = vendors == {"feetech"}
         self.errors_sent = 0
 
     # -- helpers -----------------------------------------------------------------
 
     def _status(self, servo: EmulatedServo, fault: Fault | None, data: bytes = b"") -> bytes:
         code = 0
-        if fault is not None:
+        if fault is not None and not self.feetech:
             code = (_P1_ERRORS if self.protocol == 1 else _P2_ERRORS)[fault]
             self.errors_sent += 1
         return pk.status_packet(self.protocol, servo.id, servo.error_byte | code, data)
@@ -342,7 +371,7 @@ class EmulatedBus:
         it comes: (servo, refusal, data, length asked). Absent and silent servos
         (status return level 0) are left out."""
         if frame.instruction == sync:
-            address, length, ids = pk.parse_sync_read(frame.params)
+            address, length, ids = pk.parse_sync_read(frame.params, self.protocol)
             items = [(i, address, length) for i in ids]
         else:
             items = pk.parse_bulk_read(self.protocol, frame.params)
@@ -362,7 +391,7 @@ class EmulatedBus:
         """Status packets (with their servo) answering one received frame."""
         if not frame.valid:
             servo = self.servos.get(frame.id)
-            if servo is None or servo.status_return_level < 2:
+            if servo is None or servo.status_return_level < 2 or self.feetech:
                 return []
             return [(servo, self._status(servo, Fault.CHECKSUM))]
         if self.protocol == 2 and frame.instruction == pk.Instruction.STATUS:
@@ -457,8 +486,8 @@ class EmulatedBus:
         if frame.id != pk.BROADCAST_ID:
             servo = self.servos.get(frame.id)
             return [] if servo is None else [(servo, self._status(servo, Fault.INSTRUCTION))]
-        if frame.instruction == pk.Instruction.SYNC_READ and self.protocol == 1:
-            return []  # no SYNC_READ in protocol 1.0
+        if self.protocol == 1 and self.feetech != (frame.instruction == pk.Instruction.SYNC_READ):
+            return []  # protocol 1.0 has BULK_READ only, Feetech's SCS SYNC_READ only
         return [(servo, self._status(servo, fault, data))
                 for servo, fault, data, _ in self._reads(frame, pk.Instruction.SYNC_READ)]
 

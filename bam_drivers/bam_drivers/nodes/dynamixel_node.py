@@ -31,12 +31,7 @@ from dataclasses import replace
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rclpy.qos import QoSProfile
 
-from bam_drivers.dynamixel.bus import (
-    CycleResult,
-    DynamixelBus,
-    ServoCounters,
-    hardware_error_names,
-)
+from bam_drivers.dynamixel.bus import CycleResult, DynamixelBus, ServoCounters
 from bam_drivers.dynamixel.control_table import TABLES, get_table
 from bam_drivers.dynamixel.supervisor import DynamixelSupervisor
 from bam_drivers.nodes.driver_node import DriverNode, diagnostic_status, mean_kt
@@ -47,7 +42,7 @@ from bam_sim.common.actuator_topics import joint_state
 from bam_sim.common.errors import BamError, one_line
 from bam_sim.common.node_parameters import Param, declare, usage
 from bam_sim.common.runner import run_node
-from bam_sim.models.actuators import VOLTAGE, get_actuator
+from bam_sim.models.actuators import get_actuator
 
 NODE_NAME = "dynamixel"
 DIAGNOSTICS_TOPIC = "/diagnostics"
@@ -76,7 +71,7 @@ PARAMETERS: tuple[Param, ...] = (
           low=0.0, high=1.0e4),
     Param("torque_enable_on_start", False, "turn the torque on at start, holding the present "
           "position", read_only=True),
-    Param("actuator", "mx64", "bam_sim actuator of the bench (mx64, mx106, xl330)",
+    Param("actuator", "mx64", "bam_sim actuator of the bench (mx64, mx106, xl320, xl330)",
           read_only=True),
     Param("mass", 1.0, "point mass at the end of the arm, kg", low=0.0, high=1000.0),
     Param("arm_mass", 0.0, "mass of the arm (uniform rod), kg", low=0.0, high=1000.0),
@@ -86,19 +81,27 @@ PARAMETERS: tuple[Param, ...] = (
           "first servo)", read_only=True, low=0.0, high=1000.0),
     Param("latency_timer_ms", 0.0, "latency timer of the serial adapter, ms, for the packet "
           "timeout (0 = detect: 1 for a pseudo-terminal, the USB adapter's sysfs "
-          "latency_timer, else dynamixel-sdk's 16)", read_only=True, low=0.0, high=1000.0),
+          "latency_timer, else the SDK's 16)", read_only=True, low=0.0, high=1000.0),
     Param("thread_priority", 0, "SCHED_FIFO priority of the loop thread, 1..99 (0 = normal "
           "scheduling)", read_only=True, low=0, high=99),
 )
 class DynamixelNode(DriverNode):
     """The driver; keyword arguments go to :class:`rclpy.node.Node`.
 
-    :attr:`lock` guards the commanded state (loop vs callbacks).
+    :attr:`lock` guards the commanded state (loop vs callbacks). The class
+    attributes bind it to a bus class, its parameters and the bench actuators
+    its servos are (:class:`bam_drivers.nodes.feetech_node.FeetechNode`
+    binds it to the Feetech bus).
     """
+
+    NAME = NODE_NAME
+    PARAMETERS = PARAMETERS
+    BUS = DynamixelBus
+    ACTUATORS = ("mx64", "mx106", "xl320", "xl330")
 
     def __init__(self, **kwargs) -> None:
         self._supervisor: DynamixelSupervisor | None = None
-        super().__init__(NODE_NAME, **kwargs)
+        super().__init__(self.NAME, **kwargs)
 
     # -- set-up ------------------------------------------------------------------------
 
@@ -113,30 +116,30 @@ class DynamixelNode(DriverNode):
             f"{len(self._ids)} {self.bus.table.title} on {self.bus.port_name} at "
             f"{self.bus.baud_rate} baud, ids {list(self._ids)} -> joints "
             f"{list(self.joint_names)}, {self._rate:g} Hz")
-        self._start_loop("dynamixel-loop", self._rate, 1.0, self._priority)
+        self._start_loop(f"{self.NAME}-loop", self._rate, 1.0, self._priority)
 
     def _declare(self) -> dict:
-        by_name = {p.name: p for p in PARAMETERS}
+        by_name = {p.name: p for p in self.PARAMETERS}
         values = declare(self, [by_name["ids"], by_name["actuator"]])
         actuator = get_actuator(values["actuator"])
-        if actuator.family != VOLTAGE:
-            raise BamError(f"actuator {actuator.name} is current-controlled; the Dynamixel "
-                           "driver's bench actuator is a Dynamixel (mx64, mx106, xl330)")
+        if actuator.name not in self.ACTUATORS:
+            raise BamError(f"actuator {actuator.name} is not a servo of the {self.BUS.KIND} "
+                           f"driver; give one of {', '.join(self.ACTUATORS)}")
         self._actuator = actuator
         ids = list(values["ids"])
         defaults = {"joint_names": ["pendulum"] if len(ids) == 1 else [f"joint{i}" for i in ids],
                     "offsets": [0.0] * len(ids), "directions": [1] * len(ids),
                     "gain": float(actuator.gains[1])}
-        rest = [p for p in PARAMETERS if p.name not in values]
+        rest = [p for p in self.PARAMETERS if p.name not in values]
         values.update(declare(self, rest, defaults))
         return values
 
     def _configure(self, v: dict) -> None:
-        table = get_table(v["servo_model"])
-        if v["protocol"] not in (0, table.protocol):
+        table = get_table(v["servo_model"], self.BUS.TABLES)
+        if v.get("protocol", 0) not in (0, table.protocol):
             raise BamError(f"servo_model {table.name} speaks protocol {table.protocol}, but "
                            f"protocol is {v['protocol']}; set protocol:={table.protocol} or 0")
-        bus = DynamixelBus(v["port"], table, v["ids"], baud_rate=v["baud_rate"],
+        bus = self.BUS(v["port"], table, v["ids"], baud_rate=v["baud_rate"],
                            offsets=list(v["offsets"]), directions=list(v["directions"]),
                            latency_timer_ms=v["latency_timer_ms"])
         self._ids = bus.ids
@@ -341,14 +344,15 @@ class DynamixelNode(DriverNode):
             "rejected commands": sum(self._rejections.counts.values()),
         }
         return diagnostic_status(level, f"{self.get_name()}: bus",
-                                 f"dynamixel bus {self.bus.port_name}", message, values)
+                                 f"{self.BUS.KIND.lower()} bus {self.bus.port_name}", message,
+                                 values)
 
     def _servo_status(self, i: int, dxl_id: int, c: ServoCounters, before: ServoCounters,
                       window: float) -> DiagnosticStatus:
         reads = c.reads - before.reads
         timeouts, corrupt = c.timeouts - before.timeouts, c.corrupt - before.corrupt
         failed, status = c.failed - before.failed, c.status_errors - before.status_errors
-        names = hardware_error_names(self.bus.protocol, c.hardware_error)
+        names = self.bus.hardware_error_names(c.hardware_error)
         if self._supervisor.link.state != "open":
             level, message = DiagnosticStatus.ERROR, "port not open"
         elif c.hardware_error:
@@ -376,8 +380,8 @@ class DynamixelNode(DriverNode):
             "input voltage (V)": f"{state.input_voltage:g}" if state else "",
         }
         return diagnostic_status(level, f"{self.get_name()}: {self.joint_names[i]} (id {dxl_id})",
-                                 f"dynamixel id {dxl_id} on {self.bus.port_name}", message,
-                                 values)
+                                 f"{self.BUS.KIND.lower()} id {dxl_id} on {self.bus.port_name}",
+                                 message, values)
 
 
 def _blank(state: ActuatorState) -> ActuatorState:

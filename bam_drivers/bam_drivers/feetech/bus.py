@@ -1,0 +1,85 @@
+"""A Feetech STS bus: the Dynamixel bus bound to ``feetech-servo-sdk`` (``scservo_sdk``).
+
+No ROS import. Everything but the wire is the Dynamixel bus's
+(:class:`bam_drivers.dynamixel.bus.DynamixelBus`): control tables as data, SI
+joint values with offsets and directions, per-servo counters, port loss and
+reopening, torque off read back. What the SCS protocol changes:
+
+* the cycle's read is one *sync read* (0x82, protocol-1.0 framing, 1-byte
+  address and length) of the state block 56..70 (15 bytes) of every servo;
+  the status packets are collected one by one as on the Dynamixel bus, so a
+  servo that does not answer does not hide the others;
+* the status error byte holds only the servo's alarms: bit 0 input voltage,
+  1 angle sensor, 2 overheating, 3 overcurrent, 5 overload (the SDK's
+  ``ERRBIT_*``); the firmware reports no instruction errors: a refused
+  write is simply not applied;
+* position mode is operating mode 0 (register 33); the P coefficient (21) is
+  the model's kp; EEPROM writes take effect at once (with Lock set, they are
+  not kept over a power cycle, which is what a driver wants).
+
+Bytes on the wire per cycle, n servos: read tx 8 + n, rx 21n; goals tx 8 + 3n.
+``feetech-servo-sdk`` accepts the baud rates of :data:`BAUD_RATES` only.
+"""
+
+from __future__ import annotations
+
+from scservo_sdk import (
+    COMM_RX_CORRUPT,
+    COMM_SUCCESS,
+    GroupSyncWrite,
+    PacketHandler,
+    PortHandler,
+)
+
+from bam_drivers.dynamixel.bus import FAILED, DynamixelBus, PortMixin, bit_names
+from bam_drivers.feetech.control_table import TABLES
+
+# scservo_sdk.port_handler.PortHandler.getCFlagBaud
+BAUD_RATES = (4800, 9600, 14400, 19200, 38400, 57600, 115200, 128000, 250000, 500000,
+              1000000)
+ERROR_BITS = {0: "input voltage", 1: "angle sensor", 2: "overheating", 3: "overcurrent",
+              5: "overload"}
+HARDWARE_BITS = 0b0010_1111
+
+
+class _Port(PortMixin, PortHandler):
+    """feetech-servo-sdk's port."""
+
+
+class FeetechBus(DynamixelBus):
+    """STS servos of one control table on one port (see the module docstring)."""
+
+    KIND = "Feetech"
+    SDK = "feetech-servo-sdk"
+    BAUD_RATES = BAUD_RATES
+    TABLES = TABLES
+    TABLES_MODULE = "bam_drivers.feetech.control_table"
+    RX_CORRUPT = COMM_RX_CORRUPT
+
+    def _make_handler(self):
+        # SCS_END 0: the STS series' little-endian registers (the SDK keeps it global).
+        return PacketHandler(0)
+
+    def _make_port(self) -> PortMixin:
+        return _Port(self.port_name)
+
+    def _make_sync_write(self, address: int, size: int):
+        return GroupSyncWrite(self._port, self._handler, address, size)
+
+    def hardware_error_names(self, bits: int) -> list[str]:
+        return bit_names(ERROR_BITS, bits)
+
+    def status_error_text(self, error: int) -> str:
+        return ""  # the error byte holds alarms only, counted as hardware errors
+
+    def _transact_read(self) -> dict[int, tuple[bytes, int] | str]:
+        start, length = self.block
+        sent = self._handler.syncReadTx(self._port, start, length, list(self.ids),
+                                        len(self.ids))
+        if sent != COMM_SUCCESS:
+            self._port.is_using = False
+            return dict.fromkeys(self.ids, FAILED)
+        return self._collect(length)
+
+    def _hardware_error(self, dxl_id: int, error: int) -> int:
+        return error & HARDWARE_BITS
