@@ -14,6 +14,7 @@ from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 from std_msgs.msg import Float64MultiArray
 
+from bam_drivers.emulators.client import EmulatorProcess
 from bam_drivers.nodes.dynamixel_node import DIAGNOSTICS_TOPIC, DynamixelNode
 from bam_drivers.nodes.feetech_node import FeetechNode
 from bam_msgs.msg import ActuatorCommand, BenchInfo
@@ -32,6 +33,11 @@ SERIAL_BUSES = {
     "feetech": (dict(protocol=1, servo_model="sts3215", physics="sts3215:m1", mass=0.35),
                 FeetechNode, dict(mass=0.35)),
 }
+
+
+def emulator_of(bus: str, **options) -> EmulatorProcess:
+    """An emulator of the serial bus ``bus`` (SERIAL_BUSES), ``options`` overriding its own."""
+    return EmulatorProcess(**{**SERIAL_BUSES[bus][0], **options})
 
 
 class Rig(ActuatorProbe):

@@ -8,7 +8,7 @@ import pty
 import time
 
 import pytest
-from drivers_rig import SERIAL_BUSES
+from drivers_rig import SERIAL_BUSES, emulator_of
 
 from bam_drivers.dynamixel.bus import (
     CORRUPT,
@@ -34,11 +34,9 @@ def open_bus(emulator, model, ids, bus_class=DynamixelBus, **kwargs) -> Dynamixe
 def serial_bus(name: str, ids, **options):
     """An emulator of the bus ``name`` (drivers_rig.SERIAL_BUSES; ``options`` override its
     options) and a function opening the driver's bus class on it."""
-    options = {**SERIAL_BUSES[name][0], **options}
-    node = SERIAL_BUSES[name][1]
-    emulator = EmulatorProcess(**options, ids=ids)
-    return emulator, lambda ids, **kwargs: open_bus(emulator, options["servo_model"], ids,
-                                                    node.BUS, **kwargs)
+    emulator = emulator_of(name, ids=ids, **options)
+    model, node = SERIAL_BUSES[name][0]["servo_model"], SERIAL_BUSES[name][1]
+    return emulator, lambda ids, **kwargs: open_bus(emulator, model, ids, node.BUS, **kwargs)
 
 
 def test_the_latency_timer_is_detected(tmp_path):

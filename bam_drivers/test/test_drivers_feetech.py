@@ -11,6 +11,7 @@ SIGINT and bad parameters (test_drivers_node.py), its handling of each fault
 from __future__ import annotations
 
 import pytest
+from drivers_rig import emulator_of
 
 from bam_drivers.dynamixel import packet as pk
 from bam_drivers.dynamixel.bus import DynamixelBus
@@ -24,13 +25,7 @@ from bam_sim.testing.ros_graph import wait_for
 
 Inst = pk.Instruction
 STS = TABLES["sts3215"]
-PHYSICS = "sts3215:m1"
 COUNT = RAD_PER_COUNT
-
-
-def emulator(ids=(1,), **kwargs) -> EmulatorProcess:
-    return EmulatorProcess(protocol=1, servo_model="sts3215", ids=ids, physics=PHYSICS,
-                           **kwargs)
 
 
 def open_bus(emu: EmulatorProcess, ids, **kwargs) -> FeetechBus:
@@ -126,7 +121,7 @@ def test_the_emulated_firmware_speaks_scs():
 # -- the bus against the emulator process ---------------------------------------------------
 
 def test_goals_gains_and_torque_in_position_mode():
-    with emulator(ids=(1, 2), mass=0.35) as emu:
+    with emulator_of("feetech", ids=(1, 2)) as emu:
         bus = open_bus(emu, [1, 2])
         bus.write_register(1, "operating_mode", 1)  # a servo left in wheel mode
         assert bus.ensure_position_mode() == ["servo id 1: operating mode 1 -> 0 (position)"]

@@ -33,11 +33,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from drivers_rig import SERIAL_BUSES
+from drivers_rig import SERIAL_BUSES, emulator_of
 from protocol_recording import mae, record_protocol
 from rclpy.parameter import Parameter
 
-from bam_drivers.emulators.client import EmulatorProcess
 from bam_identify.data.dataset import load_dataset, split
 from bam_identify.fitting.fit import FitSettings, SearchSpace, identify
 from bam_sim.models.parameter_file import published
@@ -69,10 +68,10 @@ FLOOR_MARGIN = 3 * 2 * np.pi / 4096  # rad above the truth's MAE: 3 encoder coun
 
 
 def record(tmp_path, bus: str, actuator: str, model: str, gains, mass: float):
-    options, node, _ = SERIAL_BUSES[bus]
-    options = {**options, "physics": f"{actuator}:{model}", "mass": mass, "length": 0.15}
+    node = SERIAL_BUSES[bus][1]
     protocol = PROTOCOL.format(gains=", ".join(f"{g:g}" for g in gains))
-    with EmulatorProcess(**options) as emulator, private_context() as ctx:
+    with emulator_of(bus, physics=f"{actuator}:{model}", mass=mass, length=0.15) as emulator, \
+            private_context() as ctx:
         driver = node(context=ctx, parameter_overrides=[
             Parameter("port", value=emulator.port), Parameter("rate", value=200.0),
             Parameter("actuator", value=actuator), Parameter("mass", value=mass),

@@ -20,7 +20,7 @@ import time
 
 import pytest
 from diagnostic_msgs.msg import DiagnosticStatus
-from drivers_rig import MODELS, Rig, settle, values
+from drivers_rig import MODELS, Rig, emulator_of, settle, values
 
 from bam_drivers.dynamixel.control_table import RAD_PER_COUNT, get_table
 from bam_drivers.emulators.client import EmulatorProcess
@@ -158,13 +158,13 @@ def test_torque_off_when_the_node_is_destroyed(rigs, context):
         assert emulator.truth()[1]["registers"]["torque_enable"] == 0
 
 
-@pytest.mark.parametrize(("module", "options"), [
-    ("dynamixel_node", {}),
-    ("feetech_node", {"servo_model": "sts3215", "physics": "sts3215:m1"})])
-def test_sigint_turns_the_torque_off(module, options):
-    """The `dynamixel` and `feetech` executables: SIGINT ends them with the torque off and
-    exit code 128 + 2."""
-    with EmulatorProcess(**options) as emulator:
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize(("module", "bus"), [("dynamixel_node", "protocol1"),
+                                             ("feetech_node", "feetech")])
+def test_a_signal_turns_the_torque_off(module, bus, signum):
+    """The `dynamixel` and `feetech` executables: SIGINT and SIGTERM end them with the
+    torque off and exit code 128 + the signal."""
+    with emulator_of(bus) as emulator:
         env = {**os.environ, "ROS_DOMAIN_ID": str(ros_domain()),
                "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
         process = subprocess.Popen(
@@ -174,13 +174,13 @@ def test_sigint_turns_the_torque_off(module, options):
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
             wait_for(lambda: emulator.truth()[1]["torque_enable"], "torque on", 20.0)
-            process.send_signal(signal.SIGINT)
+            process.send_signal(signum)
             output, _ = process.communicate(timeout=20.0)
         finally:
             if process.poll() is None:
                 process.kill()
                 process.wait()
-        assert process.returncode == 128 + signal.SIGINT, output
+        assert process.returncode == 128 + signum, output
         assert not emulator.truth()[1]["torque_enable"]
         assert "torque off on every servo" in output
 
@@ -283,13 +283,8 @@ def test_bad_parameters_are_one_line_errors(context, params, message):
 
 # -- the same node on the Feetech bus (STS3215, published M1 in the emulator) -----------
 
-def feetech_emulator(ids=(1,), **kwargs) -> EmulatorProcess:
-    return EmulatorProcess(protocol=1, servo_model="sts3215", ids=ids, physics="sts3215:m1",
-                           **kwargs)
-
-
 def test_feetech_node_publishes_si_state_and_applies_goals_and_gains(rigs):
-    with feetech_emulator(supply_voltage=7.4, temperature=41.0, mass=0.35, length=0.15) as emu:
+    with emulator_of("feetech", supply_voltage=7.4, temperature=41.0, length=0.15) as emu:
         rig = rigs(emu.port, node=FeetechNode, offsets=[0.2], directions=[-1], mass=0.35,
                    length=0.15)
         rig.wait_ready()
@@ -315,7 +310,7 @@ def test_feetech_node_publishes_si_state_and_applies_goals_and_gains(rigs):
 
 def test_feetech_node_drives_several_servos_and_releases_them(rigs):
     ids = [3, 1, 2]
-    with feetech_emulator(ids=ids) as emu:
+    with emulator_of("feetech", ids=ids) as emu:
         rig = rigs(emu.port, node=FeetechNode, ids=ids, joint_names=["a", "b", "c"],
                    directions=[1, 1, -1])
         rig.wait_ready()

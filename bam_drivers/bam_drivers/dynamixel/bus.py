@@ -241,7 +241,7 @@ class CycleResult:
 class DynamixelBus:
     """Servos of one control table on one port, with joint offsets and directions.
 
-    The class attributes and the ``_make_*`` methods bind it to dynamixel-sdk;
+    The class attributes, ``_make_handler`` and ``_send_read`` bind it to dynamixel-sdk;
     :class:`bam_drivers.feetech.bus.FeetechBus` binds the same bus to
     feetech-servo-sdk.
     """
@@ -252,6 +252,8 @@ class DynamixelBus:
     TABLES = TABLES
     TABLES_MODULE = "bam_drivers.dynamixel.control_table"
     RX_CORRUPT = COMM_RX_CORRUPT  # the SDK's code of a bad checksum (SDKs differ)
+    PORT: type[PortMixin] = _Port  # the SDK's port class, with PortMixin
+    SYNC_WRITE = GroupSyncWrite
 
     def __init__(self, port: str, table: ControlTable | str, ids: Sequence[int], *,
                  baud_rate: int = 1_000_000, offsets: Sequence[float] | None = None,
@@ -275,7 +277,7 @@ class DynamixelBus:
         self.counters = {i: ServoCounters() for i in self.ids}
         self.port_error = ""  # why the port is closed ("" while open or never opened)
         self._counts = [0, 0]
-        self._port: _Port | None = None
+        self._port: PortMixin | None = None
         self._alert_read = dict.fromkeys(self.ids, -math.inf)
 
     def _check_args(self, baud_rate: int, latency_timer_ms: float) -> None:
@@ -304,12 +306,6 @@ class DynamixelBus:
     def _make_handler(self):
         return PacketHandler(float(self.protocol))
 
-    def _make_port(self) -> PortMixin:
-        return _Port(self.port_name)
-
-    def _make_sync_write(self, address: int, size: int):
-        return GroupSyncWrite(self._port, self._handler, address, size)
-
     def hardware_error_names(self, bits: int) -> list[str]:
         """Names of the hardware error bits set."""
         return hardware_error_names(self.protocol, bits)
@@ -330,7 +326,7 @@ class DynamixelBus:
         if self.latency_timer_setting <= 0.0:
             self.latency_timer_ms, self.latency_timer_source = \
                 detect_latency_timer(self.port_name)
-        port = self._make_port()
+        port = self.PORT(self.port_name)
         port.latency_timer_ms, port.counts = self.latency_timer_ms, self._counts
         try:
             opened = port.setBaudRate(self.baud_rate)
@@ -493,23 +489,24 @@ class DynamixelBus:
         return result
 
     def _transact_read(self) -> dict[int, tuple[bytes, int] | str]:
-        port = self._port
         start, length = self.block
-        if self.protocol == 2:
-            group = GroupSyncRead(port, self._handler, start, length)
-            for dxl_id in self.ids:
-                group.addParam(dxl_id)
-            sent = group.txPacket()
-        else:
-            # GroupBulkRead.txPacket of dynamixel-sdk 4.1 passes a fast-read flag that the
-            # protocol-1.0 handler does not take: send its parameters (length, id, address
-            # per servo) through the handler directly.
-            param = [v for dxl_id in self.ids for v in (length, dxl_id, start)]
-            sent = self._handler.bulkReadTx(port, param, len(param))
-        if sent != COMM_SUCCESS:
-            port.is_using = False
+        if self._send_read(start, length) != COMM_SUCCESS:
+            self._port.is_using = False
             return dict.fromkeys(self.ids, FAILED)
         return self._collect(length)
+
+    def _send_read(self, start: int, length: int) -> int:
+        """Send the cycle's read request of the state block; the SDK's result code."""
+        if self.protocol == 2:
+            group = GroupSyncRead(self._port, self._handler, start, length)
+            for dxl_id in self.ids:
+                group.addParam(dxl_id)
+            return group.txPacket()
+        # GroupBulkRead.txPacket of dynamixel-sdk 4.1 passes a fast-read flag that the
+        # protocol-1.0 handler does not take: send its parameters (length, id, address
+        # per servo) through the handler directly.
+        param = [v for dxl_id in self.ids for v in (length, dxl_id, start)]
+        return self._handler.bulkReadTx(self._port, param, len(param))
 
     def _collect(self, length: int) -> dict[int, tuple[bytes, int] | str]:
         """Status packets of the read, matched by id, until all came or the timeout."""
@@ -630,7 +627,7 @@ class DynamixelBus:
         if port is None:
             return False
         f = self.table.field(name)
-        group = self._make_sync_write(f.address, f.size)
+        group = self.SYNC_WRITE(port, self._handler, f.address, f.size)
         for dxl_id, value in raw.items():
             group.addParam(dxl_id, list(f.pack(value)))
         try:
@@ -654,7 +651,7 @@ class DynamixelBus:
                 continue
         return False
 
-    def _require(self) -> _Port:
+    def _require(self) -> PortMixin:
         if self._port is None:
             raise BamError(f"the {self.KIND} port {self.port_name} is not open"
                            + (f" ({self.port_error})" if self.port_error else ""))

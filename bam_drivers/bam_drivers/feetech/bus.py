@@ -23,15 +23,9 @@ Bytes on the wire per cycle, n servos: read tx 8 + n, rx 21n; goals tx 8 + 3n.
 
 from __future__ import annotations
 
-from scservo_sdk import (
-    COMM_RX_CORRUPT,
-    COMM_SUCCESS,
-    GroupSyncWrite,
-    PacketHandler,
-    PortHandler,
-)
+from scservo_sdk import COMM_RX_CORRUPT, GroupSyncWrite, PacketHandler, PortHandler
 
-from bam_drivers.dynamixel.bus import FAILED, DynamixelBus, PortMixin, bit_names
+from bam_drivers.dynamixel.bus import DynamixelBus, PortMixin, bit_names
 from bam_drivers.feetech.control_table import TABLES
 
 # scservo_sdk.port_handler.PortHandler.getCFlagBaud
@@ -55,16 +49,12 @@ class FeetechBus(DynamixelBus):
     TABLES = TABLES
     TABLES_MODULE = "bam_drivers.feetech.control_table"
     RX_CORRUPT = COMM_RX_CORRUPT
+    PORT = _Port
+    SYNC_WRITE = GroupSyncWrite
 
     def _make_handler(self):
         # SCS_END 0: the STS series' little-endian registers (the SDK keeps it global).
         return PacketHandler(0)
-
-    def _make_port(self) -> PortMixin:
-        return _Port(self.port_name)
-
-    def _make_sync_write(self, address: int, size: int):
-        return GroupSyncWrite(self._port, self._handler, address, size)
 
     def hardware_error_names(self, bits: int) -> list[str]:
         return bit_names(ERROR_BITS, bits)
@@ -72,14 +62,9 @@ class FeetechBus(DynamixelBus):
     def status_error_text(self, error: int) -> str:
         return ""  # the error byte holds alarms only, counted as hardware errors
 
-    def _transact_read(self) -> dict[int, tuple[bytes, int] | str]:
-        start, length = self.block
-        sent = self._handler.syncReadTx(self._port, start, length, list(self.ids),
+    def _send_read(self, start: int, length: int) -> int:
+        return self._handler.syncReadTx(self._port, start, length, list(self.ids),
                                         len(self.ids))
-        if sent != COMM_SUCCESS:
-            self._port.is_using = False
-            return dict.fromkeys(self.ids, FAILED)
-        return self._collect(length)
 
     def _hardware_error(self, dxl_id: int, error: int) -> int:
         return error & HARDWARE_BITS

@@ -42,8 +42,6 @@ from bam_drivers.dynamixel.control_table import (
 
 STEP_RATE = 2.0 * math.pi / 4096  # rad/s per step/s (speed registers)
 CURRENT_UNIT = 0.0065  # A per count of Present Current
-BAUD_INDEX = {1_000_000: 0, 500_000: 1, 250_000: 2, 128_000: 3, 115_200: 4, 76_800: 5,
-              57_600: 6, 38_400: 7}
 
 
 def _sts_fields(max_voltage: int) -> list[Field]:
