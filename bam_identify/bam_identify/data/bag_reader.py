@@ -5,6 +5,9 @@ resamples each onto a fixed time step. Times are the header stamps (the
 simulation clock when a simulator publishes faster than real time), never the
 times at which the recorder received the messages. Bench topics are found
 under any namespace (:func:`bam_identify.data.bag_topics.bench_topics`).
+Every trial passes the plausibility checks legacy JSON logs pass too
+(:mod:`bam_identify.data.plausibility`): its bench description, gain,
+series and sampling.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,11 +38,11 @@ from bam_identify.data.bag_topics import (
     TOPICS,
     bench_topics,
 )
+from bam_identify.data.plausibility import Source, check_series, check_times, conditions
 from bam_identify.data.typestore import typestore
 from bam_sim.bench.bench_log import BenchLog
-from bam_sim.bench.geometry import Bench
 from bam_sim.common.errors import BamError, one_line
-from bam_sim.models.actuators import VOLTAGE, get_actuator
+from bam_sim.models.actuators import get_actuator
 
 LOG = logging.getLogger(__name__)
 
@@ -269,22 +273,39 @@ def _pick(series: dict, wanted: str, what: str, topic: str, where: str) -> str:
                    f"(names: {names}); fix the bench's joint_name")
 
 
-# Beyond these a recording is corrupt or not of a bench (rad, rad/s, V or A).
-PLAUSIBLE = {"position": 1.0e4, "velocity": 1.0e3, "goal position": 1.0e4, "control": 1.0e3,
-             "temperature": 1.0e3, "input voltage": 1.0e3}
+def _into_trial(stamps: np.ndarray, start: int) -> Callable[[int], str]:
+    """How a message of a trial is named: its time into the trial and its stamp."""
+    def at(k: int) -> str:
+        return (f"{(stamps[k] - start) * 1e-9:.6f} s into the trial (stamp "
+                f"{stamps[k] * 1e-9:.6f} s)")
+    return at
 
 
-def _finite_or_fail(values: np.ndarray, stamps: np.ndarray, start: int, what: str,
-                    where: str) -> None:
-    """Every value finite and within :data:`PLAUSIBLE` for ``what`` (else BamError)."""
-    bound = next(b for key, b in PLAUSIBLE.items() if what.startswith(key))
-    bad = np.flatnonzero(~(np.abs(values) <= bound))
-    if bad.size:
-        i = int(bad[0])
-        problem = "not finite" if not np.isfinite(values[i]) else f"beyond ±{bound:g}"
-        raise BamError(f"{where}: {what} is {values[i]} ({problem}) at "
-                       f"{(stamps[i] - start) * 1e-9:.6f} s into the trial (stamp "
-                       f"{stamps[i] * 1e-9:.6f} s); repair or drop that trial")
+def _plausible(values: np.ndarray, stamps: np.ndarray, start: int, kind: str, what: str,
+               source: Source) -> None:
+    check_series(values, kind, what, source, _into_trial(stamps, start))
+
+
+def _regular(stamps: np.ndarray, start: int, topic: str, name: str, source: Source) -> None:
+    """The header stamps of one joint's messages within a trial: a bench's sampling, no
+    holes (a single message has no period to check)."""
+    if stamps.size >= 2:
+        check_times((stamps - start) * 1e-9, f"header stamps of {topic} ('{name}')", source,
+                    _into_trial(stamps, start))
+
+
+def _trial_source(where: str) -> Source:
+    return Source(where, "repair or drop that trial", {
+        "mass": "/bam/bench_info mass", "length": "/bam/bench_info length",
+        "arm_mass": "/bam/bench_info arm_mass", "kp": f"the {TOPIC_TRIAL} gain",
+        "supply_voltage": "/bam/bench_info supply_voltage",
+        "damping": "/bam/bench_info damping"})
+
+
+def _optional(value: float) -> float | None:
+    """A BenchInfo value that may be NaN: not applicable, or not known to the bench."""
+    value = float(value)
+    return None if math.isnan(value) else value
 
 
 def read_bag(path: str | Path, dt: float = 0.005,
@@ -333,11 +354,10 @@ def _trial_log(path: Path, marker: _Marker, info, joints: dict, actuators: dict,
         act = get_actuator(info.actuator)
     except BamError as err:
         raise BamError(f"{where}: /bam/bench_info names {err}") from None
-    try:
-        bench = Bench(mass=float(info.mass), length=float(info.length),
-                      arm_mass=float(info.arm_mass))
-    except BamError as err:
-        raise BamError(f"{where}: /bam/bench_info: {err}") from None
+    source = _trial_source(where)
+    cond = conditions(act, source, info.mass, info.length, info.arm_mass, marker.gain,
+                      supply_voltage=_optional(info.supply_voltage),
+                      damping=_optional(info.damping))
 
     joint = _pick(joints, info.joint_name, "joint", TOPIC_JOINT_STATES, where)
     stamps, values = joints[joint]
@@ -349,13 +369,15 @@ def _trial_log(path: Path, marker: _Marker, info, joints: dict, actuators: dict,
         raise BamError(f"{where}: fewer than 2 samples at dt = {dt} s between its markers "
                        f"({i1 - i0} joint states); the run is too short or was not recorded")
     stamps = stamps[i0:i1]
+    _regular(stamps, t_start, TOPIC_JOINT_STATES, joint, source)
     position = values["position"][i0:i1].astype(np.float64)
-    _finite_or_fail(position, stamps, t_start, f"position of joint '{joint}'", where)
+    _plausible(position, stamps, t_start, "position", f"position of joint '{joint}'", source)
     velocity = None
     has_velocity = values["has_velocity"][i0:i1]
     if has_velocity.any():
         velocity = values["velocity"][i0:i1].astype(np.float64)
-        _finite_or_fail(velocity, stamps, t_start, f"velocity of joint '{joint}'", where)
+        _plausible(velocity, stamps, t_start, "velocity", f"velocity of joint '{joint}'",
+                   source)
 
     name = _pick(actuators, info.joint_name, "actuator", TOPIC_ACTUATOR_STATES, where)
     a_stamps, a_values = actuators[name]
@@ -365,8 +387,9 @@ def _trial_log(path: Path, marker: _Marker, info, joints: dict, actuators: dict,
         raise BamError(f"{where}: no {TOPIC_ACTUATOR_STATES} for '{name}' between its markers; "
                        "record that topic")
     a_stamps = a_stamps[k0:k1]
+    _regular(a_stamps, t_start, TOPIC_ACTUATOR_STATES, name, source)
     goal = a_values["goal"][k0:k1].astype(np.float64)
-    _finite_or_fail(goal, a_stamps, t_start, f"goal position of '{name}'", where)
+    _plausible(goal, a_stamps, t_start, "goal position", f"goal position of '{name}'", source)
     enabled = a_values["enabled"][k0:k1]
     control = a_values["control"][k0:k1].astype(np.float64)
     units = {str(u) for u in a_values["unit"][k0:k1]} - {""}
@@ -377,19 +400,17 @@ def _trial_log(path: Path, marker: _Marker, info, joints: dict, actuators: dict,
     if np.isnan(control).all():
         control = None
     else:
-        _finite_or_fail(control, a_stamps, t_start, f"control of '{name}'", where)
+        _plausible(control, a_stamps, t_start, "control", f"control of '{name}'", source)
 
     at = resample.grid_ns(int(stamps[-1]) - t_start, dt_ns)
     t_joint = (stamps - t_start) * 1e-9
     t_act = (a_stamps - t_start) * 1e-9
     temperature = _measured(a_values["temperature"][k0:k1], t_act, at, a_stamps, t_start,
-                            f"temperature of '{name}'", where)
+                            "temperature", f"temperature of '{name}'", source)
     voltage = _measured(a_values["input_voltage"][k0:k1], t_act, at, a_stamps, t_start,
-                        f"input voltage of '{name}'", where)
-    supply = float(info.supply_voltage)
-    damping = float(info.damping)
+                        "input voltage", f"input voltage of '{name}'", source)
     return BenchLog(
-        bench=bench, kp=marker.gain, dt=dt,
+        bench=cond.bench, kp=cond.kp, dt=dt,
         goal=resample.interpolate(at, t_act, goal),
         enabled=resample.interpolate_enable(at, t_act, enabled),
         position=resample.interpolate(at, t_joint, position),
@@ -401,20 +422,18 @@ def _trial_log(path: Path, marker: _Marker, info, joints: dict, actuators: dict,
               "repetition": marker.repetition, "gain": marker.gain, "source": str(path),
               "actuator": act.name, "bench_source": str(info.source),
               "start_time": t_start * 1e-9},
-        supply_voltage=(supply if act.family == VOLTAGE and math.isfinite(supply)
-                        and supply > 0.0 else None),
-        damping=damping if math.isfinite(damping) and damping > 0.0 else None,
+        supply_voltage=cond.supply_voltage, damping=cond.damping,
         temperature=temperature, input_voltage=voltage,
     )
 
 
 def _measured(values: np.ndarray, times: np.ndarray, at: np.ndarray, stamps: np.ndarray,
-              start: int, what: str, where: str) -> np.ndarray | None:
+              start: int, kind: str, what: str, source: Source) -> np.ndarray | None:
     """A reading (winding temperature, input voltage) on the grid, from its measured
     samples (NaN: not measured); None when fewer than two samples of the trial were."""
     values = values.astype(np.float64)
     measured = np.isfinite(values)
     if measured.sum() < 2:
         return None
-    _finite_or_fail(values[measured], stamps[measured], start, what, where)
+    _plausible(values[measured], stamps[measured], start, kind, what, source)
     return resample.interpolate(at, times[measured], values[measured])

@@ -4,10 +4,19 @@
 files, or folders of bag folders) and legacy JSON logs, resampled onto one
 time step, and keeps the logs of one actuator. :func:`split` holds out a
 validation set: every log of one gain, or a seeded share of each trajectory.
+
+A log is identified by its content (:func:`content_key`), not by the path it
+was read from: the same recording named twice (``B B/``, a bag and its
+storage file, a copied folder, an .mcap and its .db3 copy, a copied JSON log)
+is kept once, with a warning, so that no validation log is a copy of a
+training log; and the split does not depend on the order or the spelling of
+the paths.
 """
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import math
 import os
 from collections.abc import Iterable
@@ -23,6 +32,50 @@ from bam_sim.bench.bench_log import BenchLog
 from bam_sim.common.errors import BamError
 
 PathsLike = str | os.PathLike | Iterable[str | os.PathLike]
+LOG = logging.getLogger(__name__)
+
+# What a log's content is: its bench description and recording conditions, its start
+# stamp where the source has one, and every recorded and commanded series.
+_KEY_SCALARS = ("actuator", "trajectory")
+_KEY_SERIES = ("goal", "enabled", "position", "velocity", "control", "temperature",
+               "input_voltage")
+
+
+def content_key(log: BenchLog) -> str:
+    """A digest of what ``log`` recorded (never where it was read from): equal for the
+    same recording read from any path or storage format, different for two runs."""
+    digest = hashlib.sha256()
+    numbers = [log.bench.mass, log.bench.length, log.bench.arm_mass, log.kp, log.dt,
+               log.supply_voltage, log.damping, log.meta.get("start_time")]
+    scalars = [str(log.meta.get(name)) for name in _KEY_SCALARS] + [
+        None if x is None else float(x) for x in numbers] + [len(log)]
+    digest.update(repr(scalars).encode())  # repr: floats exactly, None as itself
+    for name in _KEY_SERIES:
+        series = getattr(log, name)
+        digest.update(b"none" if series is None else
+                      np.ascontiguousarray(series, dtype=np.float64).tobytes())
+    return digest.hexdigest()
+
+
+def unique_logs(logs: list[BenchLog]) -> list[BenchLog]:
+    """``logs`` without repeated recordings (the first reading of each is kept), with one
+    warning line saying how many were left out and from where."""
+    seen: dict[str, BenchLog] = {}
+    dropped: dict[tuple[str, str], int] = {}
+    for log in logs:
+        key = content_key(log)
+        if key in seen:
+            pair = (str(log.meta.get("source", "")), str(seen[key].meta.get("source", "")))
+            dropped[pair] = dropped.get(pair, 0) + 1
+        else:
+            seen[key] = log
+    if dropped:
+        where = "; ".join(f"{n} from {again} " + ("(given twice)" if again == first else
+                                                  f"(already read from {first})")
+                          for (again, first), n in dropped.items())
+        LOG.warning(f"warning: {sum(dropped.values())} duplicate log(s) left out, the same "
+                    f"recordings given more than once: {where}")
+    return list(seen.values())
 
 
 def _sources_of(logs: list[BenchLog]) -> list[str]:
@@ -128,6 +181,7 @@ def load_dataset(bags: PathsLike = (), logs: PathsLike = (), dt: float = 0.005,
         items.extend(read_bag(bag, dt))
     for path in legacy_log_files(logs) if logs else []:
         items.append(read_legacy_log(path, dt))
+    items = unique_logs(items)
     if not items:
         raise BamError("no bench logs to identify from; give bags (--bags) or JSON logs (--logs)")
     present = sorted({str(log.meta["actuator"]) for log in items})
@@ -145,6 +199,13 @@ def load_dataset(bags: PathsLike = (), logs: PathsLike = (), dt: float = 0.005,
     return Dataset(name, items, _sources_of(items))
 
 
+def _canonical(members: list[int], logs: list[BenchLog]) -> list[int]:
+    """Indices ``members`` of ``logs`` in an order of their content alone: by start stamp
+    (recording order, where the source has one), then by content digest."""
+    return sorted(members, key=lambda i: (float(logs[i].meta.get("start_time", 0.0)),
+                                          content_key(logs[i])))
+
+
 def split(dataset: Dataset, validation_fraction: float = 0.25, seed: int = 0,
           validation_kp: float | None = None) -> tuple[Dataset, Dataset]:
     """(training, validation) sets of ``dataset``.
@@ -152,7 +213,9 @@ def split(dataset: Dataset, validation_fraction: float = 0.25, seed: int = 0,
     With ``validation_kp``, every log of that gain is held out. Otherwise, per
     trajectory, a seeded shuffle holds out round(fraction·n) of its n logs,
     at least one when n >= 2 and the fraction is > 0, and never all of them
-    (every trajectory keeps a training log). Logs keep their order.
+    (every trajectory keeps a training log). The shuffle runs over the logs
+    in the order of their content (:func:`_canonical`), so the same
+    recordings given in any order hold out the same logs. Logs keep their order.
     """
     logs = list(dataset.logs)
     if validation_kp is not None:
@@ -175,7 +238,7 @@ def split(dataset: Dataset, validation_fraction: float = 0.25, seed: int = 0,
         for i, log in enumerate(logs):
             groups.setdefault(str(log.meta.get("trajectory", "")), []).append(i)
         for name in sorted(groups):
-            members = groups[name]
+            members = _canonical(groups[name], logs)
             n = len(members)
             count = int(round(fraction * n))
             if fraction > 0.0 and n >= 2:

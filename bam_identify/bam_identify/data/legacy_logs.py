@@ -26,8 +26,18 @@ from pathlib import Path
 import numpy as np
 
 from bam_identify.data import resample
+from bam_identify.data.plausibility import (
+    MAX_PERIOD,
+    MIN_PERIOD,
+    Conditions,
+    Source,
+    check_series,
+    check_times,
+    checked_field,
+    conditions,
+    sampling_period,
+)
 from bam_sim.bench.bench_log import BenchLog
-from bam_sim.bench.geometry import Bench
 from bam_sim.common.errors import BamError
 from bam_sim.models import actuators
 from bam_sim.models.actuators import Actuator, get_actuator
@@ -35,15 +45,11 @@ from bam_sim.models.parameter_file import write_atomic
 
 REQUIRED = ("mass", "length", "kp", "motor", "entries")
 ENTRY_REQUIRED = ("timestamp", "position", "goal_position", "torque_enable")
-
-
-def _number(value: object, what: str, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise BamError(f"{where}: {what} must be a number, got {value!r}")
-    value = float(value)
-    if not math.isfinite(value):
-        raise BamError(f"{where}: {what} is {value}; repair the log")
-    return value
+# Entry fields that are bench series, and their kind for the plausibility checks.
+SERIES_KINDS = {"position": "position", "speed": "velocity", "goal_position": "goal position",
+                "control": "control", "input_volts": "input voltage"}
+# A processed log's timestamps are k·dt up to the rounding of their recorder.
+DT_TOLERANCE = 0.01
 
 
 def _column(entries: list, key: str, where: str, required: bool = True) -> np.ndarray | None:
@@ -92,11 +98,52 @@ def _parse(path: Path) -> dict:
     return doc
 
 
+def _source(path: Path, doc: dict) -> Source:
+    arm_key = "arm_mass" if "arm_mass" in doc else "arm-mass"
+    return Source(f"legacy log {path}", "repair the log",
+                  {"mass": "'mass'", "length": "'length'", "arm_mass": f"'{arm_key}'",
+                   "kp": "'kp'", "supply_voltage": "'vin'", "damping": "'damping'",
+                   "dt": "'dt'"})
+
+
+def _conditions(act: Actuator, doc: dict, source: Source) -> Conditions:
+    """The checked bench description of ``doc``; a field it lacks stays the default."""
+    arm_mass = doc.get("arm_mass", doc.get("arm-mass", 0.0))
+    damping = doc.get("damping") if act.family == actuators.CURRENT else None
+    for key in ("vin", "damping"):
+        if key in doc and doc[key] is None:  # None below means "not in the log"
+            raise source.fail(f"'{key}' is null", "give a number or leave the field out")
+    return conditions(act, source, doc["mass"], doc["length"], arm_mass, doc["kp"],
+                      supply_voltage=doc.get("vin"), damping=damping)
+
+
+def _entry(k: int) -> str:
+    return f"entry {k}"
+
+
+def _series(entries: list, where: str, source: Source) -> tuple[np.ndarray, dict]:
+    """(timestamps, entry columns by key), each checked for plausibility."""
+    time = _column(entries, "timestamp", where)
+    check_times(time, "timestamps", source, _entry)
+    series = {key: _column(entries, key, where) for key in ("position", "goal_position",
+                                                              "torque_enable")}
+    series["speed"] = _column(entries, "speed", where, required=False)
+    series["control"] = _column(entries, "control", where, required=False)
+    # The Dynamixel recorders' bus reading (a fit of the supply group is scored on it).
+    series["input_volts"] = _column(entries, "input_volts", where, required=False)
+    for key, kind in SERIES_KINDS.items():
+        if series[key] is not None:
+            check_series(series[key], kind, f"'{key}'", source, _entry)
+    return time, series
+
+
 def read_legacy_log(path: str | os.PathLike, dt: float = 0.005) -> BenchLog:
     """One JSON log (raw or processed) as a bench log on the time step ``dt`` (s).
 
     Raw logs are resampled from their first timestamp; processed logs are
-    kept as they are when their ``dt`` is ``dt``, resampled otherwise.
+    kept as they are when their ``dt`` is ``dt``, resampled otherwise. The
+    bench, gain, supply, series and timestamps pass the plausibility checks
+    bags pass (:mod:`bam_identify.data.plausibility`).
     """
     if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0.0):
         raise BamError(f"time step dt must be a finite number > 0 s, got {dt}")
@@ -107,42 +154,18 @@ def read_legacy_log(path: str | os.PathLike, dt: float = 0.005) -> BenchLog:
         act = get_actuator(doc["motor"])
     except BamError as err:
         raise BamError(f"{where}: {err}") from None
-    mass = _number(doc["mass"], "mass", where)
-    length = _number(doc["length"], "length", where)
-    kp = _number(doc["kp"], "kp", where)
-    arm_key = "arm_mass" if "arm_mass" in doc else "arm-mass"
-    arm_mass = _number(doc[arm_key], arm_key, where) if arm_key in doc else 0.0
-    try:
-        bench = Bench(mass=mass, length=length, arm_mass=arm_mass)
-    except BamError as err:
-        raise BamError(f"{where}: {err}") from None
-    supply = damping = None
-    if act.family == actuators.VOLTAGE and "vin" in doc:
-        supply = _number(doc["vin"], "vin", where)
-    if act.family == actuators.CURRENT and "damping" in doc:
-        damping = _number(doc["damping"], "damping", where)
-
+    source = _source(path, doc)
+    cond = _conditions(act, doc, source)
     entries = doc["entries"]
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         raise BamError(f"{where}: 'entries' must be a list of objects")
     if len(entries) < 2:
         raise BamError(f"{where}: needs at least 2 entries, got {len(entries)}")
-    time = _column(entries, "timestamp", where)
-    back = np.flatnonzero(np.diff(time) <= 0.0)
-    if back.size:
-        k = int(back[0]) + 1
-        raise BamError(f"{where}: timestamps are not increasing at entry {k} "
-                       f"({time[k - 1]} s then {time[k]} s); repair the log")
-    series = {key: _column(entries, key, where) for key in ("position", "goal_position",
-                                                              "torque_enable")}
-    series["speed"] = _column(entries, "speed", where, required=False)
-    series["control"] = _column(entries, "control", where, required=False)
-    # The Dynamixel recorders' bus reading (a fit of the supply group is scored on it).
-    series["input_volts"] = _column(entries, "input_volts", where, required=False)
+    time, series = _series(entries, where, source)
 
     processed = "dt" in doc
     if processed:
-        file_dt = _number(doc["dt"], "dt", where)
+        file_dt = _file_dt(doc["dt"], time, source)
     if processed and abs(file_dt - dt) <= 1e-9 * dt:
         values = dict(series)
         enabled = series["torque_enable"] > 0.5
@@ -156,15 +179,26 @@ def read_legacy_log(path: str | os.PathLike, dt: float = 0.005) -> BenchLog:
         enabled = resample.interpolate_enable(at, t, series["torque_enable"])
     trajectory = str(doc.get("trajectory", "unknown"))
     return BenchLog(
-        bench=bench, kp=kp, dt=float(dt), goal=values["goal_position"], enabled=enabled,
-        position=values["position"], velocity=values["speed"], control=values["control"],
-        name=f"{path.stem}:{trajectory}",
-        meta={"trajectory": trajectory, "gain": kp, "source": str(path), "actuator": act.name,
-              "bench_source": "legacy", "format": "processed" if processed else "raw"},
-        supply_voltage=supply if supply is not None and supply > 0.0 else None,
-        damping=damping if damping is not None and damping > 0.0 else None,
+        bench=cond.bench, kp=cond.kp, dt=float(dt), goal=values["goal_position"],
+        enabled=enabled, position=values["position"], velocity=values["speed"],
+        control=values["control"], name=f"{path.stem}:{trajectory}",
+        meta={"trajectory": trajectory, "gain": cond.kp, "source": str(path),
+              "actuator": act.name, "bench_source": "legacy",
+              "format": "processed" if processed else "raw"},
+        supply_voltage=cond.supply_voltage, damping=cond.damping,
         input_voltage=values["input_volts"],
     )
+
+
+def _file_dt(value: object, time: np.ndarray, source: Source) -> float:
+    """A processed log's ``dt``: a number, and the interval of its timestamps."""
+    file_dt = checked_field(source, "dt", value, "s", low=MIN_PERIOD, high=MAX_PERIOD)
+    period = sampling_period(time)
+    if not abs(period - file_dt) <= DT_TOLERANCE * file_dt:
+        raise source.fail(f"'dt' is {file_dt:g} s but its timestamps are {period:g} s apart",
+                          "make 'dt' the interval of the timestamps, or drop 'dt' to have "
+                          "the log resampled as a raw one")
+    return file_dt
 
 
 def _json_files(path: Path) -> list[Path]:
