@@ -8,6 +8,7 @@ the descriptor (description, read-only flag, range) a ROS user sees with
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -15,6 +16,7 @@ from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescri
 from rclpy.exceptions import InvalidParameterTypeException, ParameterException
 from rclpy.node import Node
 
+from bam_sim.common import ros_arguments
 from bam_sim.common.errors import BamError, one_line
 
 
@@ -75,6 +77,38 @@ def _declare_one(node: Node, param: Param, default: object) -> object:
                            f"{param.high:g}], got {value!r}") from None
         raise BamError(f"parameter {param.name}: {one_line(exc)}") from None
     return value
+
+
+def refuse_unknown(node: Node) -> None:
+    """Refuse the parameters given to ``node`` that it does not declare.
+
+    Called on every node once it is built (:func:`bam_sim.common.runner.run_node`),
+    and by a node that would rather refuse before it starts work, once its
+    parameters are declared; the first call decides. A name given with ``-p`` or
+    in a params-file block named after this node is meant for it: unknown, it
+    is a typo, and the BamError names the closest declared parameter. A name
+    that came only through a wildcard block (``/**``, ``/*``) is normal in a ROS
+    launch, where one file configures several nodes: it is left to the other
+    nodes, logged once. ``use_sim_time`` and the other parameters rclpy
+    declares itself are declared, hence known. A node whose context the runner
+    did not start (a test's) takes every name as its own.
+    """
+    if getattr(node, "_bam_overrides_checked", False):
+        return
+    node._bam_overrides_checked = True
+    declared = set(node._parameters)  # rclpy keeps the declared parameters here
+    unknown = sorted(name for name in node._parameter_overrides if name not in declared)
+    shared = ros_arguments.shared_only(node)
+    refused = [name for name in unknown if name not in shared]
+    if refused:
+        close = difflib.get_close_matches(refused[0], sorted(declared), n=1)
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+        raise BamError(f"unknown parameter '{refused[0]}'{more} for node {node.get_name()}; "
+                       f"{hint}see --help for its parameters")
+    if unknown:
+        node.get_logger().info(f"parameter(s) {', '.join(unknown)} of a shared params-file "
+                               "block (/**) are not this node's: left to the other nodes")
 
 
 def usage(program: str, title: str, params: Sequence[Param], computed: str = "computed") -> str:

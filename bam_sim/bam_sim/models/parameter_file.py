@@ -67,7 +67,19 @@ def parse_yaml(text: str, where: str = "<string>") -> ParameterSet:
         mark = getattr(exc, "problem_mark", None)
         line = f" at line {mark.line + 1}" if mark is not None else ""
         raise BamError(f"{where} is not valid YAML{line}; fix the syntax") from None
-    flat = _ros_parameters(doc, where)
+    return parse_mapping(_ros_parameters(doc, where), where)
+
+
+def parse_mapping(entries: Mapping[str, object], where: str) -> ParameterSet:
+    """One parameter set from the entries of a ``ros__parameters`` block: the one
+    validation of a file read here and of a set given to a node as ROS parameters.
+
+    Nested groups may come nested (``thermal: {resistance: ...}``, a file) or
+    flattened with dots (``thermal.resistance``, ``provenance.source``: how rcl
+    hands a file to a node). The set is complete or refused; a NaN, an unknown
+    or misspelt name is refused (with the closest valid name).
+    """
+    flat = _nest_provenance(dict(entries), where)
     for key in ("actuator", "model"):
         if not isinstance(flat.get(key), str):
             raise BamError(f"{where} has no '{key}' entry (e.g. {key}: "
@@ -78,6 +90,17 @@ def parse_yaml(text: str, where: str = "<string>") -> ParameterSet:
     _check_input(flat, where)
     values = _flatten_groups({k: v for k, v in flat.items() if k not in _META}, where)
     return ParameterSet.build(flat["actuator"], flat["model"], values, provenance, where)
+
+
+def _nest_provenance(flat: dict, where: str) -> dict:
+    """``provenance.source: x`` (as rcl flattens a file) back into ``provenance: {source: x}``."""
+    dotted = sorted(k for k in flat if k.startswith("provenance."))
+    if dotted and "provenance" in flat:
+        raise BamError(f"{where} gives provenance twice (as a mapping and as "
+                       f"{dotted[0]}); keep one")
+    if dotted:
+        flat["provenance"] = {k.removeprefix("provenance."): flat.pop(k) for k in dotted}
+    return flat
 
 
 def _check_input(flat: dict, where: str) -> None:

@@ -2,51 +2,85 @@
 
 A parameter file written by the fit is a ROS 2 parameter file (``actuator``,
 ``model``, ``kt``, ``R``, ...). Given to a simulation node with
-``--params-file``, its values arrive as parameter overrides; the node declares
-one parameter per name of the model registry (NaN: not given) so that they
-are not silently dropped, and builds the set from them, on top of
-``params_file`` or the published set. ``provenance.*`` entries are metadata
-and accepted without effect; any other undeclared override is warned about.
+``--params-file`` (or as ``-p`` values), its entries arrive as parameter
+overrides. They are one parameter set, validated by the same loader as a file
+(:func:`bam_sim.models.parameter_file.parse_mapping`): complete or refused, NaN
+refused, an unknown or misspelt name refused with the closest valid one. The
+node declares one parameter per name of the model registry (NaN: none given)
+so that ``ros2 param set`` can change a value of the running set, and the
+set's metadata (``provenance.*``, ``input``) as read-only parameters.
 """
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Mapping
 
 from rclpy.node import Node
 
-from bam_sim.common.node_parameters import Param, declare
-from bam_sim.common.numbers import number
+from bam_sim.common.errors import BamError
+from bam_sim.common.node_parameters import Param, declare, refuse_unknown
 from bam_sim.models import parameters as P
 from bam_sim.models.actuators import DCMOTOR, get_actuator
 from bam_sim.models.model_registry import get_model
-from bam_sim.models.parameter_file import published
+from bam_sim.models.parameter_file import parse_mapping, published
 from bam_sim.models.parameter_set import ParameterSet
 
 SOURCE = "ROS parameters"
+WHERE = "the ROS parameters (--params-file, -p)"  # where an error in the set lies
 METADATA_PREFIX = "provenance."
+INPUT = "input"  # the dcmotor family's input mode, an entry of its files
+_HEADS = frozenset(name.partition(".")[0] for name in P.NAMES)  # motorconst, thermal, ...
 
 VALUE_PARAMETERS: tuple[Param, ...] = tuple(
     Param(name, math.nan, f"identified value of '{name}' (SI units, see the parameter file "
-          "format); NaN = take it from params_file or the published set", dynamic=True)
+          "format); NaN = none given as a ROS parameter", dynamic=True)
     for name in P.NAMES)
 
 
 HELP = ("\n  " + ", ".join(P.NAMES) + ":\n    identified values (SI), as a parameter file "
-        "of the fit holds them; given with --params-file FILE or -p, they replace those of "
-        "params_file or of the published set")
+        "of the fit holds them; given with --params-file FILE (or -p, with actuator and "
+        "model), they form one complete parameter set, which replaces the published one; "
+        "ros2 param set changes a value of the running set")
 
 
-def declare_values(node: Node) -> dict[str, float]:
-    """Declare the value parameters; those given (not NaN), checked as numbers."""
-    values = declare(node, VALUE_PARAMETERS)
-    given = {}
-    for name, value in values.items():
-        if isinstance(value, float) and math.isnan(value):
-            continue
-        given[name] = number(value, f"parameter {name}")
+def declare_values(node: Node) -> ParameterSet | None:
+    """Declare the value parameters; the set the overrides give, if any (then its other
+    entries, metadata included, are declared read-only).
+
+    Call it after the node's own parameters are declared: an override that is
+    none of them is an entry of the set when its name is one a file may hold
+    (a value, ``provenance.*``, ``input``, a group's sub-attribute such as
+    ``motorconst.Kt``) or is close to a value name (``frction_base``, which the
+    set's validation then refuses with the closest valid name). Any other
+    unknown parameter is refused too, before the node starts.
+    """
+    declare(node, VALUE_PARAMETERS)
+    declared = set(node._parameters)  # rclpy keeps the declared parameters here
+    overrides = {name: p.value for name, p in node._parameter_overrides.items()}
+    entries = {name: value for name, value in overrides.items()
+               if name in P.INDEX or (name not in declared and _is_entry(name))}
+    if not any(name in P.INDEX for name in entries):
+        refuse_unknown(node)
+        return None
+    if "actuator" not in overrides or "model" not in overrides:
+        raise BamError("parameter values (kt, R, ...) were given without 'actuator' and "
+                       "'model'; give a complete parameter file with --params-file")
+    given = parse_mapping({"actuator": overrides["actuator"], "model": overrides["model"],
+                           **entries}, WHERE)
+    declare(node, [Param(name, value, "entry of the parameter set given", read_only=True,
+                         dynamic=True) for name, value in entries.items()
+                   if name not in P.INDEX])
+    refuse_unknown(node)
     return given
+
+
+def _is_entry(name: str) -> bool:
+    """Whether an undeclared override is an entry of a parameter set (or a typo of one)."""
+    head, dot, _ = name.partition(".")
+    return (name.startswith(METADATA_PREFIX) or name == INPUT or bool(dot and head in _HEADS)
+            or bool(difflib.get_close_matches(name, P.NAMES, n=1, cutoff=0.8)))
 
 
 def base_set(actuator: str, model: str, values: Mapping[str, float]) -> ParameterSet:
@@ -72,15 +106,3 @@ def with_values(base: ParameterSet, values: Mapping[str, float]) -> ParameterSet
 def value_names(params) -> set[str]:
     """The names among ``params`` (rclpy Parameters) that are value parameters."""
     return {p.name for p in params if p.name in P.INDEX}
-
-
-def warn_unused_overrides(node: Node) -> None:
-    """Log once the overrides (``-p``, ``--params-file``) this node does not use."""
-    declared = set(node._parameters)  # rclpy keeps declared parameters here
-    unused = sorted(name for name in node._parameter_overrides
-                    if name not in declared and not name.startswith(METADATA_PREFIX)
-                    and name not in ("use_sim_time", "input"))
-    if unused:
-        node.get_logger().warning(
-            f"ignoring unknown parameter(s) {', '.join(unused)}: not parameters of this node "
-            "(see --help)")
