@@ -26,9 +26,10 @@ from pathlib import Path
 from bam_identify.cli import _main
 from bam_sim.common.arguments import ArgumentParser
 from bam_sim.common.errors import BamError
-from bam_sim.common.output_paths import check_writable
+from bam_sim.common.numbers import option
+from bam_sim.common.output_paths import check_output, write_new
 from bam_sim.models.legacy import parameters_to_json
-from bam_sim.models.parameter_file import load, write_atomic
+from bam_sim.models.parameter_file import load
 from bam_sim.models.parameter_set import ParameterSet
 
 
@@ -53,6 +54,12 @@ def _dcmotor_mjcf(params: ParameterSet, args: argparse.Namespace) -> str:
 
 
 FORMATS = {"bam-json": _bam_json, "dcmotor-mjcf": _dcmotor_mjcf}
+# The options that only some formats read: given with another, they would be ignored.
+FORMAT_OPTIONS = {"gain": ("dcmotor-mjcf",), "mjcf": ("dcmotor-mjcf",),
+                  "joint": ("dcmotor-mjcf",)}
+# A servo gain is > 0 (0 holds nothing) and at most the largest any actuator accepts;
+# the actuator's own gain_limit is checked once the set is read.
+GAIN = option(low=0.0, high=1.0e4, low_open=True)
 
 
 def export_parser() -> argparse.ArgumentParser:
@@ -67,23 +74,36 @@ def export_parser() -> argparse.ArgumentParser:
     parser.add_argument("--mjcf", type=Path, help="dcmotor-mjcf: the robot whose --joint "
                         "the servo drives (default: a one-joint pendulum)")
     parser.add_argument("--joint", help="dcmotor-mjcf: the hinge joint of --mjcf")
-    parser.add_argument("--gain", type=float, help="dcmotor-mjcf: the servo gain baked into "
+    parser.add_argument("--gain", type=GAIN, help="dcmotor-mjcf: the servo gain baked into "
                         "the controller (default: the actuator's second Table I gain)")
     parser.add_argument("--output", type=Path, required=True, help="the file to write")
     parser.add_argument("--force", action="store_true", help="overwrite --output")
     return parser
 
 
+def check_export_args(args: argparse.Namespace) -> None:
+    """Options the format reads, and an output that is none of the inputs (output_paths)."""
+    for name, formats in FORMAT_OPTIONS.items():
+        if getattr(args, name) is not None and args.format not in formats:
+            raise BamError(f"--{name} means nothing to --format {args.format}; it applies to "
+                           f"{', '.join(formats)} only: leave it out or change the format")
+    inputs = [("params", args.params)] + ([("--mjcf", args.mjcf)] if args.mjcf else [])
+    check_output(args.output, "--output", force=args.force, inputs=inputs)
+
+
+def _check_gain(params: ParameterSet, gain: float | None) -> None:
+    limit = params.actuator_def.gain_limit
+    if gain is not None and limit > 0.0 and gain > limit:
+        raise BamError(f"--gain {gain:g} is above the largest gain {limit:g} the "
+                       f"{params.actuator} accepts; give a gain in (0, {limit:g}]")
+
+
 def run_export(args: argparse.Namespace) -> str:
-    if args.output.exists() and not args.force:
-        raise BamError(f"{args.output} already exists; choose another --output or pass --force")
-    if args.output.resolve() == args.params.resolve():
-        raise BamError(f"--output {args.output} is the input file; choose another path")
-    check_writable(args.output, "--output")
+    check_export_args(args)
     params = load(args.params)
+    _check_gain(params, args.gain)
     text = FORMATS[args.format](params, args)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(args.output, text)
+    write_new(args.output, text, "--output", args.force)
     return f"wrote {args.output} ({params.actuator} {params.model}, {args.format})"
 
 

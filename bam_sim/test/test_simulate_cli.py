@@ -17,7 +17,7 @@ def test_simulate_refuses_to_overwrite(tmp_path, capsys):
     out = tmp_path / "sim.png"
     out.write_bytes(b"keep")
     assert main(["--output", str(out)]) == 2
-    assert "already exists; pass --force" in capsys.readouterr().err
+    assert "already exists; choose another path or pass --force" in capsys.readouterr().err
     assert out.read_bytes() == b"keep"
 
 

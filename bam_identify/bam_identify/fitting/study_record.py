@@ -35,6 +35,7 @@ import os
 import socket
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -166,6 +167,74 @@ def heartbeat(sa, conn, worker: str, dialect: str) -> None:
         insert_ignore(conn, workers, [{"worker": worker, "seen": time.time()}], dialect)
 
 
+def storage_url(text: str) -> str:
+    """``text`` as a storage URL a shared study can live in, else a one-line BamError.
+
+    The one check of ``--storage`` (fit, campaign add/work/status), run as the
+    option is parsed: a URL SQLAlchemy can read, of SQLite or PostgreSQL, and a
+    database that outlives the process (SQLite in memory would keep the study
+    only as long as this fit, and no other worker could see it).
+    """
+    import sqlalchemy as sa
+
+    example = "sqlite:///fit.db or postgresql+psycopg://user@host/db"
+    try:
+        where = sa.engine.make_url(text.strip())
+    except Exception:  # noqa: BLE001 - SQLAlchemy's ArgumentError, ValueError
+        raise BamError(f"storage '{text}' is not a database URL; write one like "
+                       f"{example}") from None
+    backend = where.get_backend_name()
+    if backend not in ("sqlite", "postgresql"):
+        raise BamError(f"storage '{text}': the fit records into SQLite or PostgreSQL, not "
+                       f"'{backend}' ({example})")
+    database = where.database or ""
+    memory = (backend == "sqlite" and (database in ("", ":memory:") or "mode=memory" in database
+                                       or where.query.get("mode") == "memory"))
+    if memory:
+        raise BamError(f"storage '{text}' keeps the study in memory only, lost when this "
+                       "process ends and seen by no other worker; give a file "
+                       "(sqlite:///fit.db) or a server (postgresql+psycopg://user@host/db)")
+    if backend == "sqlite" and not database.startswith("file:"):
+        _check_sqlite_file(Path(database).expanduser(), text)
+    return text.strip()
+
+
+def _check_sqlite_file(path: Path, text: str) -> None:
+    """An existing SQLite file must hold nothing but optuna's and the fit's tables."""
+    if path.is_dir():
+        raise BamError(f"storage '{text}': {path} is a folder; name a database file")
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with path.open("rb") as handle:
+        if handle.read(16) != b"SQLite format 3\x00":
+            raise BamError(f"storage '{text}': {path} is not a SQLite database; name a "
+                           "new file or one a fit created")
+    foreign = sorted(set(_sqlite_tables(path, text)) - _own_tables())
+    if foreign:
+        raise BamError(f"storage '{text}': {path} holds tables of another program "
+                       f"({', '.join(foreign[:5])}); give the fit a database of its own")
+
+
+def _sqlite_tables(path: Path, text: str) -> list[str]:
+    import sqlite3
+
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+            rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            return [name for (name,) in rows if not name.startswith("sqlite_")]
+    except sqlite3.Error as exc:
+        raise BamError(f"storage '{text}': cannot read {path} ({exc}); name a new file "
+                       "or one a fit created") from None
+
+
+def _own_tables() -> frozenset[str]:
+    """optuna's tables (of its pinned schema) and the fit's."""
+    from optuna.storages._rdb import models
+
+    return (frozenset(models.BaseModel.metadata.tables) | frozenset(fit_tables()[0].tables)
+            | {"alembic_version"})
+
+
 def open_storage(url: str):
     """optuna's RDB storage at ``url``, its tables and the fit's created, or a one-line
     BamError.
@@ -181,6 +250,7 @@ def open_storage(url: str):
     import optuna
     from optuna.storages._rdb import models
 
+    url = storage_url(url)  # the same check as the option's, for jobs built in code
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     if models.SCHEMA_VERSION != SCHEMA_VERSION:
         raise BamError(f"the fit writes optuna's storage schema {SCHEMA_VERSION}, this "

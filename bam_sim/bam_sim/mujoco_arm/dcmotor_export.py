@@ -53,7 +53,8 @@ import numpy as np
 
 from bam_sim.common.arguments import ArgumentParser
 from bam_sim.common.errors import BamError
-from bam_sim.common.output_paths import check_writable
+from bam_sim.common.numbers import number
+from bam_sim.common.output_paths import check_output, write_new
 from bam_sim.models import actuators
 from bam_sim.models import dcmotor as dc
 from bam_sim.models import parameters as P
@@ -136,9 +137,8 @@ def consts(params: ParameterSet, supply_voltage: float | None = None) -> np.ndar
     """The servo constant vector of :mod:`bam_sim.models.servo`, with a supply voltage override."""
     c = params.actuator_def.consts()
     if supply_voltage is not None:
-        if not (math.isfinite(supply_voltage) and supply_voltage > 0.0):
-            raise BamError(f"supply voltage must be > 0 V, got {supply_voltage}")
-        c[actuators.C_SUPPLY] = supply_voltage
+        c[actuators.C_SUPPLY] = number(supply_voltage, "supply voltage (V)", low=0.0,
+                                       low_open=True)
     return c
 
 
@@ -146,9 +146,8 @@ def dcmotor_settings(joint: str, params: ParameterSet, gain: float | None = None
                      supply_voltage: float | None = None) -> DcMotorSettings:
     """Closed-form mapping of a servo model onto dcmotor attributes (module docstring)."""
     act = params.actuator_def
-    kp = float(act.gains[1] if gain is None else gain)
-    if not (math.isfinite(kp) and kp >= 0.0):
-        raise BamError(f"servo gain of joint '{joint}' must be >= 0, got {gain}")
+    kp = number(act.gains[1] if gain is None else gain, f"servo gain of joint '{joint}'",
+                low=0.0)
     c = consts(params, supply_voltage)
     v, vec = params.values, params.vector()
     kt, resistance = float(vec[P.KT]), float(vec[P.R])  # the dcmotor family's aliases too
@@ -290,22 +289,38 @@ def export_dcmotor(mjcf: str | Path, joints: Sequence[ExportJoint], *,
     root.insert(0, ET.Comment(f" Exported by bam_sim.mujoco_arm.dcmotor_export.\n{summary}\n"))
     ET.indent(root)
     xml = _prologue(text) + ET.tostring(root, encoding="unicode") + "\n"
-    _compile(xml, where, "rejects the export of")
+    _check_stable(_compile(xml, where, "rejects the export of"), joints)
     return DcMotorExport(xml, tuple(settings), tuple(notes))
+
+
+def _check_stable(model: mujoco.MjModel, joints: Sequence[ExportJoint]) -> None:
+    """Each set valid on its joint at the model's step, as the simulators require
+    (ServoArm, the bench, eval): an unstable LuGre bristle or an ep_* set beyond its
+    coupling limit is refused, not exported to blow up in someone's simulator. The
+    joint's inertia is the compiled one, armature included."""
+    from bam_sim.models.ep_validity import check_step
+    from bam_sim.mujoco_arm.servo_arm import _joint_index
+
+    for spec in joints:
+        dof = int(model.jnt_dofadr[_joint_index(model, spec.joint)])
+        act = spec.params.actuator_def
+        supply = act.supply_voltage if spec.supply_voltage is None else spec.supply_voltage
+        try:
+            check_step(spec.params.model_def, act, spec.params.vector(),
+                       float(model.opt.timestep), float(model.dof_M0[dof]), 0.0, float(supply))
+        except BamError as exc:
+            raise BamError(f"joint '{spec.joint}': {exc}") from None
 
 
 def write_dcmotor(mjcf: str | Path, joints: Sequence[ExportJoint], output: str | Path,
                   overwrite: bool = False) -> DcMotorExport:
     """:func:`export_dcmotor` and write the MJCF to ``output`` (never replaced unless asked)."""
-    from bam_sim.models.parameter_file import write_atomic
-
-    output = check_writable(output, "--output")
-    if output.exists() and not overwrite:
-        raise BamError(f"{output} already exists; choose another path or allow overwriting "
-                       "(--force)")
+    # the MJCF is text or a file; a file is an input, never overwritten by its export
+    is_file = isinstance(mjcf, Path) or "<" not in mjcf
+    source = [("mjcf", mjcf)] if is_file else []
+    output = check_output(output, "--output", force=overwrite, inputs=source)
     result = export_dcmotor(mjcf, joints)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(output, result.xml)
+    write_new(output, result.xml, "--output", overwrite)
     return result
 
 
@@ -437,10 +452,9 @@ def _parse_joint(item: str) -> ExportJoint:
     if not sep or not name or not rest:
         raise BamError(f"--joint '{item}': write it as NAME=PARAMS.yaml or NAME=PARAMS.yaml@GAIN")
     path, _, gain = rest.partition("@")
-    try:
-        value = float(gain) if gain else None
-    except ValueError:
-        raise BamError(f"--joint {name}: gain '{gain}' is not a number") from None
+    # the same range as export --gain: a servo gain holds something and fits a register
+    value = number(gain, f"--joint {name}: gain", low=0.0, low_open=True,
+                   high=1.0e4) if gain else None
     return ExportJoint(name.strip(), load(path), value)
 
 
