@@ -6,7 +6,8 @@ node class comes from the package's console-script entry point, and each node
 gets the name, namespace, parameters and ROS arguments (/clock remapped into
 the namespace) that ros2 launch would give it. Plain executables (a hardware
 emulator) run as child processes. SIGINT and SIGTERM are stop requests
-(:class:`StopSignal`), so a bench always shuts down in order.
+(:class:`~bam_sim.common.command.StopSignal`, the one stop of every command),
+so a bench always shuts down in order.
 """
 
 from __future__ import annotations
@@ -14,16 +15,15 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.metadata
+import os
 import re
-import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from bam_bringup.composition import NodeSpec, command_line
+from bam_sim.common.command import StopSignal  # noqa: F401 - the runner's stop, re-exported
 from bam_sim.common.errors import BamError
 from bam_sim.common.ready_line import NotReady, await_ready_line
 
@@ -184,8 +184,11 @@ def start_process(spec: NodeSpec) -> subprocess.Popen:
         raise BamError(f"no executable {spec.executable} of package {spec.package}; build the "
                        "workspace (tools/workspace.sh build)")
     # A session of its own: Ctrl-C stops the nodes first (the driver turns the torque off on
-    # the emulator), then shutdown() stops the process.
-    process = subprocess.Popen([str(path), *command_line(spec)], stdin=subprocess.DEVNULL,
+    # the emulator), then shutdown() stops the process. --exit-with-parent (every process
+    # of a composition takes it: the emulators of bam_drivers): it ends by itself when this
+    # process dies without a shutdown (kill -9), rather than holding its port or veth pair.
+    command = [str(path), *command_line(spec), "--exit-with-parent", str(os.getpid())]
+    process = subprocess.Popen(command, stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE if spec.ready else None, text=True,
                                start_new_session=True)
     if spec.ready:
@@ -211,50 +214,3 @@ def _await_ready(process: subprocess.Popen, spec: NodeSpec, timeout: float = 15.
             print(text, end="", file=sys.stderr)
 
     threading.Thread(target=pump, name=f"{spec.name}-stdout", daemon=True).start()
-
-
-class StopSignal:
-    """SIGINT and SIGTERM as a request to stop, checked between steps.
-
-    A signal never interrupts the runner half way through starting or stopping
-    a node: it sets :attr:`requested`, and the runner stops at its next check,
-    shutting the bench down in order (a second signal changes nothing). Inside
-    :meth:`interrupting` a signal raises KeyboardInterrupt instead, for work
-    that handles Ctrl-C itself (the fit keeps the best parameters found).
-    """
-
-    def __init__(self) -> None:
-        self.requested = threading.Event()
-        self.signum = 0
-        self._raising = False
-
-    def _handle(self, signum: int, frame) -> None:
-        self.signum = self.signum or signum
-        self.requested.set()
-        if self._raising:
-            raise KeyboardInterrupt
-
-    def check(self) -> None:
-        """KeyboardInterrupt if a stop was requested."""
-        if self.requested.is_set():
-            raise KeyboardInterrupt
-
-    @contextmanager
-    def installed(self) -> Iterator[StopSignal]:
-        """The handler of SIGINT and SIGTERM inside the block (main thread only)."""
-        previous = {sig: signal.signal(sig, self._handle)
-                    for sig in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            yield self
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-
-    @contextmanager
-    def interrupting(self) -> Iterator[None]:
-        self.check()
-        self._raising = True
-        try:
-            yield
-        finally:
-            self._raising = False

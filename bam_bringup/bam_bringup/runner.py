@@ -18,7 +18,6 @@ the models and writes the report.
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from pathlib import Path
 
@@ -28,7 +27,8 @@ from bam_bringup.composition import Composition, launch_default, namespace
 from bam_bringup.process_bench import ProcessBench, StopSignal
 from bam_bringup.session import load_session, run_session, session_config
 from bam_sim.common.arguments import ArgumentParser
-from bam_sim.common.errors import BamError, one_line
+from bam_sim.common.command import run_command
+from bam_sim.common.errors import BamError
 
 COMPOSITIONS = {c.name: c for c in (BENCH, ARM)}
 
@@ -98,33 +98,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """0, 2 with one line for bad input, or 128 + the signal that stopped it.
+
+    A signal only requests the stop (checked between steps, so the bench shuts down in
+    order), except inside the session's fit, which it interrupts keeping the best found.
+    """
     args = build_parser().parse_args(argv)
-    with StopSignal().installed() as stop:
-        return _run(args, stop)
+    return run_command("bench", lambda stop: _run(args, stop), raising=False)
 
 
-def _run(args: argparse.Namespace, stop: StopSignal) -> int:
-    """The command; 0, 2 for bad input, or 128 + the signal that stopped it."""
-    from bam_identify.cli import FitInterrupted
-
-    try:
-        if args.command == "serve":
-            print(serve(_launch_values(args.arguments), args.config, stop))
-        else:  # the default: the session of the README's main job
-            config = getattr(args, "config", None) or session_config()
-            output = getattr(args, "output_dir", Path("out/bench"))
-            print(run_session(load_session(config), output, getattr(args, "quiet", False),
-                              namespace(getattr(args, "namespace", "")), stop))
-    except BamError as exc:
-        print(f"bench: error: {one_line(exc)}", file=sys.stderr)
-        return 2
-    except FitInterrupted as exc:  # the bag is closed; the best parameters found are kept
-        print(exc)
-        return 128 + (stop.signum or signal.SIGINT)
-    except KeyboardInterrupt:
-        print("bench: interrupted", file=sys.stderr)
-        return 128 + (stop.signum or signal.SIGINT)
-    return 128 + stop.signum if stop.signum else 0
+def _run(args: argparse.Namespace, stop: StopSignal) -> str:
+    if args.command == "serve":
+        return serve(_launch_values(args.arguments), args.config, stop)
+    # the default: the session of the README's main job
+    config = getattr(args, "config", None) or session_config()
+    output = getattr(args, "output_dir", Path("out/bench"))
+    return run_session(load_session(config), output, getattr(args, "quiet", False),
+                       namespace(getattr(args, "namespace", "")), stop)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ import yaml
 from bam_bringup.bench_composition import BENCH
 from bam_bringup.composition import NodeSpec
 from bam_bringup.process_bench import ProcessBench, StopSignal
+from bam_sim.common.command import Interrupted, record_written
 from bam_sim.common.errors import BamError, one_line
 from bam_sim.common.numbers import number
 from bam_sim.common.output_paths import check_writable
@@ -154,8 +155,11 @@ def run_session(config: dict, output_dir: Path, quiet: bool = False,
     start = time.monotonic()
     recorded = _record(specs, config, protocol, duration, quiet, stop)
     seconds = time.monotonic() - start
-    with stop.interrupting():
-        fit_text = _fit(job)
+    try:
+        with stop.interrupting():
+            fit_text = _fit(job)
+    except Interrupted as exc:  # the bag is closed too: the message names all that was written
+        raise Interrupted(f"recorded: {bag}\n{exc}") from None
     runs = len(config.get("setups") or [None]) * len(protocol)
     counts = ", ".join(f"{k} {v}" for k, v in recorded.items()) if recorded else "?"
     return (f"recorded {runs} runs in {seconds:.0f} s: {bag}\n"
@@ -172,6 +176,8 @@ def _record(specs: list[NodeSpec], config: dict, protocol, duration: float,
     from bam_sim.common.contract import RUN_TRAJECTORY_ACTION
 
     bench = ProcessBench(specs)
+    # The recorder has opened its bag: a stop from here on closes it, and names it.
+    record_written(next(s.parameters["output"] for s in specs if s.name == "recorder"))
     client = None
     try:
         pendulum = bench.nodes["pendulum"]
@@ -180,6 +186,7 @@ def _record(specs: list[NodeSpec], config: dict, protocol, duration: float,
         bench.add(client_node)
         client = ActionClient(client_node, RunTrajectory, RUN_TRAJECTORY_ACTION)
         _await_server(client, 20.0, stop)
+        _await_recorder(bench.nodes["recorder"], 20.0, stop)
         _play_setups(pendulum, client, config, protocol, 60.0 + 20.0 * duration, quiet, stop)
         recorder = bench.nodes["recorder"]
         bench.close("recorder")  # writes what it still holds, then closes the bag
@@ -219,6 +226,18 @@ def _await_server(client, timeout: float, stop: StopSignal) -> None:
         stop.check()
         if time.monotonic() > deadline:
             raise BamError("the trajectory action server did not come up")
+
+
+def _await_recorder(recorder, timeout: float, stop: StopSignal) -> None:
+    """Every recorded topic matched to the recorder: a trial is recorded from its first
+    sample (DDS drops what a volatile topic sends before the match)."""
+    deadline = time.monotonic() + timeout
+    while not recorder.matched():
+        stop.check()
+        if time.monotonic() > deadline:
+            raise BamError(f"the recorder did not connect to the bench's topics within "
+                           f"{timeout:g} s")
+        time.sleep(0.01)  # polls the match; orders nothing
 
 
 def _fit_job(config: dict, bag: Path, folder: Path, quiet: bool):

@@ -10,8 +10,14 @@ Example (one database, any number of machines that see the same data paths)::
     campaign status --storage postgresql+psycopg://bam@db/fits --campaign bench7
 
 ``add`` takes every option of ``fit`` and queues one job per model (its
-report in ``<report>/<model>``, its study ``<campaign>_<model>`` in the same
-storage); ``work`` runs jobs until none is left (:mod:`bam_identify.fitting.campaign`).
+parameter file named as ``fit`` names it for several models, its report in
+``<report>/<model>``, its study ``<campaign>_<model>``, or
+``<campaign>_<actuator>_<model>`` with ``--actuator``, in the same storage).
+Adding the same jobs again queues nothing (a retried script is harmless);
+a job that would write the file, report folder or study of another job in the
+storage is refused, as is a job without data. ``work`` runs jobs until none
+is left (:mod:`bam_identify.fitting.campaign`), resuming a job handed back
+over its own partial output, and exits 2 naming the jobs that failed.
 Bad input ends the command with one line on stderr and exit code 2.
 """
 
@@ -19,16 +25,28 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 from pathlib import Path
 
-from bam_identify.cli import FitInterrupted, FitJob, _main, fit_parser, run_fit
+from bam_identify.cli import (
+    STORAGE_OPTION,
+    FitInterrupted,
+    FitJob,
+    _main,
+    fit_parser,
+    number_option,
+    output_paths,
+    run_fit,
+)
 from bam_sim.common.arguments import ArgumentParser
+from bam_sim.common.command import Interrupted, shielded, stop_requested
 from bam_sim.common.errors import BamError
 
 
 def _where(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--storage", required=True, help="database of the campaign and its "
+    parser.add_argument("--storage", required=True, type=STORAGE_OPTION,
+                        help="database of the campaign and its "
                         "studies (sqlite:///fits.db, postgresql+psycopg://user@host/db)")
     parser.add_argument("--campaign", required=True, help="the campaign's name")
 
@@ -42,7 +60,8 @@ def campaign_parser() -> argparse.ArgumentParser:
     add.add_argument("--campaign", required=True, help="the campaign's name")
     work = sub.add_parser("work", help="run the campaign's jobs until none is left")
     _where(work)
-    work.add_argument("--jobs", type=int, help="threads for the simulation on this machine")
+    work.add_argument("--jobs", type=number_option("jobs"),
+                      help="threads for the simulation on this machine")
     work.add_argument("--quiet", action="store_true", help="no progress bars")
     status = sub.add_parser("status", help="the campaign's jobs and their outcome")
     _where(status)
@@ -52,58 +71,149 @@ def campaign_parser() -> argparse.ArgumentParser:
 
 
 def add_jobs(args: argparse.Namespace) -> str:
+    """Queue one job per model, each checked now rather than when a worker meets it."""
     from bam_identify.fitting.campaign import Campaign, job_to_json
 
     if not args.storage:
         raise BamError("campaign add: give --storage, the database the workers will share")
+    if not args.campaign.strip():
+        raise BamError("campaign add: --campaign must not be empty; name the campaign")
     job = FitJob.from_args(args)
+    if not job.bags and not job.logs:
+        raise BamError("campaign add: no data: give --bags and/or --logs")
     for path in (*job.bags, *job.logs):
         if not Path(path).exists():
             raise BamError(f"{path} does not exist; the workers read the data at the paths "
                            "given here, so give paths every machine sees")
-    jobs = [(model, job_to_json(dataclasses.replace(
-        job, models=(model,), report=job.report / model,
-        study=f"{args.campaign}_{model}"))) for model in dict.fromkeys(job.models)]
+    models = list(dict.fromkeys(job.models))
+    # Each job's parameter file as fit would name it with all the models at once (the
+    # actuator left to the data), its own report folder and its own study.
+    outputs = output_paths(job.output, "{actuator}", models)
+    jobs = [dataclasses.replace(job, models=(model,), output=str(outputs[model]),
+                                report=job.report / model,
+                                study=_study(args.campaign, job.actuator, model))
+            for model in models]
     campaign = Campaign(args.storage, args.campaign, create=True)
     try:
-        numbers = campaign.add(jobs)
+        new, queued = _new_jobs(jobs, args.campaign, campaign.all_jobs())
+        numbers = campaign.add([(j.models[0], job_to_json(j)) for j in new])
     finally:
         campaign.close()
+    again = f"; {len(queued)} already queued (jobs {', '.join(queued)})" if queued else ""
+    if not numbers:
+        return f"campaign {args.campaign}: nothing new to queue{again}"
     return (f"queued {len(numbers)} jobs in campaign {args.campaign} (numbers "
-            f"{numbers[0]}..{numbers[-1]}); run 'campaign work --storage {args.storage} "
-            f"--campaign {args.campaign}' on each machine")
+            f"{numbers[0]}..{numbers[-1]}){again}; run 'campaign work --storage "
+            f"{args.storage} --campaign {args.campaign}' on each machine")
+
+
+def _study(campaign: str, actuator: str | None, model: str) -> str:
+    """A job's study: one per campaign and model (and actuator, when given, so that
+    several actuators' jobs can share a campaign)."""
+    return f"{campaign}_{actuator}_{model}" if actuator else f"{campaign}_{model}"
+
+
+def _job_files(job: FitJob) -> dict[str, str]:
+    """What a job writes: its parameter file (a template), its report folder, its study."""
+    return {"file": os.path.normpath(job.output), "folder": os.path.normpath(job.report),
+            "study": job.study or ""}
+
+
+def _new_jobs(jobs: list[FitJob], name: str,
+              stored: list[tuple[str, int, str]]) -> tuple[list[FitJob], list[str]]:
+    """The jobs not queued yet, and the numbers of those that are (the same ``campaign
+    add`` twice queues nothing twice). A job that would write the file, the report
+    folder or the study of another job, of any campaign in the storage, is refused."""
+    from bam_identify.fitting.campaign import job_from_json, job_to_json
+
+    users: dict[tuple[str, str], str] = {}
+    same: dict[str, str] = {}
+    for campaign, number, text in stored:
+        if campaign == name:
+            same[text] = str(number)
+        try:
+            other = job_from_json(text, FitJob)
+        except BamError:  # a job of another version: its paths cannot be read
+            continue
+        for kind, value in _job_files(other).items():
+            users[kind, value] = f"job {number} of campaign {campaign}"
+    new, queued = [], []
+    for job in jobs:
+        if job_to_json(job) in same:
+            queued.append(same[job_to_json(job)])
+            continue
+        for kind, value in _job_files(job).items():
+            if (kind, value) in users:
+                raise BamError(f"campaign add: the {job.models[0]} job would write {kind} "
+                               f"{value}, as {users[kind, value]} does; give another "
+                               "--output (with {model}), --report or --campaign")
+            users[kind, value] = f"the {job.models[0]} job"
+        new.append(job)
+    return new, queued
 
 
 def work(args: argparse.Namespace) -> str:
-    """Claim and run jobs until the campaign has none left for this worker."""
-    from bam_identify.fitting.campaign import DONE, FAILED, Campaign, job_from_json
+    """Claim and run jobs until the campaign has none left for this worker (or a stop)."""
+    from bam_identify.fitting.campaign import Campaign
 
     campaign = Campaign(args.storage, args.campaign)
-    done = []
+    done, failed = [], []
     try:
         campaign.require_jobs()
-        while (claimed := campaign.claim()) is not None:
-            number, text = claimed
-            try:  # from the claim on: an interruption anywhere gives the job back
-                job = job_from_json(text, FitJob)
-                job = dataclasses.replace(job, storage=args.storage,
-                                          quiet=args.quiet or job.quiet,
-                                          jobs=args.jobs or job.jobs)
-                print(f"job {number}: {', '.join(job.models)}", file=sys.stderr)
-                summary = run_fit(job)
-            except (FitInterrupted, KeyboardInterrupt):
-                campaign.release(number)
-                raise
-            except BamError as exc:
-                campaign.finish(number, FAILED, {"error": str(exc)})
-                print(f"job {number} failed: {exc}", file=sys.stderr)
-                continue
-            campaign.finish(number, DONE, {"summary": summary})
-            done.append(number)
+        while not stop_requested():
+            with shielded():  # a job claimed is a job this worker runs or gives back
+                claimed = campaign.claim()
+            if claimed is None:
+                break
+            (done if _run_job(campaign, *claimed, args) else failed).append(claimed[0])
     finally:
         campaign.close()
-    return (f"campaign {args.campaign}: no job left; this worker ran "
-            f"{len(done)} ({', '.join(map(str, done)) or 'none'})")
+    ran = (f"this worker ran {len(done) + len(failed)} "
+           f"({', '.join(map(str, sorted(done + failed))) or 'none'})")
+    if failed:
+        raise BamError(f"campaign {args.campaign}: job{'s' if len(failed) > 1 else ''} "
+                       f"{', '.join(map(str, failed))} failed (see 'campaign status' for why); "
+                       f"{ran}")
+    left = "stopped" if stop_requested() else "no job left"
+    return f"campaign {args.campaign}: {left}; {ran}"
+
+
+def _run_job(campaign, number: int, text: str, args: argparse.Namespace) -> bool:
+    """Run one claimed job; whether it succeeded. A stop gives it back (Interrupted)."""
+    from bam_identify.fitting.campaign import DONE, FAILED, job_from_json, own_outputs
+
+    given_back = (f"job {number} given back to campaign {campaign.name}: the next worker "
+                  "resumes it (its study and partial output are kept as its own)")
+    try:  # from the claim on: an interruption anywhere gives the job back
+        if stop_requested():  # a signal during the claim
+            raise KeyboardInterrupt
+        job = job_from_json(text, FitJob)
+        job = dataclasses.replace(job, storage=args.storage, quiet=args.quiet or job.quiet,
+                                  jobs=args.jobs or job.jobs)
+        outputs = output_paths(job.output, job.actuator or "*", list(job.models))
+        job = own_outputs(job, campaign.name, number, [str(p) for p in outputs.values()])
+        print(f"job {number}: {', '.join(job.models)}", file=sys.stderr)
+        summary = run_fit(job)
+    except FitInterrupted as exc:
+        with shielded():
+            campaign.release(number)
+        raise Interrupted(f"{exc}\n{given_back}") from None
+    except KeyboardInterrupt:
+        with shielded():
+            campaign.release(number)
+        raise Interrupted(f"campaign {campaign.name}: interrupted; {given_back}") from None
+    except BamError as exc:
+        if stop_requested():  # the fit stopped before it found anything: not a failure
+            with shielded():
+                campaign.release(number)
+            raise Interrupted(f"campaign {campaign.name}: interrupted; {given_back}") from None
+        with shielded():
+            campaign.finish(number, FAILED, {"error": str(exc)})
+        print(f"job {number} failed: {exc}", file=sys.stderr)
+        return False
+    with shielded():
+        campaign.finish(number, DONE, {"summary": summary})
+    return True
 
 
 def status(args: argparse.Namespace) -> str:

@@ -16,7 +16,6 @@ readable up to their last commit.
 
 from __future__ import annotations
 
-import shutil
 import struct
 import tempfile
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from bam_identify.data.bag_folder import METADATA
 from bam_identify.data.bag_topics import ROSBAG2_VERSION, STORAGES
 from bam_identify.data.typestore import typestore
 from bam_sim.common.errors import BamError, one_line
+from bam_sim.common.output_paths import publish
 
 MAGIC = b"\x89MCAP0\r\n"
 OP_HEADER, OP_FOOTER, OP_DATA_END = 0x01, 0x02, 0x0F
@@ -52,10 +52,33 @@ class Recovery:
 
 
 def needs_recovery(path: Path) -> bool:
-    """A bag folder with MCAP files but no metadata, or an MCAP file without its footer."""
+    """A bag folder with MCAP files but no metadata, or an MCAP file without its footer.
+
+    A bag that holds nothing at all (a recording killed before its first write:
+    empty MCAP files, or no MCAP header) is neither readable nor recoverable:
+    a BamError says so, for every command that meets it (eval, fit, recover).
+    """
     if path.is_dir():
-        return not (path / METADATA).is_file() and any(path.glob("*.mcap"))
-    return path.suffix == ".mcap" and path.is_file() and not _has_footer(path)
+        files = sorted(path.glob("*.mcap"))
+        unclosed = not (path / METADATA).is_file() and bool(files)
+    else:
+        files = [path] if path.suffix == ".mcap" and path.is_file() else []
+        unclosed = bool(files) and not _has_footer(path)
+    if unclosed and not any(_has_header(f) for f in files):
+        raise BamError(f"bag {path}: nothing was recorded in it (no MCAP header: the recording "
+                       "was killed before it wrote anything); record it again")
+    return unclosed
+
+
+def _has_header(file: Path) -> bool:
+    """Whether ``file`` starts with the MCAP magic and a whole header record."""
+    with file.open("rb") as f:
+        data = f.read(len(MAGIC) + 9)
+        if len(data) < len(MAGIC) + 9 or not data.startswith(MAGIC) \
+                or data[len(MAGIC)] != OP_HEADER:
+            return False
+        (length,) = struct.unpack_from("<Q", data, len(MAGIC) + 1)
+        return f.seek(0, 2) >= len(MAGIC) + 9 + length
 
 
 def recover_bag(path: str | Path, output: str | Path | None = None) -> Recovery:
@@ -66,6 +89,8 @@ def recover_bag(path: str | Path, output: str | Path | None = None) -> Recovery:
     if not files or not all(f.suffix == ".mcap" for f in files):
         raise BamError(f"{path} holds no MCAP file to recover; give the folder of an "
                        "mcap recording or its .mcap file")
+    if needs_recovery(path):  # a bag with nothing in it is refused, with why
+        files = [f for f in files if _has_header(f)]  # the files the kill left empty hold none
     output = Path(output) if output else path.with_name(f"{path.stem}_recovered")
     if output.exists():
         raise BamError(f"{output} already exists; give another output")
@@ -76,7 +101,8 @@ def recover_bag(path: str | Path, output: str | Path | None = None) -> Recovery:
             dropped += _close_copy(file, target)
             closed.append(target)
         counts = _rewrite(closed, Path(tmp) / "bag")
-        shutil.move(str(Path(tmp) / "bag"), output)
+        # no-replace: a bag another command put there meanwhile is kept (output_paths)
+        publish(Path(tmp) / "bag", output, "--output")
     return Recovery(path, output, counts, dropped)
 
 

@@ -4,6 +4,13 @@
 bench logs (tests, conversions of legacy logs); :func:`write_messages` any
 sequence of bench messages. Both use rosbags, so neither needs ROS; the
 topics and QoS are those of :mod:`bam_identify.data.bag_topics`.
+
+:func:`flush_recording` is for a live recording (the recorder node): rosbags
+holds an MCAP chunk in memory until it reaches 1 MiB (several seconds of a
+bench at 200 Hz) and even the file header in a write buffer, so a recording
+killed with SIGKILL would leave an empty file. Flushed every
+:data:`FLUSH_PERIOD`, a killed recording loses at most that much, and
+``recover`` finds the rest.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 from rosbags.rosbag2 import StoragePlugin, Writer
+from rosbags.rosbag2.storage_mcap import McapWriter
 
 from bam_identify.data.bag_folder import check_replaceable
 from bam_identify.data.bag_topics import (
@@ -234,6 +242,25 @@ def _trial_messages(m: _Messages, trial: BagTrial, info: dict, t0: int,
     end = t0 + n * dt_ns
     yield TOPIC_TRIAL, end, m.Trial(header=m.header(end), event=END,
                                     success=bool(trial.success), **marker)
+
+
+FLUSH_PERIOD = 1.0  # s: what a recording killed with SIGKILL may lose at most
+
+
+def flush_recording(writer: Writer) -> None:
+    """Put what ``writer`` has been given so far into its file (not synced to the disk: a
+    killed process loses nothing the kernel has; a power cut is another matter).
+
+    MCAP: the chunk being filled is closed (only once it holds a message: the
+    schemas and channels, written into the first chunk, must come with one) and
+    the file's buffer written. sqlite3 commits its own transactions: nothing to do.
+    """
+    storage = getattr(writer, "storage", None)
+    if not isinstance(storage, McapWriter):
+        return
+    if storage.chunk.msgs:
+        storage.close_chunk()
+    storage.bio.flush()
 
 
 def write_messages(path: str | Path, messages: Iterable[tuple[str, int, object]],

@@ -11,11 +11,21 @@ ask at once. A job is run with the campaign's storage, so its study is
 recorded there: a job whose worker vanished (a dead process on this host, or
 not seen for :data:`~bam_identify.fitting.study_record.STALE_SECONDS`) is
 claimed again and resumes its study where it stopped.
+
+A job handed back (SIGTERM, Ctrl-C) or left by a vanished worker may have
+written part of its output: its report folder and its parameter file. The
+worker that claims it again recognises them as the job's own and replaces
+them (:func:`own_outputs`): the report folder by the marker :data:`MARKER`
+written into it when the job first ran (naming the campaign, the job and its
+study), the parameter file by its provenance (the job's study). Files that
+are not the job's own are refused as ``fit`` refuses them, and the job fails
+with that message.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import glob
 import json
 import time
 from pathlib import Path
@@ -57,6 +67,51 @@ def job_from_json(text: str, cls):
     return cls(**values)
 
 
+MARKER = "campaign_job.txt"  # in a job's report folder: the folder and what is in it are its
+
+
+def job_marker(campaign: str, number: int, study: str) -> str:
+    return f"campaign {campaign} job {number} (study {study}): written by its workers\n"
+
+
+def own_outputs(job, campaign: str, number: int, outputs: list[str]):
+    """``job`` allowed to replace its own earlier output, once none of someone else's is in
+    the way (BamError, one line, naming it); its report folder then carries the marker.
+
+    ``outputs``: the job's parameter file, a path or a pattern where the actuator is
+    not known yet. ``job.force`` (given at ``campaign add``) replaces anything.
+    """
+    if job.force:
+        return job
+    marker = job_marker(campaign, number, job.study)
+    report = Path(job.report)
+    if report.is_dir() and any(report.iterdir()):
+        mark = report / MARKER
+        if not (mark.is_file() and mark.read_text(encoding="utf-8") == marker):
+            raise BamError(f"report folder {report} is not empty and not this job's (no "
+                           f"{MARKER} naming campaign {campaign} job {number}); move it away and "
+                           "queue the job again (campaign add, another --campaign)")
+    for pattern in outputs:
+        for path in sorted(glob.glob(glob.escape(pattern).replace("[*]", "*"))):
+            if _study_of(Path(path)) != job.study:
+                raise BamError(f"{path} already exists and is not the output of campaign "
+                               f"{campaign} job {number} (study {job.study}); move it away and "
+                               "queue the job again (campaign add, another --campaign)")
+    report.mkdir(parents=True, exist_ok=True)
+    (report / MARKER).write_text(marker, encoding="utf-8")
+    return dataclasses.replace(job, force=True)
+
+
+def _study_of(path: Path) -> str | None:
+    """The study a parameter file was fitted in (its provenance), None if not one."""
+    from bam_sim.models.parameter_file import load
+
+    try:
+        return load(path).provenance.get("study")
+    except (BamError, OSError):
+        return None
+
+
 class Campaign:
     """The jobs of campaign ``name`` in the database at ``url``."""
 
@@ -84,7 +139,7 @@ class Campaign:
         self.worker = WORKER
 
     def add(self, jobs: list[tuple[str, str]]) -> list[int]:
-        """Queue (model, job JSON) pairs after those already there; their numbers."""
+        """Queue (model, job JSON) pairs after the campaign's jobs; their numbers."""
         sa, table = self.sa, self.jobs
         with self.engine.begin() as conn:
             last = conn.execute(sa.select(sa.func.max(table.c.number))
@@ -92,8 +147,20 @@ class Campaign:
             start = 0 if last is None else last + 1
             rows = [{"campaign": self.name, "number": start + i, "model": model, "job": job,
                      "state": WAITING} for i, (model, job) in enumerate(jobs)]
-            conn.execute(sa.insert(table), rows)
+            if rows:
+                conn.execute(sa.insert(table), rows)
         return [row["number"] for row in rows]
+
+    def all_jobs(self) -> list[tuple[str, int, str]]:
+        """(campaign, number, job JSON) of every job in the storage, of any campaign."""
+        sa, table = self.sa, self.jobs
+        try:
+            with self.engine.connect() as conn:
+                rows = conn.execute(sa.select(table.c.campaign, table.c.number, table.c.job)
+                                    .order_by(table.c.campaign, table.c.number)).all()
+        except sa.exc.SQLAlchemyError:  # a new database: no job table yet
+            return []
+        return [tuple(row) for row in rows]
 
     def claim(self) -> tuple[int, str] | None:
         """The next job for this worker (number, job JSON), or None when none is left:

@@ -11,18 +11,27 @@ A worker is ``python -m bam_identify.fitting.figure_pool``, fed pickled
 than a multiprocessing pool: a spawned multiprocessing child re-runs the
 parent's main script, which would fit again when that script is a user's own
 unguarded one, and a forked one would copy the fit's running numba threads.
-A worker that fails or is gone (Ctrl-C reaches it too) is not an error: the
-figures are then drawn inline.
+A worker that fails or is gone is not an error: the figures are then drawn
+inline.
+
+The parent owns the stop. Ctrl-C at a terminal goes to the whole foreground
+process group, so the workers run in a session of their own and ignore
+SIGINT and SIGTERM: the parent, which keeps what its fit found and writes its
+report whole, ends them by closing their stdin (then kills one that does not
+end). A worker whose parent vanished mid-call reads a cut message or meets a
+closed pipe: it ends quietly.
 """
 
 from __future__ import annotations
 
 import pickle
+import signal
 import struct
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import BinaryIO
 
 WARM_AFTER = 1.0  # s of fitting after which the workers are worth their start
@@ -36,11 +45,31 @@ def _send(stream: BinaryIO, value) -> None:
 
 
 def _receive(stream: BinaryIO):
+    """The next value; EOFError when the other end is gone, even half way through one."""
     head = stream.read(8)
     if len(head) < 8:
-        raise EOFError("the figure worker is gone")
+        raise EOFError("the other end of the figure pipe is gone")
     (size,) = struct.unpack("<Q", head)
-    return pickle.loads(stream.read(size))
+    data = stream.read(size)
+    if len(data) < size:
+        raise EOFError("the other end of the figure pipe is gone mid-message")
+    return pickle.loads(data)
+
+
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+@contextmanager
+def _stop_signals_blocked() -> Iterator[None]:
+    """SIGINT and SIGTERM held back in this thread, and so in the workers it starts: a
+    worker is born with them blocked, until it ignores them (before that, a signal would
+    kill it during Python's start with a traceback). Held back here, they are delivered
+    at the end of the block, not lost."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
 
 class FigurePool:
@@ -52,11 +81,15 @@ class FigurePool:
         self.workers: list[subprocess.Popen] = []
 
     def tick(self) -> None:
+        from bam_sim.common.command import shielded
+
         if self.enabled and not self.workers \
                 and time.perf_counter() - self.began > WARM_AFTER:
-            self.workers = [subprocess.Popen(
-                [sys.executable, "-m", "bam_identify.fitting.figure_pool"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE) for _ in range(WORKERS)]
+            with shielded(), _stop_signals_blocked():
+                self.workers = [subprocess.Popen(
+                    [sys.executable, "-m", "bam_identify.fitting.figure_pool"],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
+                    for _ in range(WORKERS)]
 
     def draw(self, tasks: dict[str, tuple[Callable, tuple]]) -> dict:
         """{name: fn(*args)} for every task: in the workers if they are up, else inline."""
@@ -96,6 +129,9 @@ class FigurePool:
 
 def _serve() -> None:
     """A worker: import what drawing needs, then answer calls until stdin closes."""
+    for sig in STOP_SIGNALS:  # the parent stops the workers
+        signal.signal(sig, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # blocked since its start
     import matplotlib
 
     matplotlib.use("Agg")
@@ -114,7 +150,10 @@ def _serve() -> None:
             answer = (True, fn(*args))
         except Exception as exc:  # noqa: BLE001 - handed back to the parent, which raises it
             answer = (False, exc)
-        _send(stdout, answer)
+        try:
+            _send(stdout, answer)
+        except OSError:  # the parent is gone: nobody waits for the answer
+            return
 
 
 if __name__ == "__main__":

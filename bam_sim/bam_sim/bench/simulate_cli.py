@@ -24,12 +24,24 @@ from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import Rollout, rollout
 from bam_sim.bench.trajectory import TRAJECTORIES, command_log
 from bam_sim.common.arguments import ArgumentParser
+from bam_sim.common.command import record_written, run_command, shielded
 from bam_sim.common.errors import BamError
-from bam_sim.common.output_paths import check_writable
+from bam_sim.common.numbers import option
+from bam_sim.common.output_paths import check_output, output_file
 from bam_sim.models.actuators import ACTUATORS, get_actuator
 from bam_sim.models.model_registry import MODELS
 from bam_sim.models.parameter_file import load, published
 from bam_sim.models.parameter_set import ParameterSet
+
+# Physically plausible benches (Table I spans 0.05..19.6 kg, 0.05..0.5 m) and steps: the
+# explicit step of the servo loop is unstable far above a few ms, and below 0.1 ms a
+# 6 s trajectory would need memory for nothing (at most 60 001 steps here).
+KP = option(low=0.0, high=1.0e4, low_open=True)  # each actuator's gain_limit applies too
+MASS = option(low=0.0, high=100.0, low_open=True)
+LENGTH = option(low=0.0, high=5.0, low_open=True)
+ARM_MASS = option(low=0.0, high=100.0)
+DT = option(low=1.0e-4, high=0.05)
+FIGURES = (".png", ".pdf", ".svg")  # what the figures are written as (matplotlib)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,23 +53,43 @@ def build_parser() -> argparse.ArgumentParser:
                         "dcmotor actuator and the ep_*/lugre models need --params)")
     parser.add_argument("--params", type=Path, help="parameter file (YAML or legacy JSON)")
     parser.add_argument("--trajectory", default="lift_drop", choices=sorted(TRAJECTORIES))
-    parser.add_argument("--kp", type=float, help="servo gain (default: a Table I gain)")
-    parser.add_argument("--mass", type=float, help="point mass, kg (default: a Table I mass)")
-    parser.add_argument("--length", type=float, help="pendulum length, m (default: Table I)")
-    parser.add_argument("--arm-mass", type=float, default=0.0, help="rod mass, kg")
-    parser.add_argument("--dt", type=float, default=0.005, help="time step, s")
+    parser.add_argument("--kp", type=KP, help="servo gain (default: a Table I gain)")
+    parser.add_argument("--mass", type=MASS, help="point mass, kg (default: a Table I mass)")
+    parser.add_argument("--length", type=LENGTH, help="pendulum length, m (default: Table I)")
+    parser.add_argument("--arm-mass", type=ARM_MASS, default=0.0, help="rod mass, kg")
+    parser.add_argument("--dt", type=DT, default=0.005, help="time step, s (0.0001..0.05)")
     parser.add_argument("--output", type=Path, help="PNG path (default: out/simulate_*.png)")
     parser.add_argument("--diagram", type=Path, help="also draw the drive/backdrive diagram")
     parser.add_argument("--force", action="store_true", help="overwrite existing figures")
     return parser
 
 
-def _check_writable(paths: list[Path | None], force: bool) -> None:
-    for path in paths:
-        if path is not None and path.exists() and not force:
-            raise BamError(f"{path} already exists; pass --force to overwrite it")
-        if path is not None:
-            check_writable(path, "the figure")
+def _check_outputs(args: argparse.Namespace, output: Path) -> None:
+    """Both figures writable, neither the parameter file read, nor the same file twice."""
+    inputs = [("--params", args.params)] if args.params else []
+    check_output(output, "--output", force=args.force, inputs=inputs, suffixes=FIGURES)
+    if args.diagram is not None:
+        check_output(args.diagram, "--diagram", force=args.force,
+                     inputs=[*inputs, ("--output", output)], suffixes=FIGURES)
+
+
+def _check_gain(kp: float, actuator) -> None:
+    if actuator.gain_limit > 0.0 and kp > actuator.gain_limit:
+        raise BamError(f"--kp {kp:g} is above the largest gain {actuator.gain_limit:g} the "
+                       f"{actuator.name} accepts; give a gain in (0, {actuator.gain_limit:g}]")
+
+
+def _check_rollout(name: str, run: Rollout, log, kp: float, dt: float) -> None:
+    """A rollout that blew up is no model to compare: non-finite, or turned further from
+    every goal than a full revolution (a dropped pendulum swings, it does not spin)."""
+    position = np.asarray(run.position)
+    reach = float(np.max(np.abs(log.goal))) + 2.0 * np.pi
+    if not np.all(np.isfinite(position)) or not np.all(np.isfinite(run.motor_torque)) \
+            or float(np.max(np.abs(position))) > reach:
+        worst = float(np.nanmax(np.abs(np.where(np.isfinite(position), position, np.inf))))
+        raise BamError(f"the {name} rollout diverged (|q| up to {worst:.3g} rad) at kp={kp:g}, "
+                       f"dt={dt:g} s: the step is unstable there; use a smaller --dt or a "
+                       "lower --kp")
 
 
 def run(args: argparse.Namespace) -> str:
@@ -71,22 +103,31 @@ def run(args: argparse.Namespace) -> str:
                   length=args.length if args.length is not None else actuator.lengths[-1],
                   arm_mass=args.arm_mass)
     kp = args.kp if args.kp is not None else actuator.gains[1]
+    _check_gain(kp, actuator)
     output = args.output or Path(
         f"out/simulate_{actuator.name}_{chosen.model}_{args.trajectory}.png")
-    _check_writable([output, args.diagram], args.force)
+    _check_outputs(args, output)
 
     log = command_log(args.trajectory, bench, kp, args.dt)
     label = _label(chosen)
     runs = {} if baseline is None else {"m1": rollout(baseline, log)}
     runs[label] = rollout(chosen, log)
-    _plot(output, log, runs, f"{actuator.title}, {args.trajectory}, kp={kp:g}, "
-          f"m={bench.mass:g} kg, l={bench.length:g} m")
+    for name, result in runs.items():
+        _check_rollout(name, result, log, kp, args.dt)
+    with shielded():  # a figure is written whole, and an interrupted run names it
+        with output_file(output, "--output", args.force) as tmp:  # no-replace (output_paths)
+            _plot(tmp, log, runs, f"{actuator.title}, {args.trajectory}, kp={kp:g}, "
+                  f"m={bench.mass:g} kg, l={bench.length:g} m")
+        record_written(output)
     lines = [f"wrote {output}"]
     if args.diagram:
         from bam_sim.models.diagram import plot_diagram
 
         sets = [chosen] if baseline is None else [baseline, chosen]
-        plot_diagram(sets, args.diagram, title=f"{actuator.title}: drive/backdrive")
+        with shielded():
+            with output_file(args.diagram, "--diagram", args.force) as tmp:
+                plot_diagram(sets, tmp, title=f"{actuator.title}: drive/backdrive")
+            record_written(args.diagram)
         lines.append(f"wrote {args.diagram}")
     if baseline is not None:
         gap = np.abs(runs["m1"].position - runs[label].position)
@@ -154,13 +195,12 @@ def _plot(path: Path, log, runs: dict[str, Rollout], title: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """0, 2 with one line for bad input, 128 + signal on Ctrl-C or SIGTERM."""
     try:
-        print(run(args))
-    except BamError as exc:
-        print(f"simulate: error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+        args = build_parser().parse_args(argv)
+    except SystemExit as exit_:  # argparse: --help (0) or one line on a bad option (2)
+        return int(exit_.code or 0)
+    return run_command("simulate", lambda stop: run(args))
 
 
 if __name__ == "__main__":

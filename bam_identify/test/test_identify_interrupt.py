@@ -1,0 +1,121 @@
+"""Stopping a fit with real signals: the report is written whole, the figure workers stay
+quiet, the exit code is 128 + the first signal, and the message names what was written."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from bam_identify.data.legacy_logs import write_legacy_log
+from bam_identify.data.synthetic import paper_like_set
+from bam_sim.models.parameter_file import load, published
+from bam_sim.testing.processes import read_until
+
+TIMEOUT = 120.0  # s: only reached when something is wrong (a loaded machine is slow)
+FIT = "from bam_identify.cli import fit_main; raise SystemExit(fit_main())"
+
+
+@pytest.fixture(scope="module")
+def log_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("logs")
+    for i, log in enumerate(paper_like_set(published("mx64", "m1"), 4, duration=1.5, seed=8)):
+        write_legacy_log(folder / f"{i}.json", log, "mx64", log.meta["trajectory"])
+    return folder
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (read from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):  # gone while listed
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _await_children(process: subprocess.Popen, count: int) -> list[int]:
+    """The figure workers, once the fit has started them (an event, not a duration)."""
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.stderr.read().decode()
+        children = _children(process.pid)
+        if len(children) >= count:
+            return children
+        time.sleep(0.05)
+    raise AssertionError(f"the fit started no {count} figure workers within {TIMEOUT} s")
+
+
+def _start_fit(log_dir: Path, tmp_path: Path) -> subprocess.Popen:
+    # A session of its own: the test signals its process group as a terminal would.
+    return subprocess.Popen(
+        [sys.executable, "-c", FIT, "--logs", str(log_dir), "--models", "m1", "m4",
+         "--trials", "1000000", "--output", str(tmp_path / "{model}.yaml"), "--report",
+         str(tmp_path / "report"), "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+
+
+def _signal_all(process: subprocess.Popen, workers: list[int], signum: int) -> None:
+    """``signum`` to the fit's process group and to each figure worker (Ctrl-C reaches the
+    whole foreground group, the workers included)."""
+    for pid in workers:
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:  # already ended by its parent
+            pass
+    try:
+        os.killpg(process.pid, signum)
+    except ProcessLookupError:
+        pass
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_second_signal_during_the_report_changes_nothing(log_dir, tmp_path, signum):
+    process = _start_fit(log_dir, tmp_path)
+    try:
+        workers = _await_children(process, 2)
+        _signal_all(process, workers, signum)
+        # The first signal stopped m1's search; its best set is saved, then the report is
+        # drawn by the workers: the second signal lands there.
+        errors = SimpleNamespace(stdout=process.stderr, poll=process.poll)
+        said = read_until(errors, "interrupted: the best m1 parameters", TIMEOUT)
+        _signal_all(process, workers, signum)
+        out, rest = process.communicate(timeout=TIMEOUT)
+        code, err, out = process.returncode, said + rest.decode(), out.decode()
+    finally:
+        process.kill()
+        process.wait()
+    assert code == 128 + signum, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert "nothing was written" not in err + out
+    written = {line.split(":", 1)[0].strip(): line.split(":", 1)[1].strip()
+               for line in out.splitlines() if line.startswith(("  m1:", "report:"))}
+    assert set(written) == {"m1", "report"}, out
+    assert f"interrupted by {signal.Signals(signum).name}" in out, out
+    assert load(Path(written["m1"])).provenance["interrupted"] is True
+    report = Path(written["report"])
+    assert report.read_text().startswith("#")
+    summary = json.loads((report.parent / "summary.json").read_text())
+    assert list(summary["models"]) == ["m1"]
+    for figure in summary["figures"].values():
+        assert (report.parent / figure).read_bytes()[:4] == b"\x89PNG", figure
+    assert not (tmp_path / "m4.yaml").exists()  # the fit stopped before the next model
+    assert not any(_alive(pid) for pid in workers)  # the parent ended its workers
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"

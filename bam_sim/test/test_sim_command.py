@@ -1,0 +1,129 @@
+"""run_command: the exit codes and stop signals of every executable that is not a node."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from bam_sim.common.command import Interrupted, record_written, run_command, shielded
+from bam_sim.common.errors import BamError
+
+
+@pytest.fixture(autouse=True)
+def _handlers_kept():
+    """A command stopped here leaves the signals absorbed (its process is on its way
+    out): give pytest its own handlers back."""
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for sig, handler in before.items():
+        signal.signal(sig, handler)
+
+
+def _script(body: str) -> subprocess.CompletedProcess:
+    """``body`` run in a fresh interpreter (it signals itself), its output captured."""
+    code = "import os, signal\nfrom pathlib import Path\n" \
+           "from bam_sim.common.command import *\n" + textwrap.dedent(body)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=30)
+
+
+def test_work_done_is_0_and_bad_input_is_2_with_one_line(capsys):
+    assert run_command("t", lambda stop: "done") == 0
+    assert capsys.readouterr().out == "done\n"
+
+    def bad(stop):
+        raise BamError("--mass must be positive,\n got -1")
+
+    assert run_command("t", bad) == 2
+    err = capsys.readouterr().err
+    assert err == "t: error: --mass must be positive, got -1\n"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_is_128_plus_it_and_names_what_was_written(tmp_path, capsys, signum):
+    done = tmp_path / "first.txt"
+
+    def work(stop):
+        done.write_text("whole")
+        record_written(done)
+        os.kill(os.getpid(), signum)  # raises KeyboardInterrupt here
+        raise AssertionError("not stopped")
+
+    assert run_command("t", work) == 128 + signum
+    err = capsys.readouterr().err
+    assert err == f"t: interrupted by {signal.Signals(signum).name}; written: {done}\n"
+
+
+def test_a_shielded_write_ends_whole_and_later_signals_are_absorbed(tmp_path, capsys):
+    target = tmp_path / "report.md"
+
+    def work(stop):
+        with shielded():
+            os.kill(os.getpid(), signal.SIGTERM)  # deferred: the write goes on
+            os.kill(os.getpid(), signal.SIGINT)  # absorbed
+            target.write_text("complete")
+        assert stop.requested.is_set()
+        os.kill(os.getpid(), signal.SIGINT)  # only the first signal ever raises
+        raise Interrupted(f"wrote {target}")
+
+    assert run_command("t", work) == 128 + signal.SIGTERM
+    assert capsys.readouterr().out == f"wrote {target}\n"
+    assert target.read_text() == "complete"
+
+
+def test_a_signal_after_the_stop_never_kills_the_process():
+    """A second SIGTERM once the command has stopped (its shutdown done, the process on its
+    way out) leaves it to exit 143 by itself, not to die by the signal (-15)."""
+    result = _script("""
+        code = run_command("t", lambda stop: os.kill(os.getpid(), signal.SIGTERM))
+        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), signal.SIGINT)
+        print("still here")
+        raise SystemExit(code)
+    """)
+    assert result.returncode == 143, result.stderr
+    assert result.stdout == "still here\n"
+    assert result.stderr == "t: interrupted by SIGTERM; nothing was written\n"
+
+
+def test_without_a_stop_the_handlers_are_given_back():
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    assert run_command("t", lambda stop: None) == 0
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
+def test_a_request_only_stop_raises_inside_interrupting_only():
+    result = _script("""
+        def work(stop):
+            os.kill(os.getpid(), signal.SIGTERM)  # a request: the work checks it
+            assert stop.requested.is_set()
+            try:
+                with stop.interrupting():
+                    pass
+            except KeyboardInterrupt:
+                return "stopped at the check"
+            return "not stopped"
+        raise SystemExit(run_command("t", work, raising=False))
+    """)
+    assert (result.returncode, result.stdout) == (143, "stopped at the check\n"), result.stderr
+
+
+def test_simulate_stopped_by_ctrl_c_says_so_in_one_line(tmp_path, capsys, monkeypatch):
+    """Ctrl-C during the simulation (a real SIGINT, sent from inside the rollout): exit
+    130, one line, no traceback, and no figure half written."""
+    from bam_sim.bench import simulate_cli
+
+    def interrupted(params, log):
+        os.kill(os.getpid(), signal.SIGINT)
+        raise AssertionError("not stopped")
+
+    monkeypatch.setattr(simulate_cli, "rollout", interrupted)
+    out = tmp_path / "sim.png"
+    assert simulate_cli.main(["--output", str(out)]) == 130
+    assert capsys.readouterr().err == "simulate: interrupted by SIGINT; nothing was written\n"
+    assert not out.exists()
