@@ -128,7 +128,7 @@ def servo_emulator(context) -> list:
              "--servo-model", servo_model(context),
              "--params-file", LaunchConfiguration("params"),
              "--mass", LaunchConfiguration("mass"), "--length", LaunchConfiguration("length"),
-             "--arm-mass", LaunchConfiguration("arm_mass")],
+             "--arm-mass", LaunchConfiguration("arm_mass"), "--exit-with-parent"],
         name="dynamixel_emulator", output="screen")]
 
 
@@ -232,7 +232,8 @@ def generate_launch_description() -> LaunchDescription:
                      "--params-file", LaunchConfiguration("params"),
                      "--mass", LaunchConfiguration("mass"),
                      "--length", LaunchConfiguration("length"),
-                     "--arm-mass", LaunchConfiguration("arm_mass")],
+                     "--arm-mass", LaunchConfiguration("arm_mass"),
+                     "--exit-with-parent"],
                 name="ethercat_emulator", output="screen",
                 condition=equals("hardware", "emulated")),
             SetParameter("interface", LaunchConfiguration("interface"),

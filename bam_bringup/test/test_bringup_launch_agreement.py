@@ -195,6 +195,8 @@ def test_every_node_takes_the_same_parameters(pair):
         if spec.process:  # options on the command line, as the runner writes them
             expected = {flag[2:].replace("-", "_") for flag in command_line(spec)
                         if flag.startswith("--")}
+            # ...and --exit-with-parent, which the runner adds as it starts the process
+            expected.add("exit_with_parent")
         assert nodes[name].parameters == expected, name
 
 
