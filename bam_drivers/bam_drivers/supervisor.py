@@ -9,8 +9,13 @@ supervisors share live here and know nothing of a particular bus:
   (:class:`bam_sim.common.watchdog.Watchdog`, counted in milliseconds of the
   monotonic clock) that turns the torque off on stale commands and restores it
   on the next command;
-* :class:`Link`: the connection state machine (open, lost, reconnecting every
-  ``retry`` s) and its counters;
+* :class:`Link`: the connection state machine (open, lost, reconnecting with a
+  backoff from ``RETRY_MIN`` to ``RETRY_MAX`` s), its counters and its give-up
+  rule: a device that never answered since the start (a typo in the port) is
+  retried for ``connect_timeout`` s only, one that vanished after it worked
+  (a cable pulled) for ever;
+* :class:`ConfigurationError`: a connection refused for a reason no retry
+  fixes (another servo model, another supply, the port held by another process);
 * :class:`LogThrottle`: at most one log line per kind of problem per period,
   so a failing bus does not flood the log.
 
@@ -25,11 +30,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bam_sim.common.commands import JointCommand
+from bam_sim.common.errors import BamError
 from bam_sim.common.watchdog import Watchdog
 
 Log = Callable[[str, str], None]  # (level: "info" | "warning" | "error", text)
 
 WRITE_REPEATS = 2  # cycles a changed gain / torque enable is written (sync writes are unacked)
+# Reconnection backoff, s: the first retry comes soon (a glitch), then the wait doubles up to
+# the cap, so a device that stays away costs a few attempts a second at most.
+RETRY_MIN = 0.1
+RETRY_MAX = 1.0  # also bounds how late a returning device is seen
+
+
+class ConfigurationError(BamError):
+    """The device answered but is not the one configured (or the port is someone else's):
+    a configuration error, refused without a retry while the link never worked."""
 
 
 def _ms(now: float) -> int:
@@ -157,39 +172,88 @@ class CommandState:
         return "tripped: torque off" if self.tripped else f"armed ({self.timeout:g} s)"
 
 
+def never_connected(what: str, reason: str, timeout: float) -> BamError:
+    """The error a driver exits with when ``what`` (e.g. "servo ids [1] on /dev/ttyUSB0")
+    never answered within its ``connect_timeout``."""
+    # The reason names its own fix (check the port, the id...); the timeout adds its own.
+    return BamError(f"no connection to {what} within connect_timeout {timeout:g} s: {reason}; "
+                    "or set connect_timeout:=0.0 to wait for the device")
+
+
 class Link:
     """Connection state of a bus: ``state`` is "opening", "open" or "reconnecting: why".
 
-    ``stats`` counts the cycles and their outcomes, the losses and connections.
+    Attempts back off: ``RETRY_MIN`` s after a loss or the first failure, doubling
+    up to ``RETRY_MAX`` s, back to the minimum once connected. ``connect_timeout``
+    (s, from ``started``; 0 = for ever) bounds the attempts while the link never
+    opened: :meth:`gave_up` then says so. ``stats`` counts the cycles and their
+    outcomes, the losses, connections and attempts.
     """
 
-    def __init__(self, retry: float, stale: float) -> None:
-        self.retry = retry
+    def __init__(self, stale: float, *, connect_timeout: float = 0.0, started: float = 0.0,
+                 retry_min: float = RETRY_MIN, retry_max: float = RETRY_MAX) -> None:
         self.stale = stale
+        self.connect_timeout = float(connect_timeout)
+        self.retry_min, self.retry_max = float(retry_min), float(retry_max)
+        self.retry = self.retry_min  # the wait after the next failure
         self.state = "opening"
         self.connected_once = False
-        self._next_attempt = 0.0
+        self._started = float(started)
+        self._next_attempt = -math.inf
         self._last_answer = 0.0
         self._lost_at: float | None = None
         self.stats = {"cycles": 0, "full_reads": 0, "partial_reads": 0, "failed_reads": 0,
-                      "port_losses": 0, "reconnects": 0}
+                      "port_losses": 0, "reconnects": 0, "attempts": 0}
 
     @property
     def is_open(self) -> bool:
         return self.state == "open"
 
+    @property
+    def deadline(self) -> float:
+        """When attempts stop while the link never opened (inf: never)."""
+        if self.connected_once or self.connect_timeout <= 0.0:
+            return math.inf
+        return self._started + self.connect_timeout
+
     def attempt_due(self, now: float) -> bool:
         return now >= self._next_attempt
 
+    def wait(self, now: float) -> float:
+        """Seconds until the next attempt is due (0: now)."""
+        return max(self._next_attempt - now, 0.0)
+
+    def attempting(self) -> None:
+        """An attempt to connect starts (counted)."""
+        self.stats["attempts"] += 1
+
     def failed(self, reason: str, now: float) -> None:
-        """An attempt to connect failed: retry in ``retry`` s."""
+        """An attempt to connect failed: the next one after the backoff, and never past
+        the deadline, so the last attempt comes just before giving up."""
         self.state = f"reconnecting: {reason}"
-        self._next_attempt = now + self.retry
+        self._next_attempt = min(now + self.retry, max(self.deadline, now))
+        self.retry = min(self.retry * 2.0, self.retry_max)
+
+    def attempt_failed(self, exc: BamError, now: float, what: str) -> BamError | None:
+        """A failed attempt to connect to ``what``: the error that ends the driver (a
+        configuration error, or the connect_timeout passed, before a first connection),
+        else None and the next attempt after the backoff."""
+        self.failed(str(exc), now)
+        if not self.connected_once and isinstance(exc, ConfigurationError):
+            return exc
+        if self.gave_up(now):
+            return never_connected(what, str(exc), self.connect_timeout)
+        return None
+
+    def gave_up(self, now: float) -> bool:
+        """True once the link never opened and its connect_timeout has passed."""
+        return not self.is_open and now >= self.deadline
 
     def opened(self, now: float) -> float | None:
         """Connected; returns how long the link had been lost (None on the first)."""
         self.state = "open"
         self._last_answer = now
+        self.retry = self.retry_min
         self.stats["reconnects"] += 1
         self.connected_once = True
         lost, self._lost_at = self._lost_at, None
@@ -199,6 +263,7 @@ class Link:
         self.state = f"reconnecting: {reason}"
         self.stats["port_losses"] += 1
         self._lost_at = now
+        self.retry = self.retry_min
         self._next_attempt = now + self.retry
 
     def count(self, answered: int, expected: int, now: float) -> None:
@@ -214,4 +279,3 @@ class Link:
     def silent(self, now: float) -> bool:
         """No device answered for ``stale`` s: time to reopen the link."""
         return now - self._last_answer > self.stale
-

@@ -14,11 +14,10 @@ from bam_drivers.dynamixel.bus import (
     CORRUPT,
     TIMEOUT,
     DynamixelBus,
-    compatible,
     detect_latency_timer,
 )
-from bam_drivers.dynamixel.control_table import get_table
 from bam_drivers.emulators.client import EmulatorProcess
+from bam_drivers.supervisor import ConfigurationError
 from bam_sim.common.errors import BamError
 
 
@@ -77,17 +76,14 @@ def test_ping_checks_ids_and_models():
             open_bus(emulator, "xm430_w350", [1, 7]).check_models()
 
 
-def test_mx64_and_mx106_share_a_bus_but_not_mx_and_x_series():
-    names = DynamixelBus("/dev/null", "mx64_p1", [1]).used_fields()
-    assert compatible(get_table("mx64_p1"), get_table("mx106_p1"), names)
-    assert compatible(get_table("mx64_p2"), get_table("mx106_p2"),
-                      DynamixelBus("/dev/null", "mx64_p2", [1]).used_fields())
-    # The XM430 senses current in 2.69 mA counts, the MX (2.0) in 3.36 mA counts.
-    assert not compatible(get_table("mx64_p2"), get_table("xm430_w350"),
-                          DynamixelBus("/dev/null", "mx64_p2", [1]).used_fields())
-    assert not compatible(get_table("mx64_p1"), get_table("mx64_p2"), names)
-    with EmulatorProcess(servo_model="mx106_p1") as emulator:
-        assert open_bus(emulator, "mx64_p1", [1]).check_models() == {1: "mx106_p1"}
+def test_a_servo_of_another_model_is_refused_even_with_the_same_registers():
+    # The MX-106's registers used here are the MX-64's: it would run, and be recorded
+    # as the wrong servo.
+    with EmulatorProcess(servo_model="mx64_p1") as emulator:
+        open_bus(emulator, "mx64_p1", [1]).check_models()
+        with pytest.raises(ConfigurationError, match="model number 310, not MX-106 .protocol "
+                                                     r"1.0. .320.; set servo_model:=mx64_p1"):
+            open_bus(emulator, "mx106_p1", [1]).check_models()
 
 
 @pytest.mark.parametrize("name", sorted(SERIAL_BUSES))
@@ -193,7 +189,8 @@ def test_an_xl320_bus_on_its_own_register_map():
     with EmulatorProcess(protocol=2, servo_model="xl320", ids=(1, 2),
                          physics="xl320:m4") as emulator:
         bus = open_bus(emulator, "xl320", [1, 2])
-        assert bus.check_models() == {1: "xl320", 2: "xl320"}
+        bus.check_models()  # both are XL-320s (model number 350)
+        assert bus.ping() == {1: 350, 2: 350}
         bus.write_register(2, "control_mode", 1)  # a servo left in wheel mode
         assert bus.ensure_position_mode() == ["servo id 2: control mode 1 -> 2 (position)"]
         emulator.set_position(1, -0.6)

@@ -17,9 +17,12 @@ from diagnostic_msgs.msg import DiagnosticStatus
 from ethercat_rig import ErobRig, emulator, values, wait_truth
 
 from bam_drivers.ethercat import cia402
+from bam_drivers.supervisor import RETRY_MAX
 from bam_sim.testing.ros_context import private_context
 
-RESUME = 2.0  # s: states flow again this soon after the link comes back
+# s: states flow again this soon after the device returns: the next attempt comes
+# within the backoff's cap, then the connection.
+RESUME = RETRY_MAX + 1.5
 LINE = ": EtherCAT line"
 JOINT = ": pendulum"
 
@@ -92,7 +95,7 @@ def test_working_counter_errors_are_counted_and_named(bench):
     recovered(rig, emu)
 
 
-def test_link_loss_rescans_and_resumes_within_two_seconds(bench):
+def test_link_loss_rescans_and_resumes_soon_after_the_link_returns(bench):
     rig, emu = bench
     at = time.monotonic()
     emu.link(False)

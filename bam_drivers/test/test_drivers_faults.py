@@ -14,11 +14,14 @@ from diagnostic_msgs.msg import DiagnosticStatus
 from drivers_rig import SERIAL_BUSES, Rig, values
 
 from bam_drivers.emulators.client import EmulatorProcess
+from bam_drivers.supervisor import RETRY_MAX
 from bam_sim.testing.ros_context import private_context
 
 # Protocol 1.0 and Feetech error byte bit 5, protocol 2.0 hardware error status bit 5.
 OVERLOAD = 0x20
-RESUME = 2.0  # s: states must flow again this soon after the port returns
+# s: states flow again this soon after the device returns: the next attempt comes
+# within the backoff's cap, then the connection.
+RESUME = RETRY_MAX + 1.5
 
 
 @pytest.fixture(scope="module")

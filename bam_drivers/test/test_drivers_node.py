@@ -226,7 +226,7 @@ def test_bad_commands_are_rejected_and_logged_once(rigs):
 
 def test_starts_before_the_port_exists_and_connects(rigs, tmp_path):
     port = str(tmp_path / "ttyDXL")
-    rig = rigs(port)
+    rig = rigs(port, connect_timeout=0.0)  # however long the emulator takes to start
     at = time.monotonic()
     rig.wait_for(lambda: rig.status(": bus", at) is not None, "diagnostics")
     bus = rig.status(": bus", at)
@@ -239,9 +239,11 @@ def test_starts_before_the_port_exists_and_connects(rigs, tmp_path):
                      and s.level == DiagnosticStatus.OK, "servo OK")
 
 
-def test_a_servo_of_another_model_is_reported(rigs):
+def test_a_servo_of_another_model_is_refused_and_reported(rigs):
     with EmulatorProcess(protocol=2, servo_model="xm430_w350") as emulator:
         rig = rigs(emulator.port, servo_model="mx64_p2")
+        assert rig.node.failed.wait(rig.timeout)  # a configuration error: the driver stops
+        assert "model number 1020" in str(rig.node.failure)
         at = time.monotonic()
         rig.wait_for(lambda: rig.status(": bus", at) is not None, "diagnostics")
         message = rig.status(": bus", at).message

@@ -2,8 +2,19 @@
 
 from __future__ import annotations
 
-from bam_drivers.supervisor import WRITE_REPEATS, CommandState, Link, LogThrottle
+import pytest
+
+from bam_drivers.supervisor import (
+    RETRY_MAX,
+    RETRY_MIN,
+    WRITE_REPEATS,
+    CommandState,
+    ConfigurationError,
+    Link,
+    LogThrottle,
+)
 from bam_sim.common.commands import JointCommand
+from bam_sim.common.errors import BamError
 
 
 def command(indices=(0, 1), goals=None, enables=None, gains=None) -> JointCommand:
@@ -62,12 +73,12 @@ def test_gain_writes_only_on_change_and_after_reconnection():
     assert c.write_gains and c.write_torque and c.goals == (0.1,)
 
 
-def test_link_reconnects_after_the_retry_period_and_reports_the_outage():
-    link = Link(retry=0.25, stale=0.5)
+def test_link_reconnects_after_the_backoff_and_reports_the_outage():
+    link = Link(stale=0.5)
     assert link.attempt_due(0.0)
     link.failed("absent", 0.0)
-    assert link.state == "reconnecting: absent" and not link.attempt_due(0.2)
-    assert link.attempt_due(0.25)
+    assert link.state == "reconnecting: absent" and not link.attempt_due(0.09)
+    assert link.attempt_due(RETRY_MIN)
     assert link.opened(0.3) is None and link.is_open
     link.count(2, 2, 1.0)
     link.count(0, 2, 1.2)
@@ -75,7 +86,51 @@ def test_link_reconnects_after_the_retry_period_and_reports_the_outage():
     link.lost("unplugged", 2.0)
     assert link.opened(3.0) == 1.0
     assert link.stats == {"cycles": 2, "full_reads": 1, "partial_reads": 0,
-                          "failed_reads": 1, "port_losses": 1, "reconnects": 2}
+                          "failed_reads": 1, "port_losses": 1, "reconnects": 2, "attempts": 0}
+
+
+def test_link_backs_off_to_its_cap_and_starts_again_after_a_connection():
+    link = Link(stale=0.5)
+    now, waits = 0.0, []
+    for _ in range(8):
+        link.failed("absent", now)
+        waits.append(link.wait(now))
+        now += waits[-1]
+    assert waits == pytest.approx([min(RETRY_MIN * 2**k, RETRY_MAX) for k in range(8)])
+    assert waits[-1] == RETRY_MAX and 1.0 <= RETRY_MAX <= 2.0
+    link.opened(now)
+    link.lost("unplugged", now + 1.0)
+    assert link.wait(now + 1.0) == pytest.approx(RETRY_MIN)  # backoff reset
+    link.failed("absent", now + 1.1)
+    assert link.wait(now + 1.1) == pytest.approx(RETRY_MIN)
+
+
+def test_a_link_that_never_opened_gives_up_at_its_connect_timeout_only():
+    link = Link(stale=0.5, connect_timeout=2.0, started=10.0)
+    now, attempts = 10.0, []
+    while True:
+        attempts.append(now)
+        failure = link.attempt_failed(BamError("no such port"), now, "servo ids [1] on /dev/x")
+        if failure is not None:
+            break
+        assert not link.gave_up(now)
+        now += link.wait(now)
+    # Backing off, and the last attempt at the deadline rather than a backoff later.
+    assert attempts == pytest.approx([10.0, 10.1, 10.3, 10.7, 11.5, 12.0])
+    assert link.gave_up(12.0)
+    assert "servo ids [1] on /dev/x within connect_timeout 2 s: no such port" in str(failure)
+    assert "connect_timeout:=0.0" in str(failure)
+    # A configuration error ends it at once; after a first connection, nothing does.
+    fresh = Link(stale=0.5, connect_timeout=2.0)
+    assert fresh.attempt_failed(ConfigurationError("model"), 0.0, "x") is not None
+    forever = Link(stale=0.5, connect_timeout=0.0)
+    assert forever.attempt_failed(BamError("absent"), 1.0e6, "x") is None
+    lost = Link(stale=0.5, connect_timeout=2.0)
+    lost.opened(1.0)
+    lost.lost("unplugged", 1.5)
+    for now in (2.0, 100.0, 1.0e5):
+        assert lost.attempt_failed(BamError("absent"), now, "x") is None
+        assert lost.attempt_failed(ConfigurationError("model"), now, "x") is None
 
 
 def test_log_throttle_holds_back_and_counts():

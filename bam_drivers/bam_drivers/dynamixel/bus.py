@@ -2,11 +2,14 @@
 
 A thin layer over ``dynamixel-sdk`` (``PortHandler``, ``PacketHandler``,
 ``GroupSyncRead``, ``GroupSyncWrite``) and the control tables of
-:mod:`bam_drivers.dynamixel.control_table`. No ROS import. Servos of another model
-whose registers used here are the same (MX-64 and MX-106 of one protocol)
-may share the bus (:func:`compatible`). :meth:`DynamixelBus.open` (re)opens
-the port, :meth:`DynamixelBus.close` closes it; a port that fails during a
-transfer is closed and the failure reported (``port_error``).
+:mod:`bam_drivers.dynamixel.control_table`. No ROS import. Every servo must be of the
+table's model (:meth:`DynamixelBus.check_models`: its model number): an
+MX-64 is not driven, nor recorded, as an MX-106. :meth:`DynamixelBus.open`
+(re)opens the port and locks it for this process
+(:mod:`bam_drivers.dynamixel.port_lock`: a second driver on the port is
+refused, naming the first), :meth:`DynamixelBus.close` closes it; a port
+that fails during a transfer is closed and the failure reported
+(``port_error``).
 
 The Feetech STS bus (:mod:`bam_drivers.feetech.bus`) is this bus bound to
 ``feetech-servo-sdk``: its SDK classes, tables, sync read and error bits are
@@ -84,12 +87,14 @@ from dynamixel_sdk import (
     PortHandler,
 )
 
+from bam_drivers.dynamixel import port_lock
 from bam_drivers.dynamixel.control_table import (
     TABLES,
     ControlTable,
     get_table,
     table_for_model_number,
 )
+from bam_drivers.supervisor import ConfigurationError
 from bam_sim.common.errors import BamError, one_line
 
 BAUD_RATES = (9600, 19200, 38400, 57600, 115200, 230400, 460800, 500000, 576000, 921600,
@@ -278,6 +283,7 @@ class DynamixelBus:
         self.port_error = ""  # why the port is closed ("" while open or never opened)
         self._counts = [0, 0]
         self._port: PortMixin | None = None
+        self._locked = False  # this bus holds the port's lock
         self._alert_read = dict.fromkeys(self.ids, -math.inf)
 
     def _check_args(self, baud_rate: int, latency_timer_ms: float) -> None:
@@ -338,12 +344,22 @@ class DynamixelBus:
         if not opened:
             raise BamError(f"cannot set {self.port_name} to {self.baud_rate} baud")
         self._port = port
+        try:
+            port_lock.lock(port.ser.fileno(), self.port_name, self.KIND)
+        except ConfigurationError as exc:
+            self.close()
+            self.port_error = str(exc)
+            raise
+        self._locked = True
         self.port_error = ""
 
     def close(self) -> None:
         port, self._port = self._port, None
+        locked, self._locked = self._locked, False
         if port is not None and port.ser is not None:
             try:
+                if locked and port.ser.is_open:  # never a lock another driver holds
+                    port_lock.unlock(port.ser.fileno())
                 port.closePort()
             except PORT_ERRORS:
                 pass
@@ -378,38 +394,28 @@ class DynamixelBus:
             models[dxl_id] = model
         return models
 
-    def check_models(self) -> dict[int, str]:
-        """Every servo answers with a model of the table (BamError otherwise).
-
-        A servo of another model whose registers used here are the same (the
-        MX-64 and MX-106 of one protocol) is accepted: one bus drives both.
-        Returns the table name of every servo.
-        """
-        models = {}
+    def check_models(self) -> None:
+        """Every servo answers with the table's model number: a ConfigurationError
+        naming the servo and the table to use otherwise (BamError when one does not
+        answer). Even a model with the same registers (MX-64 and MX-106) is refused:
+        its recording would be labelled with the wrong servo."""
         for dxl_id, model in self.ping().items():
             if model == self.table.model_number:
-                models[dxl_id] = self.table.name
                 continue
             try:
                 other = table_for_model_number(self.protocol, model, self.TABLES)
             except BamError:
                 other = None
-            if other is not None and compatible(self.table, other, self.used_fields()):
-                models[dxl_id] = other.name
-                continue
             hint = (f"set servo_model:={other.name}" if other is not None
                     else f"add a control table for it to {self.TABLES_MODULE}")
-            raise BamError(f"servo id {dxl_id} on {self.port_name} is model number {model}, "
-                           f"not {self.table.title} ({self.table.model_number}); {hint}")
-        return models
+            raise ConfigurationError(
+                f"servo id {dxl_id} on {self.port_name} is model number {model}, not "
+                f"{self.table.title} ({self.table.model_number}); {hint}")
 
-    def used_fields(self) -> tuple[str, ...]:
-        """The registers this bus reads or writes."""
-        names = [*self._fields, "model_number", "torque_enable", "p_gain", "goal_position",
-                 "return_delay_time"]
-        mode = self.table.position_mode[0] if self.table.position_mode else None
-        names += [n for n in (mode, self.table.hardware_error) if n is not None]
-        return tuple(names)
+    def input_voltages(self) -> dict[int, float]:
+        """Input voltage every servo measures, V (BamError on failure)."""
+        f = self.table.field("present_input_voltage")
+        return {i: f.to_si(self.read_register(i, "present_input_voltage")) for i in self.ids}
 
     def read_register(self, dxl_id: int, name: str) -> int:
         """Raw value of one register of one servo (BamError on failure)."""
@@ -656,16 +662,6 @@ class DynamixelBus:
             raise BamError(f"the {self.KIND} port {self.port_name} is not open"
                            + (f" ({self.port_error})" if self.port_error else ""))
         return self._port
-
-
-def compatible(table: ControlTable, other: ControlTable, names: Iterable[str]) -> bool:
-    """Whether ``other`` has the fields ``names`` of ``table`` at the same place and scale."""
-    def same(a, b) -> bool:
-        return (a.address, a.size, a.access, a.encoding, a.scale, a.zero) == \
-            (b.address, b.size, b.access, b.encoding, b.scale, b.zero)
-
-    return (table.protocol, table.vendor) == (other.protocol, other.vendor) and all(
-        other.has(n) and same(table.field(n), other.field(n)) for n in names)
 
 
 def _check_ids(ids: Iterable[int]) -> tuple[int, ...]:

@@ -9,23 +9,68 @@ returns. A cycle reads the state of every servo, applies the command watchdog,
 writes the goals (gains and torque enables only when they change) and returns
 the servos read, so a servo that did not answer is never published stale. A
 port that fails, or on which no servo answered for ``STALE_REOPEN`` s, is
-closed and reopened every ``RECONNECT_PERIOD`` s; on reconnection the gains
-and torque enables are written again.
+closed and reopened with a backoff (:class:`bam_drivers.supervisor.Link`);
+on reconnection the gains and torque enables are written again.
+
+Every connection checks what answers before anything is written: the model
+number of every servo (the table's), and its input voltage against the
+supply the bench's actuator is identified at (an ``sts3215_12v`` on a 7.4 V
+bus is refused). A mismatch, or a port another process holds, is a
+:class:`ConfigurationError`: before the first connection it ends the driver
+(:attr:`DynamixelSupervisor.failure`), as does ``connect_timeout`` s without
+a first connection; the torque is never enabled.
 """
 
 from __future__ import annotations
 
+import math
 import threading
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from bam_drivers.dynamixel.bus import CycleResult, DynamixelBus
-from bam_drivers.supervisor import Command, CommandState, Link, Log, LogThrottle
+from bam_drivers.supervisor import (
+    Command,
+    CommandState,
+    ConfigurationError,
+    Link,
+    Log,
+    LogThrottle,
+)
 from bam_sim.common.commands import CommandLimits, JointCommand, check_command
 from bam_sim.common.errors import BamError
 
-RECONNECT_PERIOD = 0.25  # s between attempts to reopen the port
 STALE_REOPEN = 0.5  # s without any servo answering after which the port is reopened
 LOG_PERIOD = 10.0  # s, at most one log line per kind of problem in this time
+
+
+@dataclass(frozen=True)
+class SupplyCheck:
+    """Which of an actuator's supply variants the servos' input voltage says the bench is.
+
+    ``variants`` maps each actuator that is the same servo at another supply (the
+    STS3215 at 7.4 V and at 12 V: one model number) to its nominal supply, V; the
+    configured ``actuator`` must be the one nearest (in ratio) to what every servo
+    measures. Empty: nothing to tell apart, no check.
+    """
+
+    actuator: str = ""
+    variants: Mapping[str, float] = field(default_factory=dict)
+
+    def check(self, measured: Mapping[int, float], port: str) -> None:
+        """ConfigurationError naming the servo, the voltage and the actuator to set."""
+        if len(self.variants) < 2:
+            return
+        for dxl_id, volts in measured.items():
+            if not (math.isfinite(volts) and volts > 0.0):
+                continue  # no reading to judge by
+            nearest = min(self.variants, key=lambda a: abs(math.log(volts / self.variants[a])))
+            if nearest != self.actuator:
+                raise ConfigurationError(
+                    f"servo id {dxl_id} on {port} measures {volts:g} V, but actuator "
+                    f"{self.actuator} runs at {self.variants[self.actuator]:g} V; set "
+                    f"actuator:={nearest} ({self.variants[nearest]:g} V), or check the "
+                    "supply")
 
 
 @dataclass(frozen=True)
@@ -45,10 +90,13 @@ class DynamixelSupervisor:
     """
 
     def __init__(self, bus: DynamixelBus, *, gain: float, enabled: bool,
-                 command_timeout: float, log: Log, now: float) -> None:
+                 command_timeout: float, log: Log, now: float, connect_timeout: float = 0.0,
+                 supply: SupplyCheck | None = None) -> None:
         self.bus = bus
         self.ids = bus.ids
-        self.link = Link(RECONNECT_PERIOD, STALE_REOPEN)
+        self.link = Link(STALE_REOPEN, connect_timeout=connect_timeout, started=now)
+        self.supply = supply or SupplyCheck()
+        self.failure: BamError | None = None  # why the driver must stop (set once)
         self._log = log
         self.throttle = LogThrottle(log, LOG_PERIOD)
         self._lock = threading.Lock()
@@ -85,10 +133,11 @@ class DynamixelSupervisor:
     # -- the loop thread ------------------------------------------------------------------
 
     def cycle(self, now: float) -> Cycle | None:
-        """One bus cycle; None when the port is closed (reopened when due) or lost."""
+        """One bus cycle; None when the port is closed (reopened when due) or lost, or
+        after a :attr:`failure` (no attempt then)."""
         bus = self.bus
         if not bus.is_open:
-            if self.link.attempt_due(now):
+            if self.failure is None and self.link.attempt_due(now):
                 self._connect(now)
             return None
         result = bus.read_state()
@@ -119,21 +168,21 @@ class DynamixelSupervisor:
 
     def _connect(self, now: float) -> None:
         bus = self.bus
+        self.link.attempting()
         try:
             bus.open()
-            models = bus.check_models()
+            bus.check_models()
+            self.supply.check(bus.input_voltages(), bus.port_name)
             for note in bus.ensure_position_mode():
                 self._log("warning", note)
             if not self.link.connected_once:
-                self._first_connection(models)
+                self._first_connection()
             result = bus.read_state()
             if not result.states:
                 raise BamError(f"no state read from the servos ({result.failures})")
         except BamError as exc:
             bus.close()
-            self.link.failed(str(exc), now)
-            self.throttle.log("connect", "error", f"{exc} (retrying every "
-                                                  f"{RECONNECT_PERIOD:g} s)", now)
+            self._failed(exc, now)
             return
         with self._lock:
             self._state.rewrite({i: result.states[d].position
@@ -146,7 +195,15 @@ class DynamixelSupervisor:
                               f"(latency timer {bus.latency_timer_ms:g} ms: "
                               f"{bus.latency_timer_source})")
 
-    def _first_connection(self, models: dict[int, str]) -> None:
+    def _failed(self, exc: BamError, now: float) -> None:
+        link = self.link
+        self.failure = link.attempt_failed(
+            exc, now, f"servo ids {list(self.ids)} on {self.bus.port_name}")
+        if self.failure is None:
+            self.throttle.log("connect", "error",
+                              f"{exc} (retrying in {link.wait(now):.2g} s, backing off)", now)
+
+    def _first_connection(self) -> None:
         bus = self.bus
         slow = {i: d for i, d in bus.return_delays().items() if d > 0.0}
         if slow:
@@ -154,15 +211,11 @@ class DynamixelSupervisor:
                       + ", ".join(f"id {i}: {d * 1e6:.0f} us" for i, d in slow.items())
                       + " adds to every cycle; set the Return Delay Time register to 0 for "
                       "fast cycles")
-        others = {i: m for i, m in models.items() if m != bus.table.name}
-        if others:
-            self._log("info", f"servos of other models with the same registers: {others}")
 
     def _lost(self, reason: str, now: float) -> None:
         self.link.lost(reason, now)
         self.throttle.log("port", "error", f"{self.bus.KIND} port {self.bus.port_name}: "
-                                           f"{reason}; reopening every {RECONNECT_PERIOD:g} s",
-                          now)
+                                           f"{reason}; reopening it, backing off", now)
 
     def _account(self, result: CycleResult, now: float) -> None:
         self.link.count(len(result.states), len(self.ids), now)

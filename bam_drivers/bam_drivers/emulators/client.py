@@ -19,6 +19,7 @@ JSON lines over the emulator's Unix socket, one connection per call.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 
 from bam_drivers.emulators.emulator_process import EmulatorChild, EmulatorError
@@ -63,7 +64,7 @@ class EmulatorProcess(EmulatorChild):
             "--drop", repr(float(drop)), "--corrupt", repr(float(corrupt)),
             "--latency", repr(float(latency)), "--temperature", repr(float(temperature)),
             "--initial-position", repr(float(initial_position)),
-            "--physics-rate", repr(float(physics_rate)), "--exit-with-parent",
+            "--physics-rate", repr(float(physics_rate)), "--exit-with-parent", str(os.getpid()),
         ]
         if params_file is not None:
             args += ["--params-file", str(params_file)]

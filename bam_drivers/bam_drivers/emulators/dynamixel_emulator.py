@@ -108,7 +108,7 @@ class EmulatorConfig:
     corrupt: float = 0.0
     latency: float = 0.0
     hardware_error: dict[int, int] = field(default_factory=dict)
-    exit_with_parent: bool = False
+    exit_with_parent: int | None = None  # stop when this process (0: the parent) dies
 
 
 # -- configuration ----------------------------------------------------------------------
@@ -166,8 +166,9 @@ def parse_args(argv: Sequence[str] | None = None) -> EmulatorConfig:
     parser.add_argument("--latency", type=float, default=0.0, help="added reply latency, s")
     parser.add_argument("--hardware-error", type=_hardware_error, action="append", default=[],
                         metavar="ID:BITS", help="hardware-error bits of a servo (repeatable)")
-    parser.add_argument("--exit-with-parent", action="store_true",
-                        help="stop when the parent process dies (set by EmulatorProcess)")
+    parser.add_argument("--exit-with-parent", nargs="?", type=int, const=0, default=None,
+                        metavar="PID", help="stop when the parent process (PID, default the "
+                        "parent at start) dies (set by EmulatorProcess)")
     a = parser.parse_args(argv)
     return EmulatorConfig(
         servo_model=a.servo_model, protocol=a.protocol, ids=tuple(a.ids), physics=a.physics,
@@ -308,7 +309,7 @@ class Emulator:
     def __init__(self, config: EmulatorConfig) -> None:
         # The parent now, before READY is printed: a parent that exits right after
         # reading READY must still be seen to change.
-        self._parent = os.getppid()
+        self._parent = config.exit_with_parent or os.getppid()
         self.config = config
         self.bus = build_bus(config)
         self.protocol = self.bus.protocol
@@ -360,7 +361,7 @@ class Emulator:
         while not self._stop.wait(0.2):
             if not all(t.is_alive() for t in self._threads):
                 raise RuntimeError("an emulator thread died")
-            if self.config.exit_with_parent and os.getppid() != parent:
+            if self.config.exit_with_parent is not None and os.getppid() != parent:
                 return  # orphaned: the test or node that started us is gone
 
     def close(self) -> None:

@@ -119,6 +119,7 @@ class EmulatedServo:
         self.control = 0.0  # V, of the last physics tick
         self.motor_torque = 0.0  # N m
         self.injected_error = 0  # P1 error bits / P2 hardware error status
+        self.torque_ever_enabled = False  # tests: was the torque on at any moment
         self.registered: tuple[int, bytes] | None = None
         self.memory = table.initial_memory()
         self.set("id", dxl_id)
@@ -191,6 +192,7 @@ class EmulatedServo:
             torque_enable=self.torque_enabled,
             gain=self.get("p_gain") / self.table.gain_per_kp,
         )
+        self.torque_ever_enabled |= self.torque_enabled
 
     def tick(self) -> None:
         """One physics step of the simulator's Δt."""
@@ -323,6 +325,7 @@ class EmulatedServo:
         return {
             "position": q, "velocity": dq, "goal": command.goal,
             "torque_enable": command.torque_enable, "gain": command.gain,
+            "torque_ever_enabled": self.torque_ever_enabled,
             "control": self.control if command.torque_enable else 0.0,
             "motor_torque": self.motor_torque, "current": self.current,
             "input_voltage": self.supply_voltage, "temperature": self.temperature,

@@ -20,6 +20,7 @@ file whose tail is quoted when it fails.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 
 from bam_drivers.emulators.emulator_process import EmulatorChild, EmulatorError
@@ -48,7 +49,7 @@ class EthercatEmulatorProcess(EmulatorChild):
                 "--temperature", repr(float(temperature)),
                 "--cycle-rate", repr(float(cycle_rate)), "--seed", str(seed),
                 "--drop", repr(float(drop)), "--corrupt-wkc", repr(float(corrupt_wkc)),
-                "--priority", str(int(priority)), "--exit-with-parent"]
+                "--priority", str(int(priority)), "--exit-with-parent", str(os.getpid())]
         positions = [repr(float(p)) for p in positions]
         if positions:
             args += ["--positions", *positions]

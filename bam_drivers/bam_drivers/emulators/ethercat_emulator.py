@@ -8,13 +8,19 @@ Example::
 A separate process that answers EtherCAT frames as a line of slaves does,
 so that a real master (pysoem/SOEM in the eRob driver) runs over a real
 Ethernet link, frame by frame. It creates a network namespace
-``bam_ecat_<pid>`` and a veth pair with pyroute2 (no ``ip`` command): one end
+``bam_ecat_<interface>`` and a veth pair with pyroute2 (no ``ip`` command): one end
 stays in the caller's namespace for the master (``interface``, printed on
 the READY line), the other is moved into the namespace, where the emulator
 opens its AF_PACKET socket (EtherType 0x88A4), so no other traffic of the
 host reaches the slaves. Creating a namespace needs root (CAP_NET_ADMIN and
 CAP_SYS_ADMIN); without it the emulator prints one line saying so on stderr
-and exits with code 3 (:data:`NO_NAMESPACE`).
+and exits with code 3 (:data:`NO_NAMESPACE`). The interface is the emulator's
+while it runs: a lock file (``bam_ecat_<interface>.lock`` in the temporary
+directory, released by the kernel however the process ends) refuses a second
+emulator on it, naming the first; a namespace and veth of that name left by
+an emulator that died (SIGKILL) are removed at start, with one line on stderr.
+A name that is not a network interface name, or an interface that exists and
+is not an emulator's veth, is refused (exit code 2).
 
 Each slave is an :class:`~bam_drivers.emulators.erob_drive.ErobDrive` (its
 ESC, CoE object dictionary, CiA 402 firmware and pendulum joint with a
@@ -45,6 +51,7 @@ Commands: ``truth``, ``stats``, ``inject`` (``drop``, ``corrupt_wkc``),
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import random
@@ -60,12 +67,16 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from bam_drivers.dynamixel.port_lock import command_line
 from bam_drivers.emulators.erob_drive import ErobDrive
 from bam_drivers.emulators.esc import Chain
 from bam_drivers.ethercat import frames as fr
 from bam_drivers.ethercat.drive_models import MODELS, get_model
+from bam_drivers.ethercat.master import check_interface_name
 from bam_sim.bench.geometry import Bench
+from bam_sim.common.arguments import ArgumentParser
 from bam_sim.common.errors import BamError, one_line
+from bam_sim.common.numbers import number
 from bam_sim.models.parameter_file import load, published
 
 NO_NAMESPACE = 3  # exit code: the network namespace could not be created
@@ -93,7 +104,7 @@ class EmulatorConfig:
     corrupt_wkc: float = 0.0
     faults: dict[int, int] = field(default_factory=dict)
     priority: int = 0
-    exit_with_parent: bool = False
+    exit_with_parent: int | None = None  # stop when this process (0: the parent) dies
 
 
 def _fault(text: str) -> tuple[int, int]:
@@ -106,7 +117,7 @@ def _fault(text: str) -> tuple[int, int]:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> EmulatorConfig:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="ethercat_emulator",
         description="eRob drives on an EtherCAT line behind a veth pair (bam_sim physics).")
     parser.add_argument("--drives", nargs="+", default=["erob80_100"], choices=sorted(MODELS),
@@ -134,8 +145,9 @@ def parse_args(argv: Sequence[str] | None = None) -> EmulatorConfig:
                         help="SCHED_FIFO priority of the bus and cycle threads, 1..99 (0 = "
                         "normal scheduling): slaves answer in microseconds, a busy host must "
                         "not make the emulator late")
-    parser.add_argument("--exit-with-parent", action="store_true",
-                        help="stop when the parent process dies (set by the client)")
+    parser.add_argument("--exit-with-parent", nargs="?", type=int, const=0, default=None,
+                        metavar="PID", help="stop when the parent process (PID, default the "
+                        "parent at start) dies (set by the client)")
     a = parser.parse_args(argv)
     return EmulatorConfig(
         drives=tuple(a.drives), physics=a.physics, params_file=a.params_file, mass=a.mass,
@@ -145,11 +157,25 @@ def parse_args(argv: Sequence[str] | None = None) -> EmulatorConfig:
         faults=dict(a.fault), priority=a.priority, exit_with_parent=a.exit_with_parent)
 
 
+def check_config(c: EmulatorConfig) -> None:
+    """Every number of the configuration finite and in range (BamError naming the option);
+    the interface name one Linux takes."""
+    number(c.mass, "--mass", low=0.0, text=False)
+    number(c.arm_mass, "--arm-mass", low=0.0, text=False)
+    number(c.length, "--length", low=0.0, low_open=True, text=False)
+    for p in c.positions:
+        number(p, "--positions", low=-1.0e6, high=1.0e6, text=False)
+    number(c.temperature, "--temperature", low=-50.0, high=200.0, text=False)
+    number(c.cycle_rate, "--cycle-rate", low=0.0, low_open=True, high=1.0e5, text=False)
+    _probability("--drop", c.drop)
+    _probability("--corrupt-wkc", c.corrupt_wkc)
+    number(c.priority, "--priority", low=0, high=99, text=False)
+    if c.interface is not None:
+        check_interface_name(c.interface)
+
+
 def _probability(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not 0.0 <= value <= 1.0:
-        raise BamError(f"{name} must be a probability in [0, 1], got {value!r}")
-    return float(value)
+    return number(value, name, low=0.0, high=1.0, text=False)
 
 
 # -- the link -------------------------------------------------------------------------------
@@ -159,16 +185,65 @@ class NamespaceError(RuntimeError):
 
 
 class VethLink:
-    """A network namespace and a veth pair: ``interface`` outside, ``peer`` inside."""
+    """A network namespace and a veth pair: ``interface`` outside, ``peer`` inside.
+
+    The namespace is named after the interface, so that what an emulator killed by
+    SIGKILL left behind is found by the next one on the same interface.
+    """
 
     def __init__(self, interface: str | None = None) -> None:
         pid = os.getpid()
-        self.namespace = f"bam_ecat_{pid}"
-        self.interface = interface or f"bamec{pid}"
+        self.interface = check_interface_name(interface or f"bamec{pid}")
+        self.namespace = f"bam_ecat_{self.interface}"
         self.peer = f"bames{pid}"
-        if len(self.interface) > 15:
-            raise BamError(f"interface name {self.interface!r} is longer than 15 characters")
+        self._lock: int | None = None
         self._made = False
+
+    def claim(self) -> None:
+        """Make the interface this process's: lock it (BamError naming a live holder), then
+        remove what a dead emulator left on it (one line on stderr)."""
+        path = os.path.join(tempfile.gettempdir(), f"bam_ecat_{self.interface}.lock")
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
+            os.close(fd)
+            program = command_line(int(holder)) if holder.isdigit() else "?"
+            raise BamError(f"interface {self.interface} belongs to a running ethercat_emulator "
+                           f"(process {holder}: {program}); stop it, or give another "
+                           "--interface") from None
+        previous = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        self._lock = fd
+        self._remove_stale(previous)
+
+    def _remove_stale(self, previous: str) -> None:
+        try:
+            from pyroute2 import IPRoute, netns
+        except ImportError as exc:
+            raise NamespaceError(f"pyroute2 is missing ({exc})") from None
+        stale_ns = self.namespace in netns.listnetns()
+        with IPRoute() as ipr:
+            found = ipr.link_lookup(ifname=self.interface)
+            kind = _link_kind(ipr, found[0]) if found else None
+            if found and (kind != "veth" or not stale_ns):
+                raise BamError(f"interface {self.interface} exists and is not an emulator's "
+                               f"veth ({kind or 'a device'}); give another --interface")
+            if found:
+                ipr.link("del", index=found[0])  # deletes both ends
+        if stale_ns:
+            netns.remove(self.namespace)
+            print(f"ethercat_emulator: removed the namespace {self.namespace}"
+                  + (f" and veth {self.interface}" if found else "")
+                  + f" left by an emulator that died (process {previous}); reusing the names",
+                  file=sys.stderr, flush=True)
+
+    def release(self) -> None:
+        if self._lock is not None:
+            os.close(self._lock)  # the flock goes with it; the file stays for the next one
+            self._lock = None
 
     def create(self) -> None:
         try:
@@ -239,6 +314,13 @@ class VethLink:
         self._made = False
 
 
+def _link_kind(ipr, index: int) -> str | None:
+    """The kind of a link ("veth", ...; None for a physical one)."""
+    (link,) = ipr.get_links(index)
+    info = link.get_attr("IFLA_LINKINFO")
+    return info.get_attr("IFLA_INFO_KIND") if info is not None else None
+
+
 def _quiet_ipv6(interface: str) -> None:
     """No IPv6 chatter from the kernel on the master's end (best effort)."""
     try:
@@ -255,12 +337,10 @@ class EthercatEmulator:
 
     def __init__(self, config: EmulatorConfig) -> None:
         # The parent now, before READY: one exiting right after READY is still seen.
-        self._parent = os.getppid()
+        self._parent = config.exit_with_parent or os.getppid()
+        check_config(config)
         self.config = config
-        self.faults = {"drop": _probability("drop", config.drop),
-                       "corrupt_wkc": _probability("corrupt_wkc", config.corrupt_wkc)}
-        if config.cycle_rate <= 0.0:
-            raise BamError("cycle rate must be > 0 Hz")
+        self.faults = {"drop": float(config.drop), "corrupt_wkc": float(config.corrupt_wkc)}
         self._start_ns = time.monotonic_ns()
         self.drives = self._build_drives()
         self.chain = Chain([d.esc for d in self.drives])
@@ -307,6 +387,7 @@ class EthercatEmulator:
     # -- life cycle ------------------------------------------------------------------------
 
     def start(self) -> None:
+        self.link.claim()
         self.link.create()
         if not self.link.wait_running(LINK_WAIT):
             raise BamError(f"veth {self.link.interface} did not come up within {LINK_WAIT:g} s")
@@ -334,7 +415,7 @@ class EthercatEmulator:
         while not self._stop.wait(0.2):
             if not all(t.is_alive() for t in self._threads):
                 raise RuntimeError("an emulator thread died")
-            if self.config.exit_with_parent and os.getppid() != parent:
+            if self.config.exit_with_parent is not None and os.getppid() != parent:
                 return
 
     def close(self) -> None:
@@ -347,6 +428,7 @@ class EthercatEmulator:
         if os.path.exists(self.control_path):
             os.unlink(self.control_path)
         self.link.remove()
+        self.link.release()
         os.close(self._wake_r)
         os.close(self._wake_w)
         shutil.rmtree(self._temp_dir, ignore_errors=True)

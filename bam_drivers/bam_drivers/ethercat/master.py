@@ -130,6 +130,27 @@ class Exchange:
         return self.wkc == self.expected
 
 
+IFNAMSIZ = 16  # Linux: an interface name is at most IFNAMSIZ - 1 bytes
+
+
+def check_interface_name(name: str) -> str:
+    """``name`` if Linux would take it as a network interface name, else BamError.
+
+    The kernel's rule (dev_valid_name): 1..15 bytes, not "." or "..", no "/", ":"
+    or white space. SOEM copies the name into a fixed buffer unchecked: a longer one
+    crashes the process, so it is refused before pysoem sees it.
+    """
+    size = len(name.encode())
+    bad = sorted({c for c in name if c in "/:" or c.isspace() or c == "\0"})
+    if not 0 < size < IFNAMSIZ or name in (".", "..") or bad:
+        why = (f"{size} bytes, more than {IFNAMSIZ - 1}" if size >= IFNAMSIZ else
+               "empty" if not size else f"it holds {bad!r}" if bad else "reserved")
+        shown = name if len(name) <= 40 else name[:37] + "..."
+        raise BamError(f"interface {shown!r} is not a network interface name ({why}); give "
+                       "a name ip link shows, e.g. eth0")
+    return name
+
+
 def _pysoem():
     import pysoem  # imported on use: the module loads without the C extension
 
@@ -144,7 +165,7 @@ class EthercatBus:
                  csp_gain: float = 25.0) -> None:
         if mode not in (cia402.CST, cia402.CSP):
             raise BamError(f"mode {mode} is not CST (10) or CSP (8)")
-        self.interface = interface
+        self.interface = check_interface_name(interface)
         self.joints = list(joints)
         self.mode = mode
         self.watchdog = float(watchdog)

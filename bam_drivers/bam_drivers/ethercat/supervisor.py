@@ -20,9 +20,12 @@ Failures and what follows: a frame that does not come back is counted
 lasts, the slaves' AL states are read: an error (e.g. 0x001B, the SM
 watchdog of a drive whose master fell silent) is acknowledged and OP
 requested again; a slave back in PRE-OP or INIT, or no frame for
-``LINK_STALE`` s (link down), closes the master and re-scans every
-``RECONNECT_PERIOD`` s (re-configuration included); drive faults
-(statusword bit 3, 0x603F, emergencies) are named and logged once.
+``LINK_STALE`` s (link down), closes the master and re-scans with a backoff
+(:class:`bam_drivers.supervisor.Link`; re-configuration included); drive
+faults (statusword bit 3, 0x603F, emergencies) are named and logged once.
+A line that never came up within ``connect_timeout`` s of the start (a
+wrong interface, no drive) ends the driver (:attr:`ErobSupervisor.failure`);
+one lost after it worked is re-scanned for ever.
 """
 
 from __future__ import annotations
@@ -41,7 +44,6 @@ from bam_drivers.supervisor import Command, CommandState, Link, Log, LogThrottle
 from bam_sim.common.commands import CommandLimits, JointCommand, check_command
 from bam_sim.common.errors import BamError
 
-RECONNECT_PERIOD = 0.25  # s between attempts to re-scan the line
 LINK_STALE = 1.0  # s without any frame back after which the link counts as lost
 STATE_CHECK_AFTER = 0.02  # s of working-counter errors before the AL states are read
 STATE_CHECK_PERIOD = 0.1  # s between two reads of the AL states while errors last
@@ -120,10 +122,12 @@ class ErobSupervisor:
     """
 
     def __init__(self, bus: EthercatBus, frames: list[JointFrame], *, gain: float,
-                 enabled: bool, command_timeout: float, log: Log, now: float) -> None:
+                 enabled: bool, command_timeout: float, log: Log, now: float,
+                 connect_timeout: float = 0.0) -> None:
         self.bus = bus
         self.frames = frames
-        self.link = Link(RECONNECT_PERIOD, LINK_STALE)
+        self.link = Link(LINK_STALE, connect_timeout=connect_timeout, started=now)
+        self.failure: BamError | None = None  # why the driver must stop (set once)
         self._log = log
         self.throttle = LogThrottle(log, LOG_PERIOD)
         self._lock = threading.Lock()
@@ -186,7 +190,7 @@ class ErobSupervisor:
     def _cycle(self, now: float) -> Cycle | None:
         bus = self.bus
         if not bus.is_open:
-            if self.link.attempt_due(now):
+            if self.failure is None and self.link.attempt_due(now):
                 self._connect(now)
             return None
         self.counters.cycles += 1
@@ -231,12 +235,16 @@ class ErobSupervisor:
     def _connect(self, now: float) -> None:
         bus = self.bus
         started = time.monotonic()
+        self.link.attempting()
         try:
             bus.open()
         except BamError as exc:
-            self.link.failed(str(exc), now)
-            self.throttle.log("connect", "error", f"{exc} (retrying every "
-                                                  f"{RECONNECT_PERIOD:g} s)", now)
+            now += time.monotonic() - started  # a scan takes a while: it failed now
+            self.failure = self.link.attempt_failed(exc, now,
+                                                    f"the EtherCAT line on {bus.interface}")
+            if self.failure is None:
+                self.throttle.log("connect", "error", f"{exc} (retrying in "
+                                  f"{self.link.wait(now):.2g} s, backing off)", now)
             return
         now += time.monotonic() - started  # a bring-up takes a while: the line answered now
         readings = [self._reading(d) for d in bus.drives]
@@ -258,7 +266,7 @@ class ErobSupervisor:
         self.bus.close()
         self.link.lost(reason, now)
         self.throttle.log("link", "error", f"EtherCAT line on {self.bus.interface}: {reason}; "
-                                           f"re-scanning every {RECONNECT_PERIOD:g} s", now)
+                                           "re-scanning it, backing off", now)
 
     def _no_frame(self, now: float) -> None:
         """A frame did not come back: counted; the link is lost when none comes back."""

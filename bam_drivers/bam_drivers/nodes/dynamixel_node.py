@@ -33,15 +33,20 @@ from rclpy.qos import QoSProfile
 
 from bam_drivers.dynamixel.bus import CycleResult, DynamixelBus, ServoCounters
 from bam_drivers.dynamixel.control_table import TABLES, get_table
-from bam_drivers.dynamixel.supervisor import DynamixelSupervisor
-from bam_drivers.nodes.driver_node import DriverNode, diagnostic_status, mean_kt
+from bam_drivers.dynamixel.supervisor import DynamixelSupervisor, SupplyCheck
+from bam_drivers.nodes.driver_node import (
+    CONNECT_TIMEOUT,
+    DriverNode,
+    diagnostic_status,
+    mean_kt,
+    run_driver,
+)
 from bam_drivers.supervisor import Command
 from bam_msgs.msg import ActuatorState, ActuatorStateArray, BenchInfo
 from bam_sim.bench.geometry import GRAVITY, Bench
 from bam_sim.common.actuator_topics import joint_state
-from bam_sim.common.errors import BamError, one_line
-from bam_sim.common.node_parameters import Param, declare, usage
-from bam_sim.common.runner import run_node
+from bam_sim.common.errors import BamError
+from bam_sim.common.node_parameters import Param, declare, refuse_unknown, usage
 from bam_sim.models.actuators import get_actuator
 
 NODE_NAME = "dynamixel"
@@ -84,6 +89,7 @@ PARAMETERS: tuple[Param, ...] = (
           "latency_timer, else the SDK's 16)", read_only=True, low=0.0, high=1000.0),
     Param("thread_priority", 0, "SCHED_FIFO priority of the loop thread, 1..99 (0 = normal "
           "scheduling)", read_only=True, low=0, high=99),
+    CONNECT_TIMEOUT,
 )
 class DynamixelNode(DriverNode):
     """The driver; keyword arguments go to :class:`rclpy.node.Node`.
@@ -98,6 +104,9 @@ class DynamixelNode(DriverNode):
     PARAMETERS = PARAMETERS
     BUS = DynamixelBus
     ACTUATORS = ("mx64", "mx106", "xl320", "xl330")
+    # Actuators that are one servo at several supplies: the input voltage measured at
+    # connection must be the configured one's (none among the Dynamixel servos).
+    SUPPLY_VARIANTS: tuple[str, ...] = ()
 
     def __init__(self, **kwargs) -> None:
         self._supervisor: DynamixelSupervisor | None = None
@@ -107,6 +116,7 @@ class DynamixelNode(DriverNode):
 
     def _setup(self) -> None:
         values = self._declare()
+        refuse_unknown(self)  # a typo is refused before the bus opens
         self._configure(values)
         self._make_interfaces()
         if self._supply_voltage > 0.0:
@@ -160,12 +170,20 @@ class DynamixelNode(DriverNode):
         now = time.monotonic()
         self._supervisor = DynamixelSupervisor(
             bus, gain=float(v["gain"]), enabled=bool(v["torque_enable_on_start"]),
-            command_timeout=float(v["command_timeout"]), log=self._log, now=now)
+            command_timeout=float(v["command_timeout"]), log=self._log, now=now,
+            connect_timeout=float(v["connect_timeout"]), supply=self._supply_check())
         self._cycles = 0
         self._info_published = False
         self._last_states: dict[int, object] = {}
         self._diag_previous = (now, {**self._supervisor.link.stats, "bytes": (0, 0)},
                                {i: ServoCounters() for i in self._ids})
+
+    def _supply_check(self) -> SupplyCheck:
+        """The configured actuator among its supply variants (none: no check)."""
+        if self._actuator.name not in self.SUPPLY_VARIANTS:
+            return SupplyCheck()
+        return SupplyCheck(self._actuator.name, {
+            name: get_actuator(name).supply_voltage for name in self.SUPPLY_VARIANTS})
 
     def _make_interfaces(self) -> None:
         """The swap contract (no /clock: hardware time), /diagnostics and its timer.
@@ -232,16 +250,8 @@ class DynamixelNode(DriverNode):
 
     def _tick(self) -> None:
         self._cycles += 1
-        was_open = self.bus.is_open
         stamp = self.get_clock().now().nanoseconds
-        try:
-            cycle = self._supervisor.cycle(time.monotonic())
-        except Exception as exc:  # never stop the loop; reported
-            self._supervisor.throttle.log("cycle", "error", f"bus cycle failed: "
-                                          f"{one_line(exc)}", time.monotonic())
-            return
-        if not was_open:
-            self._loop.real_time_factor = 1.0  # restart the deadlines after the attempt
+        cycle = self._supervised_cycle()
         if cycle is not None and cycle.result.states:
             self._publish(stamp, cycle.result, cycle.command)
             if not self._info_published:
@@ -390,7 +400,7 @@ def _blank(state: ActuatorState) -> ActuatorState:
 
 
 def main(args: list[str] | None = None) -> int:
-    return run_node("dynamixel", DynamixelNode, usage(
+    return run_driver("dynamixel", DynamixelNode, usage(
         "dynamixel", "Dynamixel servos on a serial bus (bam_drivers)", PARAMETERS,
         computed="see the description"), args)
 

@@ -37,12 +37,17 @@ from bam_drivers.ethercat import registers as reg
 from bam_drivers.ethercat.drive_models import MODELS, get_model
 from bam_drivers.ethercat.master import EthercatBus, JointSpec
 from bam_drivers.ethercat.supervisor import Counters, Cycle, ErobSupervisor, JointFrame
-from bam_drivers.nodes.driver_node import DriverNode, diagnostic_status, mean_kt
+from bam_drivers.nodes.driver_node import (
+    CONNECT_TIMEOUT,
+    DriverNode,
+    diagnostic_status,
+    mean_kt,
+    run_driver,
+)
 from bam_msgs.msg import ActuatorState, BenchInfo
 from bam_sim.bench.geometry import GRAVITY, Bench
-from bam_sim.common.errors import BamError, one_line
-from bam_sim.common.node_parameters import Param, declare, usage
-from bam_sim.common.runner import run_node
+from bam_sim.common.errors import BamError
+from bam_sim.common.node_parameters import Param, declare, refuse_unknown, usage
 from bam_sim.models.actuators import CURRENT, get_actuator
 
 NODE_NAME = "erob"
@@ -90,6 +95,7 @@ PARAMETERS: tuple[Param, ...] = (
           low=0.0001, high=0.1),
     Param("thread_priority", 0, "SCHED_FIFO priority of the loop thread, 1..99 (0 = normal "
           "scheduling)", read_only=True, low=0, high=99),
+    CONNECT_TIMEOUT,
 )
 class ErobNode(DriverNode):
     """The driver; keyword arguments go to :class:`rclpy.node.Node`."""
@@ -102,6 +108,7 @@ class ErobNode(DriverNode):
 
     def _setup(self) -> None:
         values = self._declare()
+        refuse_unknown(self)  # a typo is refused before the line opens
         self._configure(values)
         self._make_interfaces()
         if self._supply_voltage > 0.0:
@@ -169,7 +176,8 @@ class ErobNode(DriverNode):
         now = time.monotonic()
         self._supervisor = ErobSupervisor(
             bus, frames, gain=float(v["gain"]), enabled=bool(v["torque_enable_on_start"]),
-            command_timeout=float(v["command_timeout"]), log=self._log, now=now)
+            command_timeout=float(v["command_timeout"]), log=self._log, now=now,
+            connect_timeout=float(v["connect_timeout"]))
         self._cycles = 0
         self._info_published = False
         self._diag_previous = (now, Counters(), self._supervisor.link.stats.copy(),
@@ -228,16 +236,8 @@ class ErobNode(DriverNode):
 
     def _tick(self) -> None:
         self._cycles += 1
-        was_open = self._supervisor.bus.is_open
         stamp = self.get_clock().now().nanoseconds
-        try:
-            cycle = self._supervisor.cycle(time.monotonic())
-        except Exception as exc:  # never stop the loop; reported
-            self._supervisor.throttle.log("cycle", "error", f"bus cycle failed: "
-                                          f"{one_line(exc)}", time.monotonic())
-            return
-        if not was_open:
-            self._loop.real_time_factor = 1.0  # restart the deadlines after a (re)connection
+        cycle = self._supervised_cycle()
         if cycle is not None:
             self._publish(stamp, cycle)
             if not self._info_published:
@@ -374,7 +374,7 @@ class ErobNode(DriverNode):
 
 
 def main(args: list[str] | None = None) -> int:
-    return run_node("erob", ErobNode, usage(
+    return run_driver("erob", ErobNode, usage(
         "erob", "eRob drives on EtherCAT (bam_drivers)", PARAMETERS,
         computed="see the description"), args)
 

@@ -11,7 +11,9 @@ bound to the Feetech bus (:class:`bam_drivers.feetech.bus.FeetechBus`, over
 ``feetech-servo-sdk``): the same parameters but ``protocol`` (the SCS
 protocol has one version), the same topics. The gain is the P coefficient
 register, which is the model kp of bam_sim's STS law; ``actuator`` picks
-the bench's published set (``sts3215`` at 7.4 V, ``sts3215_12v``).
+the bench's published set (``sts3215`` at 7.4 V, ``sts3215_12v``), and the
+input voltage the servos measure at connection must be that set's supply
+(one model number for both: a 12 V set on a 7.4 V bus is refused).
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ from dataclasses import replace
 
 from bam_drivers.feetech.bus import FeetechBus
 from bam_drivers.feetech.control_table import TABLES
+from bam_drivers.nodes.driver_node import run_driver
 from bam_drivers.nodes.dynamixel_node import PARAMETERS as DYNAMIXEL_PARAMETERS
 from bam_drivers.nodes.dynamixel_node import DynamixelNode
 from bam_sim.common.node_parameters import Param, usage
-from bam_sim.common.runner import run_node
 
 NODE_NAME = "feetech"
 
@@ -51,10 +53,11 @@ class FeetechNode(DynamixelNode):
     PARAMETERS = PARAMETERS
     BUS = FeetechBus
     ACTUATORS = ("sts3215", "sts3215_12v")
+    SUPPLY_VARIANTS = ACTUATORS  # one model number: told apart by the voltage measured
 
 
 def main(args: list[str] | None = None) -> int:
-    return run_node("feetech", FeetechNode, usage(
+    return run_driver("feetech", FeetechNode, usage(
         "feetech", "Feetech STS servos on a serial bus (bam_drivers)", PARAMETERS,
         computed="see the description"), args)
 

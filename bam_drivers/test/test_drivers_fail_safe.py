@@ -1,0 +1,256 @@
+"""The serial drivers fail safe: they back off while a port is away, give up on one that never
+answered, refuse a port another driver holds, and a servo or supply other than configured.
+
+The ROS-free parts run on a simulated clock (the supervisor's ``now``); the nodes and the
+executables against the emulator (bam_drivers.emulators.dynamixel_emulator), whose ground
+truth says whether the torque was ever on.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from drivers_rig import TIMEOUT, emulator_of
+from rclpy.parameter import Parameter
+
+from bam_drivers.dynamixel.bus import DynamixelBus
+from bam_drivers.dynamixel.supervisor import DynamixelSupervisor
+from bam_drivers.emulators.client import EmulatorProcess
+from bam_drivers.nodes.dynamixel_node import DynamixelNode
+from bam_drivers.nodes.feetech_node import FeetechNode
+from bam_drivers.supervisor import RETRY_MAX, RETRY_MIN, ConfigurationError
+from bam_sim.testing.ros_context import private_context, ros_domain
+from bam_sim.testing.ros_graph import wait_for
+
+NOBODY = 65534  # uid of a process without CAP_SYS_ADMIN, to meet the tty's exclusive mode
+
+
+@pytest.fixture(scope="module")
+def context():
+    with private_context() as ctx:
+        yield ctx
+
+
+def backoff_times(window: float) -> list[float]:
+    """When the attempts of a link that never opens come, within ``window`` s."""
+    times, wait = [0.0], RETRY_MIN
+    while times[-1] + wait < window:
+        times.append(times[-1] + wait)
+        wait = min(2.0 * wait, RETRY_MAX)
+    return times
+
+
+def supervisor(port: str, now: float = 0.0, **kwargs) -> DynamixelSupervisor:
+    # 50 ms for a status: room for a busy machine delaying the emulator's replies.
+    bus = DynamixelBus(port, "mx64_p1", [1], latency_timer_ms=50.0)
+    return DynamixelSupervisor(bus, gain=8.0, enabled=False, command_timeout=0.0,
+                               log=lambda level, text: None, now=now, **kwargs)
+
+
+def driver(context, node=DynamixelNode, **params) -> DynamixelNode:
+    params = {"rate": 200.0, "command_timeout": 0.0, "latency_timer_ms": 10.0, **params}
+    return node(context=context, parameter_overrides=[
+        Parameter(k, value=v) for k, v in params.items()])
+
+
+def executable(module: str, *params: str) -> subprocess.Popen:
+    """A driver executable (``-m bam_drivers.nodes.<module>``) with ``params``; its stderr
+    piped."""
+    env = {**os.environ, "ROS_DOMAIN_ID": str(ros_domain()),
+           "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
+    return subprocess.Popen(
+        [sys.executable, "-m", f"bam_drivers.nodes.{module}", "--ros-args",
+         *(x for p in params for x in ("-p", p))],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def finished(process: subprocess.Popen) -> tuple[int, str]:
+    """Exit code and stderr of ``process``, killed if it outlives the test timeout."""
+    try:
+        _, err = process.communicate(timeout=2 * TIMEOUT)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    return process.returncode, err
+
+
+# -- backoff -------------------------------------------------------------------------------
+
+def test_an_absent_port_is_retried_with_a_backoff_not_every_cycle(tmp_path):
+    """The loop asks for a cycle every millisecond for 20 simulated seconds: the supervisor
+    tries the port after 0.1, 0.2, 0.4, ... s, then every RETRY_MAX s, not 20000 times."""
+    sup = supervisor(str(tmp_path / "absent"))
+    for k in range(20_000):
+        assert sup.cycle(k * 1e-3) is None
+    assert sup.link.stats["attempts"] == len(backoff_times(20.0))
+    assert sup.failure is None  # connect_timeout 0: for ever
+    assert "No such file" in sup.link.state
+
+
+def test_a_never_seen_port_ends_the_supervisor_at_its_connect_timeout(tmp_path):
+    port = str(tmp_path / "ttyTYPO")
+    sup = supervisor(port, now=100.0, connect_timeout=3.0)
+    k = 0
+    while sup.failure is None:
+        now = 100.0 + k * 1e-3
+        assert now <= 103.0 + 1e-9
+        sup.cycle(now)
+        k += 1
+    assert now == pytest.approx(103.0, abs=1e-9)  # the last attempt at the deadline
+    assert f"servo ids [1] on {port} within connect_timeout 3 s" in str(sup.failure)
+    attempts = sup.link.stats["attempts"]
+    for k in range(1000):  # given up: no more attempts
+        sup.cycle(now + k * 1e-2)
+    assert sup.link.stats["attempts"] == attempts
+
+
+def test_a_port_that_vanished_after_it_worked_is_retried_for_ever():
+    with EmulatorProcess() as emulator:
+        sup = supervisor(emulator.port, connect_timeout=1.0e6)
+        clock = Clock()
+        wait_for(lambda: sup.cycle(clock.step(0.01)) is not None, "connected", TIMEOUT)
+        sup.link.connect_timeout = 1.0  # from now on, a never-seen port would be given up
+        emulator.vanish(None)
+        wait_for(lambda: sup.cycle(clock.step(0.01)) is None and not sup.bus.is_open,
+                 "port lost", TIMEOUT)
+        for _ in range(100):  # 100 simulated seconds, far past connect_timeout
+            assert sup.cycle(clock.step(1.0)) is None
+        assert sup.failure is None and sup.link.stats["attempts"] > 30
+        emulator.restore()
+        wait_for(lambda: sup.cycle(clock.step(2.0)) is not None, "back", TIMEOUT)
+        assert sup.link.retry == pytest.approx(0.1)  # the backoff starts over
+        sup.shutdown()
+
+
+class Clock:
+    """A simulated monotonic clock, stepped by the test."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def step(self, seconds: float) -> float:
+        self.now += seconds
+        return self.now
+
+
+def test_the_node_sleeps_between_attempts_and_a_signal_still_ends_it_at_once(context, tmp_path):
+    node = driver(context, port=str(tmp_path / "absent"), connect_timeout=0.0)
+    try:
+        stats = node.stats
+        wait_for(lambda: stats["attempts"] >= 3, "3 attempts", TIMEOUT)
+        ticks = node.tick_count
+        wait_for(lambda: stats["attempts"] >= 6, "6 attempts", TIMEOUT)
+        # Attempts 3 to 6 are 2.2 s apart at least: 200 Hz ticks would be 440; sleeping in
+        # 0.1 s slices, about 25.
+        assert node.tick_count - ticks < 60
+    finally:
+        node.destroy_node()
+    process = executable("dynamixel_node", f"port:={tmp_path / 'absent'}",
+                         "connect_timeout:=0.0")
+    try:
+        wait_for(lambda: "retrying in" in process.stderr.readline(), "a failed attempt",
+                 TIMEOUT)
+        process.send_signal(signal.SIGINT)
+    finally:
+        code, err = finished(process)
+    assert code == 128 + signal.SIGINT, err
+
+
+@pytest.mark.parametrize("module", ["dynamixel_node", "feetech_node"])
+def test_a_port_that_never_existed_exits_2_after_connect_timeout(tmp_path, module):
+    port = tmp_path / "ttyTYPO"
+    start = time.monotonic()
+    code, err = finished(executable(module, f"port:={port}", "connect_timeout:=1.0"))
+    assert code == 2, err
+    assert time.monotonic() - start >= 1.0
+    last = err.strip().splitlines()[-1]
+    program = module.removesuffix("_node")
+    assert last.startswith(f"{program}: error: no connection to servo ids [1] on {port} "
+                           "within connect_timeout 1 s: cannot open"), err
+    assert "connect_timeout:=0.0" in last and "Traceback" not in err
+
+
+# -- one driver per port ---------------------------------------------------------------------
+
+def test_a_second_driver_on_a_port_is_refused_naming_the_first(context):
+    with EmulatorProcess() as emulator:
+        first = driver(context, port=emulator.port, torque_enable_on_start=True)
+        try:
+            wait_for(lambda: emulator.truth()[1]["torque_enable"], "torque on", TIMEOUT)
+            code, err = finished(executable("dynamixel_node", f"port:={emulator.port}"))
+            assert code == 2, err
+            last = err.strip().splitlines()[-1]
+            assert last.startswith(f"dynamixel: error: the Dynamixel port {emulator.port} is "
+                                   f"in use by process {os.getpid()} ("), err
+            assert first.connected and first.failure is None
+            # Any other program meets the tty's exclusive mode (root bypasses it).
+            slave = os.path.realpath(emulator.port)
+            os.chmod(slave, 0o666)
+            assert open_as_nobody(slave) == errno.EBUSY
+        finally:
+            first.destroy_node()
+        assert not emulator.truth()[1]["torque_enable"]
+        assert open_as_nobody(slave) == 0  # the exclusive mode left with the driver
+        again = supervisor(emulator.port)
+        again.cycle(0.0)
+        assert again.link.is_open
+        again.shutdown()
+
+
+def open_as_nobody(path: str) -> int:
+    """errno of opening ``path`` from a process of an unprivileged user (0: opened)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to open the port as another user")
+    code = ("import os, sys\nos.setgid(65534); os.setuid(65534)\n"
+            f"try:\n    os.close(os.open({path!r}, os.O_RDWR | os.O_NOCTTY))\n"
+            "except OSError as e:\n    sys.exit(e.errno)\n")
+    return subprocess.run([sys.executable, "-c", code], timeout=TIMEOUT).returncode
+
+
+# -- the servo and the supply configured ----------------------------------------------------
+
+@pytest.mark.parametrize(("bus", "emulated", "params", "message"), [
+    ("protocol1", {}, {"servo_model": "mx106_p1", "actuator": "mx106"},
+     "is model number 310, not MX-106 (protocol 1.0) (320); set servo_model:=mx64_p1"),
+    ("feetech", {"supply_voltage": 7.4}, {"node": FeetechNode, "actuator": "sts3215_12v",
+                                          "servo_model": "sts3215_12v"},
+     "measures 7.4 V, but actuator sts3215_12v runs at 12 V; set actuator:=sts3215"),
+    ("feetech", {"supply_voltage": 12.0, "physics": "sts3215_12v:m1"},
+     {"node": FeetechNode, "actuator": "sts3215"},
+     "measures 12 V, but actuator sts3215 runs at 7.4 V; set actuator:=sts3215_12v"),
+])
+def test_another_servo_or_supply_is_refused_and_the_torque_never_enabled(
+        context, bus, emulated, params, message):
+    params = dict(params)
+    node_class = params.pop("node", DynamixelNode)
+    with emulator_of(bus, **emulated) as emulator:
+        node = driver(context, node_class, port=emulator.port, torque_enable_on_start=True,
+                      **params)
+        try:
+            assert node.failed.wait(TIMEOUT), "the driver did not give up"
+            assert isinstance(node.failure, ConfigurationError)
+            assert message in str(node.failure)
+            assert not node.connected
+        finally:
+            node.destroy_node()
+        truth = emulator.truth()[1]
+    assert not truth["torque_ever_enabled"] and not truth["torque_enable"]
+
+
+def test_the_emulator_tells_a_torque_that_was_on(context):
+    """The check above can fail: a driver that enables the torque is seen."""
+    with EmulatorProcess() as emulator:
+        node = driver(context, port=emulator.port, torque_enable_on_start=True)
+        try:
+            wait_for(lambda: emulator.truth()[1]["torque_enable"], "torque on", TIMEOUT)
+        finally:
+            node.destroy_node()
+        truth = emulator.truth()[1]
+    assert truth["torque_ever_enabled"] and not truth["torque_enable"]
