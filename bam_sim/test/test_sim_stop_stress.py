@@ -1,0 +1,99 @@
+"""The stop checker of the stress test (bam_sim.testing.stop_stress) finds each kind of bad
+stop: a hang, a wrong exit code, a process left behind, a traceback; and passes a clean one.
+
+The commands are tiny Python children that say READY once their handlers are installed.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+import pytest
+
+from bam_sim.testing import stop_stress as ss
+
+# The first signal ends it; later ones are ignored. SIG_IGN, not a Python handler: the
+# interpreter resets Python handlers to SIG_DFL while it finalizes, and a second SIGTERM
+# landing then would kill the process (-15) instead of leaving its exit code alone.
+CLEAN = """
+import signal, sys
+def stop(s, f):
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+    sys.exit(128 + s)
+signal.signal(signal.SIGTERM, stop)
+signal.signal(signal.SIGINT, stop)
+print("READY", flush=True)
+signal.pause()
+"""
+# Ignores the first signal (a shutdown that hangs), ends on none.
+HANGS = """
+import signal, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+print("READY", flush=True)
+while True:
+    time.sleep(1)
+"""
+WRONG_CODE = CLEAN.replace("sys.exit(128 + s)", "sys.exit(0)")
+# Starts a grandchild in its own session (out of the process group), then ends cleanly.
+LEAVES_A_CHILD = """
+import signal, subprocess, sys
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                         start_new_session=True)
+signal.signal(signal.SIGTERM, lambda s, f: sys.exit(128 + s))
+print("READY", flush=True)
+signal.pause()
+"""
+TRACEBACK = CLEAN.replace("sys.exit(128 + s)", "1 / 0")
+
+
+def stop_one(code: str, tmp_path, signals=(signal.SIGTERM,)) -> ss.Stop:
+    started = ss.start("child", [sys.executable, "-c", code], tmp_path / "child.log",
+                       tuple(signals))
+    try:
+        started.wait_output("READY")
+        (stop,) = ss.stop_all([started], bound=2.0)
+    finally:
+        ss.kill_leftovers([started])
+    return stop
+
+
+@pytest.mark.parametrize("signals", ss.PATTERNS, ids=ss.pattern_name)
+def test_a_clean_stop_passes(tmp_path, signals):
+    stop = stop_one(CLEAN, tmp_path, signals)
+    assert stop.clean, stop.describe()
+    assert stop.returncode == 128 + signals[0] and stop.seconds < 2.0
+
+
+def test_a_hang_is_reported_and_ended(tmp_path):
+    stop = stop_one(HANGS, tmp_path)
+    assert any("still running" in p for p in stop.problems), stop.problems
+    assert stop.returncode == -signal.SIGKILL  # ended by the checker
+
+
+def test_a_wrong_exit_code_is_reported(tmp_path):
+    stop = stop_one(WRONG_CODE, tmp_path)
+    assert stop.problems == ["exit code 0, expected 143"]
+
+
+def test_a_process_left_behind_is_reported_and_ended(tmp_path):
+    stop = stop_one(LEAVES_A_CHILD, tmp_path)
+    (problem,) = stop.problems
+    assert problem.startswith("left behind: ") and "time.sleep(60)" in problem
+    pid = int(problem.split()[2])
+    ss.until(lambda: not any(p.pid == pid for p in ss.processes()), "the leftover's end", 5.0)
+
+
+def test_a_traceback_is_reported(tmp_path):
+    stop = stop_one(TRACEBACK, tmp_path)
+    assert "printed a traceback" in stop.problems
+
+
+def test_the_busy_core_spins_on_one_core_only():
+    with ss.busy_core() as pid:
+        import os
+
+        assert len(os.sched_getaffinity(pid)) == 1
+        assert any(p.pid == pid for p in ss.processes())
+    assert not any(p.pid == pid for p in ss.processes())
