@@ -22,7 +22,7 @@ from bam_msgs.msg import ActuatorCommand
 from bam_sim.common import contract
 from bam_sim.common.qos import profile
 from bam_sim.testing.ros_context import private_context
-from bam_sim.testing.ros_graph import stamp_ns, wait_for
+from bam_sim.testing.ros_graph import stamp_ns, wait_for, wait_matched
 
 TIMEOUT = 30.0  # s, for any one wait
 START_2 = 100.0  # s, bench 2's first simulated time; bench 1 stays far below it here
@@ -53,8 +53,7 @@ class Probe:
     def wait_states(self) -> None:
         wait_for(lambda: len(self.joint_states) > 2 and self.clocks, "states and clock",
                  TIMEOUT)
-        wait_for(lambda: self.commands.get_subscription_count() > 0, "command discovery",
-                 TIMEOUT)
+        wait_matched(self.commands, "the bench's command subscription", TIMEOUT)
 
 
 def bench_specs(namespace: str, start_time: float) -> list:

@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -40,7 +39,7 @@ from bam_sim.common.errors import BamError
 from bam_sim.common.qos import profile
 from bam_sim.testing.processes import read_until
 from bam_sim.testing.ros_context import private_context, ros_domain
-from bam_sim.testing.ros_graph import wait_for
+from bam_sim.testing.ros_graph import Spinner, wait_for, wait_matched
 
 TIMEOUT = 60.0  # s: a deadline for events on a loaded machine, never reached when all is well
 def resolved(name: str) -> str:
@@ -67,8 +66,7 @@ class Recording:
         self.recorder = RecorderNode(context=context, parameter_overrides=overrides)
         self.executor = SingleThreadedExecutor(context=context)
         self.executor.add_node(self.recorder)
-        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
-        self.thread.start()
+        self.spinner = Spinner(self.executor, TIMEOUT).start()
         self.node = rclpy.create_node(f"bam_test_recorder_{uuid.uuid4().hex[:8]}",
                                       context=context)
         self.publishers = {topic.name: self.node.create_publisher(
@@ -78,13 +76,14 @@ class Recording:
         wait_for(condition, what, timeout)
 
     def connect(self):
+        # Both sides of each match: the recorder's subscriptions are in this process.
         self.wait_for(lambda: all(p.get_subscription_count() > 0
-                                  for p in self.publishers.values()), "discovery")
+                                  for p in self.publishers.values())
+                      and self.recorder.matched(), "discovery")
 
     def close(self):
         """Stop spinning, then close the bag (as destroy_node does)."""
-        self.executor.shutdown()
-        self.thread.join(timeout=TIMEOUT)
+        self.spinner.close()
         self.recorder.destroy_node()
         self.node.destroy_node()
 
@@ -292,8 +291,7 @@ def test_executable_closes_the_bag_on_a_signal(context, tmp_path, signum):
          "-p", "topics:=['bam/bench_info', 'bam/trial']"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        wait_for(lambda: pub.get_subscription_count() > 0, "the recorder's subscription",
-                 TIMEOUT)
+        wait_matched(pub, "the recorder's subscription", TIMEOUT)
         pub.publish(stamped(BenchInfo(actuator="mx64", source="sim"), 5 * 10**9))
         lines = read_until(proc, f"first message on {BENCH_INFO.absolute()}", TIMEOUT)
         proc.send_signal(signum)

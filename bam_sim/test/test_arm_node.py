@@ -83,15 +83,25 @@ def replay(a, samples: list, states: dict, joints: dict, every: int, **arm_kw):
     return np.array(positions)
 
 
+def _goals(a) -> tuple:
+    """The goal positions of the latest actuator states, in joint order."""
+    return tuple(x.goal_position for x in a.last_state())
+
+
 def test_commands_move_the_arm_as_an_offline_servo_arm_does(arm):
     a = arm(publish_every=4, real_time_factor=2.0)
     a.wait_ready()
+    # Each command taken (seen in the states) before simulated time is counted from it: a
+    # loaded machine may take it late.
     a.send(ActuatorCommand(names=["gripper", "elbow", "shoulder"], goal_positions=[9.0, 0.5, -0.4],
                            gains=[9.0, 32.0, 32.0]))
+    a.wait_for(lambda: _goals(a) == (-0.4, 0.5), "the goals taken")
     a.wait_sim(0.6)
     a.send(ActuatorCommand(names=["elbow"], torque_enables=[False]))
+    a.wait_for(lambda: not a.last_state()[1].torque_enable, "the torque off taken")
     a.wait_sim(0.3)
     a.send(ActuatorCommand(goal_positions=[0.3, 0.1], torque_enables=[True, True]))
+    a.wait_for(lambda: _goals(a) == (0.3, 0.1), "the new goals taken")
     a.wait_sim(0.8)
     joints = {stamp_ns(m): m for m in list(a.joint_states)}
     states = {stamp_ns(m): m.actuators for m in list(a.actuator_states)}

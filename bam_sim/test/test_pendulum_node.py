@@ -69,16 +69,27 @@ def test_states_arrive_at_the_rate_stamped_in_sim_time(bench):
     assert state.input_voltage == 15.0
 
 
+def _last(b):
+    """The latest actuator state of the pendulum."""
+    return b.actuator_states[-1].actuators[0]
+
+
 def test_commands_move_the_joint_as_rollout_does(bench):
     rate = 200.0
     b = bench(rate=rate, real_time_factor=1.0, gain=16.0, mass=0.5, length=0.2)
     b.wait_ready()
+    # Each command taken (seen in the states) before simulated time is counted from it: a
+    # loaded machine may take it late.
     b.send(ActuatorCommand(names=["other", "pendulum"], goal_positions=[9.0, 0.6]))
+    b.wait_for(lambda: _last(b).goal_position == 0.6, "the goal taken")
     b.wait_sim(0.4)
     b.send(ActuatorCommand(names=["pendulum"], torque_enables=[False]))
+    b.wait_for(lambda: not _last(b).torque_enable, "the torque off taken")
     b.wait_sim(0.3)
     b.send(Float64MultiArray(data=[-0.4]))
     b.send(ActuatorCommand(torque_enables=[True]))
+    b.wait_for(lambda: _last(b).goal_position == -0.4 and _last(b).torque_enable,
+               "the new goal and the torque on taken")
     b.wait_sim(0.5)
     joints = {stamp_ns(m): m for m in list(b.joint_states)}
     states = {stamp_ns(m): m.actuators[0] for m in list(b.actuator_states)}
@@ -256,6 +267,7 @@ def test_a_dcmotor_set_publishes_the_motor_current_and_winding_temperature(bench
     b.wait_ready()
     b.wait_sim(0.1)  # at rest at the bottom with the goal there: every state is still 0
     b.send(ActuatorCommand(names=["pendulum"], goal_positions=[1.0]))
+    b.wait_for(lambda: _last(b).goal_position == 1.0, "the goal taken")
     b.wait_sim(1.0)
     joints = {stamp_ns(m): m for m in list(b.joint_states)}
     states = {stamp_ns(m): m.actuators[0] for m in list(b.actuator_states)}

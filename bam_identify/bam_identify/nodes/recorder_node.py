@@ -24,6 +24,8 @@ import importlib
 import queue
 import sys
 import threading
+import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -33,10 +35,11 @@ from rosbags.rosbag2 import Writer
 
 from bam_identify.data.bag_folder import check_replaceable, remove_bag
 from bam_identify.data.bag_topics import ROSBAG2_VERSION, STORAGES, bag_qos
+from bam_identify.data.bag_writer import FLUSH_PERIOD, flush_recording
 from bam_identify.data.typestore import typestore
 from bam_sim.common import contract
 from bam_sim.common.errors import BamError
-from bam_sim.common.node_parameters import Param, declare, usage
+from bam_sim.common.node_parameters import Param, declare, refuse_unknown, usage
 from bam_sim.common.qos import profile
 from bam_sim.common.runner import run_node
 
@@ -117,6 +120,7 @@ class RecorderNode(Node):
 
     def _configure(self) -> None:
         values = declare(self, PARAMETERS)
+        refuse_unknown(self)  # a typo is refused before a bag is created
         output = str(values["output"]).strip() or default_output()
         self.storage = str(values["storage"]).strip().lower()
         if self.storage not in STORAGES:
@@ -174,12 +178,14 @@ class RecorderNode(Node):
                 name: writer.add_connection(name, self._kinds[name].type, typestore=store,
                                             offered_qos_profiles=[bag_qos(self._kinds[name].qos)])
                 for name in self.topics}
+            flush_recording(writer)  # the header on disk: a kill -9 leaves a bag to recover
         except Exception as err:  # rosbags raises several types (permissions, ...)
             opened.put(" ".join(str(err).split()) or type(err).__name__)
             return
         opened.put(None)
         try:
             stopping = False
+            flushed = time.monotonic()
             while not stopping:
                 # Batches: a wake-up per message would cost a GIL hand-over per message.
                 stopping = self._stop.wait(WRITE_PERIOD)
@@ -196,8 +202,19 @@ class RecorderNode(Node):
                             self.get_logger().error(f"cannot write to bag {self.path}: "
                                                     f"{self.error}; recording stopped")
                     self.dropped[topic] += 1
+                if self.error is None and time.monotonic() - flushed > FLUSH_PERIOD:
+                    flushed = time.monotonic()  # what came before is in the file (kill -9)
+                    self._flush(writer)
         finally:
             writer.close()
+
+    def _flush(self, writer: Writer) -> None:
+        try:
+            flush_recording(writer)
+        except OSError as err:  # a full disk: the next writes fail alike
+            self.error = " ".join(str(err).split()) or type(err).__name__
+            self.get_logger().error(f"cannot write to bag {self.path}: {self.error}; "
+                                    "recording stopped")
 
     def _take(self, topic: str) -> bytes | None:
         """The next message waiting in the subscription's queue (serialized), or None.
@@ -261,8 +278,29 @@ class RecorderNode(Node):
         counts = ", ".join(f"{topic} {n}" for topic, n in self.counts.items())
         self.get_logger().info(f"closed bag {self.path}: {counts}")
 
-    def destroy_node(self) -> None:
+    def matched(self, topics: Iterable[str] | None = None) -> bool:
+        """Each recorded topic (or each of ``topics``, as recorded: resolved names) has a
+        publisher matched to the recorder: what it publishes from now on is recorded.
+
+        A volatile topic's messages published before are not; a session starts its first
+        trial once this holds.
+        """
+        subscriptions = self._subscriptions_by_topic
+        return all(subscriptions[name].get_publisher_count() > 0
+                   for name in (self.topics if topics is None else topics)
+                   if name in subscriptions)
+
+    def release(self) -> None:
+        """What a stop must finish before anything may be cut: the bag written and closed."""
         self.close()
+
+    def destroy_node(self) -> None:
+        """Close the bag (the writer thread joined), destroy the subscriptions, then the
+        node: the order of every node of the project."""
+        self.close()
+        for subscription in list(self._subscriptions_by_topic.values()):
+            self.destroy_subscription(subscription)
+        self._subscriptions_by_topic.clear()
         super().destroy_node()
 
 

@@ -3,6 +3,9 @@
 Action server ``/bam/run_trajectory`` (``bam_msgs/action/RunTrajectory``): a
 goal names a trajectory of :mod:`bam_sim.bench.trajectory` and a gain. A run
 
+0. waits until ``/bam/commands`` has a matched subscriber (the actuator: DDS
+   drops what is published before), at most ``match_timeout`` s of wall
+   time, else it is aborted with a one-line message;
 1. holds the start pose for ``settle`` seconds: ``/bam/commands`` with torque
    on, the goal's gain and q_d(0);
 2. publishes a START marker on ``/bam/trial`` stamped now, then commands the
@@ -57,7 +60,7 @@ from bam_msgs.msg import ActuatorCommand, Trial
 from bam_sim.bench.trajectory import Trajectory, get_trajectory
 from bam_sim.common.contract import COMMANDS, RUN_TRAJECTORY_ACTION, TRIAL
 from bam_sim.common.errors import BamError
-from bam_sim.common.node_parameters import Param, declare, usage
+from bam_sim.common.node_parameters import Param, declare, refuse_unknown, usage
 from bam_sim.common.numbers import number
 from bam_sim.common.qos import profile
 from bam_sim.common.runner import run_node
@@ -68,7 +71,7 @@ FEEDBACK_PERIOD = 0.05  # s of wall time between feedback messages
 WATCH_PERIOD = 0.1  # s of wall time: protocol start, stalled-clock warning
 SOURCE_ROOT = Path(__file__).resolve().parents[2]  # the package folder of a source checkout
 STALL_WARNING = 5.0  # s of wall time without the node clock moving during a run
-SETTLE, RUNNING = "settle", "running"
+MATCHING, SETTLE, RUNNING = "matching", "settle", "running"
 
 
 @dataclass
@@ -91,7 +94,8 @@ class _Run:
     settle: float
     goal_handle: object = None  # ServerGoalHandle of an action goal, None in protocol mode
     done: Future = field(default_factory=Future)
-    phase: str = ""  # "", SETTLE, RUNNING
+    phase: str = ""  # MATCHING, "" (ready to settle), SETTLE, RUNNING
+    match_deadline: float = 0.0  # time.monotonic() by which bam/commands must be matched
     t_settle: int = 0  # ns, node clock
     t_start: int = 0  # ns, node clock, stamp of the START marker
     commands: int = 0  # commands published since START
@@ -117,6 +121,9 @@ PARAMETERS: tuple[Param, ...] = (
     Param("exit_when_done", False, "protocol mode: exit when the schedule is done",
           read_only=True),
     Param("start_id", 1, "trial_id of the first run", read_only=True, low=1, high=2**32 - 1),
+    Param("match_timeout", 10.0, "s of wall time a run waits for the actuator's subscription "
+          "to bam/commands before it is aborted (a command sent before it would be lost)",
+          read_only=True, low=0.001, high=1.0e6),
 )
 
 
@@ -169,6 +176,7 @@ class TrajectoryNode(Node):
 
     def _configure(self) -> None:
         values = declare(self, PARAMETERS)
+        refuse_unknown(self)
         value = values.__getitem__
         self.joint_name = str(value("joint_name"))
         if not self.joint_name.strip():
@@ -177,6 +185,7 @@ class TrajectoryNode(Node):
         _positive(value("duration"), "duration")  # read again at the start of each run
         _non_negative(value("settle"), "settle")
         self.exit_when_done = bool(value("exit_when_done"))
+        self.match_timeout = _positive(value("match_timeout"), "match_timeout")
         start_id = int(value("start_id"))  # an integer in range: its descriptor says so
         protocol_file = str(value("protocol_file")).strip()
         self.protocol: Protocol | None = None
@@ -272,17 +281,39 @@ class TrajectoryNode(Node):
             self._run = run
             self._stall = (self.get_clock().now().nanoseconds, time.monotonic())
             self._stall_warned = False
-            self._timer.reset()
+            if self._commands.get_subscription_count() > 0:
+                self._play(run)
+            else:  # _watch starts it once matched: DDS drops what is sent before
+                run.phase = MATCHING
+                run.match_deadline = time.monotonic() + self.match_timeout
+                self.get_logger().info(f"{run.label}: waiting for a subscriber on "
+                                       f"{COMMANDS.name}")
+        return run
+
+    def _play(self, run: _Run) -> None:
+        """Start ticking ``run`` (lock held): its commands now reach the actuator."""
+        run.phase = ""
+        self._stall = (self.get_clock().now().nanoseconds, time.monotonic())
+        self._timer.reset()
         self._wake()  # an executor waiting in another thread would not see the timer start
         self.get_logger().info(f"{run.label}: settling {run.settle:g} s, then "
                                f"{run.duration:g} s at {self.command_rate:g} Hz")
-        return run
+
+    def _check_match(self, run: _Run) -> None:
+        """A run waiting for the actuator: play it once matched, abort it at its deadline."""
+        if self._commands.get_subscription_count() > 0:
+            self._play(run)
+        elif time.monotonic() > run.match_deadline:
+            self._finish(run, Outcome(False, message=(
+                f"no subscriber on {COMMANDS.name} within {self.match_timeout:g} s "
+                "(match_timeout); start the actuator node (driver or simulation) in this "
+                "namespace, then send the goal again")))
 
     def _tick(self) -> None:
         """One command period of the node clock: advance the playing run."""
         with self._lock:
             run = self._run
-            if run is None:
+            if run is None or run.phase == MATCHING:
                 self._timer.cancel()
                 return
             now = self.get_clock().now().nanoseconds
@@ -401,14 +432,20 @@ class TrajectoryNode(Node):
             self._finish(run, Outcome(False, False, reason, elapsed))
 
     def destroy_node(self) -> None:
+        """Stop (END marker of a playing run), then destroy the timers, the action server
+        and the publishers, then the node: the order of every node of the project."""
         if hasattr(self, "_lock"):  # fully configured
             self.stop("the trajectory node was shut down")
             if self.context.ok():
                 # Reliable, transient-local markers: let subscribers have the last ones.
                 self._markers.wait_for_all_acked(Duration(seconds=1.0))
+            for timer in (self._timer, self._watch_timer):
+                self.destroy_timer(timer)
             # Node.destroy_node leaves waitables alone: without this the action server's
             # endpoints (and the rcl node they hold) outlive the node.
             self._server.destroy()
+            for publisher in (self._commands, self._markers):
+                self.destroy_publisher(publisher)
         super().destroy_node()
 
     # ----------------------------------------------------------------------------------------
@@ -458,7 +495,9 @@ class TrajectoryNode(Node):
             if self._protocol_pending() and not self._protocol_started:
                 self._maybe_start_protocol()
             run = self._run
-            if run is not None:
+            if run is not None and run.phase == MATCHING:
+                self._check_match(run)
+            elif run is not None:
                 now, wall = self.get_clock().now().nanoseconds, time.monotonic()
                 if now != self._stall[0]:
                     self._stall = (now, wall)

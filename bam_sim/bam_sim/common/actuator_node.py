@@ -126,8 +126,32 @@ class ActuatorNode(Node):
         if self._loop is not None:
             self._loop.stop()
 
-    def destroy_node(self) -> None:
+    def _stop_threads(self) -> bool:
+        """:meth:`stop`; whether the loop thread has ended (what it uses may go)."""
         self.stop()
+        return self._loop is None or not self._loop.alive
+
+    def release(self) -> bool:
+        """What a stop must finish before anything may be cut: the loop thread joined (a
+        driver then turns torque off, read back); whether the thread has ended."""
+        return self._stop_threads()
+
+    def destroy_node(self) -> None:
+        """The shutdown order of every actuator node: stop (the loop thread joined; a
+        driver then turns torque off), destroy the entities, destroy the node.
+
+        Nothing is destroyed while the loop thread lives (it publishes with them): if it
+        has not ended within the loop's stop timeout, the node is left to the process's
+        exit, logged.
+        """
+        if not self._stop_threads():
+            self.get_logger().error(
+                "the loop thread did not stop in time; its node is left to the process's "
+                "exit")
+            return
+        topics = getattr(self, "topics", None)
+        if topics is not None:
+            topics.destroy()
         super().destroy_node()
 
     # -- for subclasses ----------------------------------------------------------------

@@ -54,10 +54,13 @@ class ActuatorTopics:
         self._state_pub = publisher(ActuatorStateArray, contract.ACTUATOR_STATES)
         self._info_pub = publisher(BenchInfo, contract.BENCH_INFO)
         self._clock_pub = publisher(Clock, contract.CLOCK) if publish_clock else None
-        node.create_subscription(ActuatorCommand, contract.COMMANDS.name, on_command,
-                                 profile(contract.COMMANDS.qos))
-        node.create_subscription(Float64MultiArray, contract.POSITION_COMMANDS.name,
-                                 on_position_command, profile(contract.POSITION_COMMANDS.qos))
+        self._node = node
+        self._subscriptions = [
+            node.create_subscription(ActuatorCommand, contract.COMMANDS.name, on_command,
+                                     profile(contract.COMMANDS.qos)),
+            node.create_subscription(Float64MultiArray, contract.POSITION_COMMANDS.name,
+                                     on_position_command,
+                                     profile(contract.POSITION_COMMANDS.qos))]
         self._range = range(len(joints))
         self._stamp = Time()
         self.joint_msg = joint_state(joints)
@@ -110,6 +113,26 @@ class ActuatorTopics:
         """``joint`` on /joint_states and ``states`` on /bam/actuator_states, as they are."""
         self._joint_pub.publish(joint)
         self._state_pub.publish(states)
+
+    @property
+    def command_subscriptions(self) -> dict:
+        """The subscriptions to the commands, by the contract's (relative) topic name."""
+        return dict(zip((contract.COMMANDS.name, contract.POSITION_COMMANDS.name),
+                        self._subscriptions))
+
+    def destroy(self) -> None:
+        """Destroy the subscriptions, then the publishers (idempotent).
+
+        Only once no thread publishes any more (the loop joined): commands stop
+        arriving first, then the publishers go.
+        """
+        node = self._node
+        for subscription in self._subscriptions:
+            node.destroy_subscription(subscription)
+        for publisher in (self._joint_pub, self._state_pub, self._info_pub, self._clock_pub):
+            if publisher is not None:
+                node.destroy_publisher(publisher)
+        self._subscriptions = []
 
     def publish_info(self, msg: BenchInfo, stamp_ns: int) -> None:
         """``msg`` on /bam/bench_info (transient local), stamped ``stamp_ns``."""

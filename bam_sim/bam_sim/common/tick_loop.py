@@ -20,6 +20,7 @@ from rclpy.node import Node
 SPIN_WAIT = 0.0003  # s spin-waited before each deadline, for a low jitter
 MAX_SLEEP = 0.05  # s, longest single sleep (stop and rate changes are seen within it)
 MAX_LAG = 0.1  # s behind the deadlines after which they restart from now
+STOP_TIMEOUT = 5.0  # s a stop waits for the thread: a tick is far shorter (a hung bus call)
 
 
 class TickLoop:
@@ -60,11 +61,23 @@ class TickLoop:
     def request_stop(self) -> None:
         self._stop.set()
 
-    def stop(self) -> None:
-        """No more ticks once this returns (unless called from the loop itself)."""
+    def stop(self) -> bool:
+        """Stop the thread and join it; False when it is still alive after STOP_TIMEOUT s.
+
+        No more ticks once this returns True (called from the loop itself, the stop is
+        only requested, and False returned).
+        """
         self._stop.set()
-        if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join(timeout=5.0)
+        if self._thread is threading.current_thread():
+            return False
+        if self._thread.is_alive():
+            self._thread.join(timeout=STOP_TIMEOUT)
+        return not self._thread.is_alive()
+
+    @property
+    def alive(self) -> bool:
+        """The thread is running (started and not yet ended)."""
+        return self._thread.is_alive()
 
     def record_timing(self, ticks: int) -> None:
         """Record when each of the next ``ticks`` ticks starts (for benchmarks).

@@ -175,28 +175,21 @@ class ArmNode(SimNode):
         sets = [self._resolve(joint, actuator.name, file, model,
                               defaults.get(joint, DEFAULT_MODEL))
                 for joint, actuator, file, model in zip(joints, self._actuators, files, models)]
-        return self._with_given_set(values, sets)
+        return self._with_given_set(sets)
 
-    def _with_given_set(self, values: dict, sets: list[ParameterSet]) -> list[ParameterSet]:
+    def _with_given_set(self, sets: list[ParameterSet]) -> list[ParameterSet]:
         """A set given as values (``--params-file``) replaces its actuator's joints' sets."""
         given = model_parameters.declare_values(self)
-        model_parameters.warn_unused_overrides(self)
-        if not given:
+        if given is None:
             return sets
-        actuator, model = values["actuator"], values["model"]
-        if not actuator or not model:
-            raise BamError("parameter values (kt, R, ...) were given without 'actuator' and "
-                           "'model'; give a complete parameter file with --params-file")
-        name = get_actuator(actuator).name
+        name = given.actuator
         chosen = [i for i, a in enumerate(self._actuators) if a.name == name]
         if not chosen:
             raise BamError(f"the parameter set given is for {name}, but the joints are driven "
                            f"by {', '.join(a.name for a in self._actuators)}; give a "
                            "parameter file of one of them")
-        replacement = model_parameters.with_values(
-            model_parameters.base_set(name, model, given), given)
         for i in chosen:
-            sets[i] = replacement
+            sets[i] = given
             self._sources[i] = model_parameters.SOURCE
         return sets
 
@@ -275,8 +268,7 @@ class ArmNode(SimNode):
         return self._time.ns(step)
 
     def destroy_node(self) -> None:
-        self.stop()
-        if self._viewer is not None:
+        if self._stop_threads() and self._viewer is not None:  # the loop syncs the viewer
             self._viewer.close()
             self._viewer = None
         super().destroy_node()

@@ -115,14 +115,18 @@ class PendulumNode(SimNode):
                                                         actuator.gain_limit)])
         self._rate = float(values["rate"])
         get_model(values["model"])  # a clear error for an unknown model
-        self._values = model_parameters.declare_values(self)
-        params = model_parameters.with_values(
-            self._resolve(values["params_file"], None if values["params_file"]
-                          else values["model"], self._values), self._values)
+        given = model_parameters.declare_values(self)
+        if given is not None and values["params_file"]:
+            raise BamError("a parameter set was given twice, as ROS parameters (--params-file "
+                           "or -p) and as params_file; give one of them")
+        # A set given as ROS parameters is complete: it is kept as the values the running
+        # set is made of, so that `ros2 param set` on one value changes only that value.
+        self._values = dict(given.values) if given is not None else {}
+        params = given or self._resolve(values["params_file"], None if values["params_file"]
+                                        else values["model"], {})
         if params.model != values["model"]:
             self.set_parameters([Parameter("model", value=params.model)])
         self._params_file = values["params_file"]
-        model_parameters.warn_unused_overrides(self)
         bench = Bench(mass=values["mass"], length=values["length"],
                       arm_mass=values["arm_mass"])
         latency_ticks = int(round(values["latency"] * self._rate))

@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 import rclpy
@@ -56,6 +56,28 @@ def wait_for(predicate: Callable[[], object], what: str, timeout: float,
             pause()
 
 
+def matched(publisher, subscriptions: Iterable = ()) -> bool:
+    """``publisher`` has matched a subscription, and each of ``subscriptions`` a publisher.
+
+    Matching is per side in DDS: a message published before the subscription's own side has
+    matched the publisher is dropped, so where the subscribing node runs in this process its
+    subscriptions are checked too.
+    """
+    return publisher.get_subscription_count() > 0 and all(
+        subscription.get_publisher_count() > 0 for subscription in subscriptions)
+
+
+def wait_matched(publisher, what: str, timeout: float, subscriptions: Iterable = (),
+                 pause: Callable[[], None] | None = None) -> None:
+    """Return once :func:`matched` holds: what ``publisher`` sends from now on is received.
+
+    An AssertionError naming ``what`` (the subscriber awaited) after ``timeout`` s. Every
+    test publishes only after this, never after a sleep.
+    """
+    wait_for(lambda: matched(publisher, subscriptions),
+             f"{what} to match the publisher on {publisher.topic_name}", timeout, pause)
+
+
 def executable_error(module: str, argv: list[str], domain: int, timeout: float) -> str:
     """Run ``module``'s ``main(argv)`` in a new process on ROS domain ``domain``.
 
@@ -92,6 +114,36 @@ def closing(factory: Callable) -> Iterator[Callable]:
             item.close()
 
 
+class Spinner:
+    """``executor`` spun in a background thread from :meth:`start` until :meth:`close`.
+
+    Not ``executor.spin()`` in the thread: ``close`` ends the spin loop and joins the
+    thread before it shuts the executor down (a shutdown from another thread while it
+    spins races the executor's own handlers).
+    """
+
+    def __init__(self, executor, timeout: float) -> None:
+        self.executor = executor
+        self._timeout = timeout
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._spin, daemon=True)
+
+    def start(self) -> Spinner:
+        self.thread.start()
+        return self
+
+    def _spin(self) -> None:
+        while not self._stop.is_set():
+            self.executor.spin_once(timeout_sec=0.05)
+
+    def close(self) -> None:
+        """Stop spinning, join the thread, shut the executor down (idempotent)."""
+        self._stop.set()
+        if self.thread.is_alive():
+            self.thread.join(timeout=self._timeout)
+        self.executor.shutdown()
+
+
 class ActuatorProbe:
     """An actuator node under test and a probe node, spun by one executor in a thread.
 
@@ -119,7 +171,7 @@ class ActuatorProbe:
             Float64MultiArray, contract.POSITION_COMMANDS.name,
             profile(contract.POSITION_COMMANDS.qos))
         self.executor = SingleThreadedExecutor(context=node.context)
-        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self.spinner = Spinner(self.executor, timeout)
 
     def record(self, msg_type, topic: contract.Topic | str, qos: QoSProfile | None = None,
                *, received: bool | None = None) -> list:
@@ -149,11 +201,12 @@ class ActuatorProbe:
         """Spin the node and the probe in the background."""
         self.executor.add_node(self.node)
         self.executor.add_node(self.probe)
-        self.thread.start()
+        self.spinner.start()
 
     def close(self) -> None:
-        self.executor.shutdown()
-        self.thread.join(timeout=self.timeout)
+        """Stop spinning and join the thread, then shut the executor down, then destroy the
+        node and the probe: the shutdown order of every node."""
+        self.spinner.close()
         self.node.destroy_node()
         self.probe.destroy_node()
 
@@ -163,11 +216,15 @@ class ActuatorProbe:
         wait_for(predicate, what, self.timeout if timeout is None else timeout)
 
     def wait_ready(self) -> None:
-        """States flowing to the probe, the node subscribed to the probe's commands."""
+        """States flowing to the probe; both command publishers matched to the node's
+        subscriptions, on both sides, so the first command sent is received."""
         self.wait_for(lambda: len(self.joint_states) > 2 and len(self.actuator_states) > 2,
                       "states")
-        self.wait_for(lambda: self.commands.get_subscription_count() > 0
-                      and self.positions.get_subscription_count() > 0, "command discovery")
+        subscriptions = self.node.topics.command_subscriptions
+        for topic, publisher in ((contract.COMMANDS, self.commands),
+                                 (contract.POSITION_COMMANDS, self.positions)):
+            wait_matched(publisher, "the node's command subscription", self.timeout,
+                         [subscriptions[topic.name]])
 
     def send(self, msg: ActuatorCommand | Float64MultiArray) -> None:
         (self.positions if isinstance(msg, Float64MultiArray) else self.commands).publish(msg)

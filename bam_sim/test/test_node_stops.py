@@ -1,0 +1,176 @@
+"""Stops always stop: the shutdown order of a node, and signals during and after it (#23).
+
+The order (:func:`bam_sim.common.runner.shut_down`, ``ActuatorNode.destroy_node``):
+stop the threads and join them, destroy the entities they use, destroy the node, shut
+rclpy down; every signal from the node's construction to the process's exit only sets
+a flag, so the exit code is 128 + the first signal.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from std_msgs.msg import Float64MultiArray
+
+from bam_sim.common import tick_loop
+from bam_sim.common.contract import POSITION_COMMANDS
+from bam_sim.common.qos import profile
+from bam_sim.nodes.pendulum_node import PendulumNode
+from bam_sim.testing.ros_context import private_context, ros_domain
+from bam_sim.testing.ros_graph import wait_for, wait_matched
+
+TIMEOUT = 30.0  # s, only reached when something is wrong
+DOMAIN = ros_domain(1)
+ROUNDS = 8  # nodes destroyed while commands flow
+
+
+class HeldPendulum(PendulumNode):
+    """A pendulum whose loop thread can be held inside a tick (a bus call that hangs)."""
+
+    def __init__(self, **kwargs) -> None:
+        self.hold, self.held, self.let_go = (threading.Event() for _ in range(3))
+        super().__init__(**kwargs)
+
+    def _tick(self) -> None:
+        if self.hold.is_set():
+            self.held.set()
+            self.let_go.wait(TIMEOUT)
+        super()._tick()
+
+
+def test_entities_are_not_destroyed_while_the_loop_thread_lives(monkeypatch):
+    monkeypatch.setattr(tick_loop, "STOP_TIMEOUT", 0.2)
+    with private_context(DOMAIN) as ctx:
+        node = HeldPendulum(context=ctx)
+        try:
+            node.hold.set()
+            assert node.held.wait(TIMEOUT)
+            node.destroy_node()  # the loop is stuck in a tick: nothing may be destroyed
+            assert node._loop.alive and len(list(node.publishers)) >= 3
+            node.let_go.set()
+            node.destroy_node()  # the loop ends now: everything goes
+            assert not node._loop.alive and not list(node.publishers)
+            assert not list(node.subscriptions)
+        finally:
+            node.let_go.set()
+            node.destroy_node()
+
+
+def _flood(publisher, stop: threading.Event) -> None:
+    """Position commands as fast as this thread can send them, until ``stop``."""
+    k = 0
+    while not stop.is_set():
+        k += 1
+        publisher.publish(Float64MultiArray(data=[0.5 * (k // 50 % 2)]))
+
+
+def test_a_node_receiving_commands_is_destroyed_cleanly_every_time():
+    """The hang's conditions, ROUNDS times: commands flowing from another participant on a
+    second thread while the node's spin ends and the node is destroyed."""
+    with private_context(DOMAIN) as ctx, private_context(DOMAIN) as other:
+        commander = rclpy.create_node("bam_test_commander", context=other)
+        publisher = commander.create_publisher(
+            Float64MultiArray, POSITION_COMMANDS.name, profile(POSITION_COMMANDS.qos))
+        try:
+            for _ in range(ROUNDS):
+                _destroy_while_commanded(ctx, publisher)
+        finally:
+            commander.destroy_node()
+
+
+def _destroy_while_commanded(ctx, publisher) -> None:
+    node = PendulumNode(context=ctx)
+    executor = SingleThreadedExecutor(context=ctx)
+    executor.add_node(node)
+    stop = threading.Event()
+    flood = threading.Thread(target=_flood, args=(publisher, stop), daemon=True)
+    try:
+        wait_matched(publisher, "the pendulum's subscription", TIMEOUT,
+                     [node.topics.command_subscriptions[POSITION_COMMANDS.name]],
+                     lambda: executor.spin_once(0.01))
+        flood.start()
+        wait_for(lambda: node.simulator.command.goal != 0.0, "a command taken", TIMEOUT,
+                 lambda: executor.spin_once(0.01))
+        executor.spin_once(0.01)
+    finally:
+        executor.remove_node(node)
+        executor.shutdown(timeout_sec=1.0)
+        node.destroy_node()  # while the commands still flow
+        stop.set()
+        if flood.is_alive():
+            flood.join(TIMEOUT)
+    assert not node._loop.alive and not list(node.publishers)
+    assert not list(node.subscriptions)
+
+
+STOPPER = textwrap.dedent("""
+    import os, signal, sys
+    from rclpy.node import Node
+    from bam_sim.common.runner import run_node
+
+    class Stopping(Node):
+        # A signal while it is built, two during its shutdown, one after run_node.
+        def __init__(self):
+            super().__init__("bam_test_stopping")
+            os.kill(os.getpid(), signal.{first})
+
+        def destroy_node(self):
+            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGTERM)
+            print("shutdown went on", flush=True)
+            super().destroy_node()
+
+    code = run_node("stopping", Stopping, "help", ["stopping"])
+    os.kill(os.getpid(), signal.SIGTERM)
+    print("exited by code", code, flush=True)
+    sys.exit(code)
+""")
+
+
+def _stopper(first: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "ROS_DOMAIN_ID": str(DOMAIN)}
+    return subprocess.run([sys.executable, "-c", STOPPER.format(first=first)], env=env,
+                          capture_output=True, text=True, timeout=TIMEOUT)
+
+
+def test_signals_during_and_after_the_shutdown_are_absorbed():
+    for first, code in (("SIGTERM", 143), ("SIGINT", 130)):
+        done = _stopper(first)
+        assert done.returncode == code, (first, done.returncode, done.stderr)
+        assert "shutdown went on" in done.stdout and f"exited by code {code}" in done.stdout
+        assert "Traceback" not in done.stderr, done.stderr
+
+
+TEARDOWN = textwrap.dedent("""
+    import sys, threading
+    from bam_sim.common.runner import shut_down
+
+    class Stuck:
+        # Released (torque off, files closed), then a teardown that never ends: the
+        # middleware spinning inside destroy_node.
+        def release(self):
+            print("released", flush=True)
+
+        def destroy_node(self):
+            threading.Event().wait()
+
+    shut_down(Stuck(), exit_code=143)
+    print("not reached", flush=True)
+""")
+
+
+def test_a_teardown_that_never_ends_is_cut_after_the_node_is_released():
+    from bam_sim.common.runner import TEARDOWN_LIMIT
+
+    done = subprocess.run([sys.executable, "-c", TEARDOWN], capture_output=True, text=True,
+                          timeout=TIMEOUT)
+    assert done.returncode == 143, (done.returncode, done.stderr)
+    assert done.stdout.split() == ["released"], done.stdout
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"within {TEARDOWN_LIMIT:g} s" in lines[0], done.stderr
