@@ -9,8 +9,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from bam_sim.common.ready_line import await_ready_line
 from bam_sim.testing.ros_context import ros_domain
+
+pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 
 TIMEOUT = 60.0  # s, for the command to start, or the orphan to notice
 CODE = "import sys; from bam_bringup.runner import main; sys.exit(main(sys.argv[1:]))"

@@ -24,6 +24,8 @@ from bam_sim.common.qos import profile
 from bam_sim.testing.ros_context import private_context
 from bam_sim.testing.ros_graph import stamp_ns, wait_for, wait_matched
 
+pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
+
 TIMEOUT = 30.0  # s, for any one wait
 START_2 = 100.0  # s, bench 2's first simulated time; bench 1 stays far below it here
 GOAL = 1.0  # rad, the goal sent to bench 1 only

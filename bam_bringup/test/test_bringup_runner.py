@@ -25,6 +25,8 @@ from bam_sim.common.errors import BamError
 from bam_sim.common.ready_line import NotReady, await_ready_line
 from bam_sim.testing.ros_context import ros_domain
 
+pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
+
 TIMEOUT = 60.0  # s, for the command to start or to stop
 CODE = "import sys; from bam_bringup.runner import main; sys.exit(main(sys.argv[1:]))"
 

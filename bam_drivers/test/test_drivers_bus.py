@@ -20,6 +20,8 @@ from bam_drivers.emulators.client import EmulatorProcess
 from bam_drivers.supervisor import ConfigurationError
 from bam_sim.common.errors import BamError
 
+pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
+
 
 def open_bus(emulator, model, ids, bus_class=DynamixelBus, **kwargs) -> DynamixelBus:
     # 20 ms for a status: the emulator answers in well under 1 ms, but a busy machine

@@ -13,6 +13,8 @@ from bam_sim.common.errors import BamError
 from bam_sim.models import parameters as P
 from bam_sim.models.parameter_file import published
 
+pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
+
 Inst = pk.Instruction
 
 

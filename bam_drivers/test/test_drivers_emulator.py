@@ -11,6 +11,8 @@ from dynamixel_sdk import port_handler
 from bam_drivers.emulators.client import EmulatorError, EmulatorProcess
 from bam_sim.testing.ros_graph import wait_for
 
+pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
+
 TIMEOUT = 20.0  # s: generous, the emulator runs in real time beside a busy machine
 
 # dynamixel-sdk waits 2·LATENCY_TIMER + 2 ms for a status (USB adapters buffer 16 ms);

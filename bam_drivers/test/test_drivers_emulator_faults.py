@@ -16,6 +16,8 @@ from serial import SerialException
 from bam_drivers.emulators.client import EmulatorProcess
 from bam_sim.common.errors import BamError
 
+pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
+
 LATENCY_TIMER_MS = 60  # SDK status timeout = 2·60 + 2 = 122 ms: room for a busy machine
 
 

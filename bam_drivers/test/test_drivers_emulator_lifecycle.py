@@ -15,6 +15,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
+
 TIMEOUT = 30.0  # s, a deadline: reached only when something is wrong
 
 DYNAMIXEL = """

@@ -40,6 +40,8 @@ from bam_identify.fitting.fit import FitSettings, SearchSpace, identify, nested_
 from bam_sim.models.parameter_file import published
 from bam_sim.testing.ros_context import private_context
 
+pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
+
 ACTUATOR = "erob80_100"
 MASS, LENGTH = 3.1, 0.5  # kg, m: Table I's first eRob setup
 RATE = 500.0  # Hz, the driver's cycle (as the eRob driver tests run it on a busy host)

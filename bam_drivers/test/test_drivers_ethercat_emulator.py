@@ -24,6 +24,8 @@ from bam_drivers.ethercat import cia402
 from bam_drivers.ethercat import drive_models as dm
 from bam_drivers.ethercat.coe import ABORT_DEVICE_STATE, ABORT_NO_OBJECT, ABORT_READ_ONLY
 
+pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
+
 RX = struct.Struct(dm.struct_format(dm.RX_ENTRIES))
 TX = struct.Struct(dm.struct_format(dm.TX_ENTRIES))
 TIMEOUT = 15.0  # s, a deadline: reached only when something is wrong

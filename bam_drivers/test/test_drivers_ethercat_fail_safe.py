@@ -27,6 +27,8 @@ from bam_sim.common.errors import BamError
 from bam_sim.testing.ros_context import private_context, ros_domain
 from bam_sim.testing.ros_graph import executable_error
 
+pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
+
 TIMEOUT = 30.0  # s, a deadline: reached only when something is wrong
 ABSENT = "bamnone0"  # an interface no test creates
 

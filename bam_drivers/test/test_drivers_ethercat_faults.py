@@ -20,6 +20,8 @@ from bam_drivers.ethercat import cia402
 from bam_drivers.supervisor import RETRY_MAX
 from bam_sim.testing.ros_context import private_context
 
+pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
+
 # s: states flow again this soon after the device returns: the next attempt comes
 # within the backoff's cap, then the connection.
 RESUME = RETRY_MAX + 1.5

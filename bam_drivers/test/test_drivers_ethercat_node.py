@@ -28,6 +28,8 @@ from bam_sim.common.errors import BamError
 from bam_sim.testing.ros_context import private_context, ros_domain
 from bam_sim.testing.ros_graph import closing, executable_error, stamp_ns
 
+pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
+
 COUNT = 2.0 * math.pi / (1 << 19)  # rad, one encoder increment
 
 

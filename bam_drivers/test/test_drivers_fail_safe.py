@@ -28,6 +28,8 @@ from bam_drivers.supervisor import RETRY_MAX, RETRY_MIN, ConfigurationError
 from bam_sim.testing.ros_context import private_context, ros_domain
 from bam_sim.testing.ros_graph import wait_for
 
+pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
+
 NOBODY = 65534  # uid of a process without CAP_SYS_ADMIN, to meet the tty's exclusive mode
 
 

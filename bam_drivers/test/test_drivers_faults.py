@@ -17,6 +17,8 @@ from bam_drivers.emulators.client import EmulatorProcess
 from bam_drivers.supervisor import RETRY_MAX
 from bam_sim.testing.ros_context import private_context
 
+pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
+
 # Protocol 1.0 and Feetech error byte bit 5, protocol 2.0 hardware error status bit 5.
 OVERLOAD = 0x20
 # s: states flow again this soon after the device returns: the next attempt comes

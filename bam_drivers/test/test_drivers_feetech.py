@@ -23,6 +23,8 @@ from bam_drivers.feetech.control_table import CURRENT_UNIT, STEP_RATE, TABLES
 from bam_sim.common.errors import BamError
 from bam_sim.testing.ros_graph import wait_for
 
+pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
+
 Inst = pk.Instruction
 STS = TABLES["sts3215"]
 COUNT = RAD_PER_COUNT

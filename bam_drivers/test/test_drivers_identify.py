@@ -42,6 +42,8 @@ from bam_identify.fitting.fit import FitSettings, SearchSpace, identify
 from bam_sim.models.parameter_file import published
 from bam_sim.testing.ros_context import private_context
 
+pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
+
 PROTOCOL = """\
 protocol:
   trajectories: [lift_drop, raise_lower]

@@ -33,6 +33,8 @@ from bam_sim.common.errors import BamError
 from bam_sim.testing.ros_context import private_context, ros_domain
 from bam_sim.testing.ros_graph import closing, wait_for
 
+pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
+
 COUNT = RAD_PER_COUNT  # rad, one position count
 
 

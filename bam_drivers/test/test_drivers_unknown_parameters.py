@@ -15,6 +15,8 @@ from bam_drivers.nodes.feetech_node import FeetechNode
 from bam_sim.common.errors import BamError
 from bam_sim.testing.ros_context import private_context
 
+pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
+
 
 @pytest.mark.parametrize(("node_class", "device"), [
     (DynamixelNode, Parameter("port", value="/nonexistent/ttyUSB9")),

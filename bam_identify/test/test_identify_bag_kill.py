@@ -16,6 +16,8 @@ from bam_sim.common.errors import BamError
 from bam_sim.models.parameter_file import published, save
 from bam_sim.testing.processes import read_until
 
+pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
+
 # A recording process: the first trial written and flushed, then it waits to be killed
 # with the second trial's messages still in rosbags' chunk (1 MiB would close it).
 RECORD = """

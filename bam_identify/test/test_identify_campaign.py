@@ -17,6 +17,8 @@ from bam_identify.data.synthetic import paper_like_set
 from bam_identify.fitting.campaign import MARKER
 from bam_sim.models.parameter_file import load, published, save
 
+pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
+
 TIMEOUT = 120.0  # s: only reached when something is wrong (a loaded machine is slow)
 WORK = "from bam_identify.campaign_cli import campaign_main; raise SystemExit(campaign_main())"
 

@@ -41,6 +41,8 @@ from bam_sim.testing.processes import read_until
 from bam_sim.testing.ros_context import private_context, ros_domain
 from bam_sim.testing.ros_graph import Spinner, wait_for, wait_matched
 
+pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
+
 TIMEOUT = 60.0  # s: a deadline for events on a loaded machine, never reached when all is well
 def resolved(name: str) -> str:
     """The name a relative topic of the root namespace is recorded under."""

@@ -22,7 +22,7 @@ from bam_identify.fitting.study_record import shares_of
 from bam_sim.models.parameter_file import published
 from bam_sim.testing.processes import read_until
 
-pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 
 
 @pytest.fixture(scope="module")

@@ -34,6 +34,8 @@ from bam_sim.common.qos import profile
 from bam_sim.testing.ros_context import private_context, ros_domain
 from bam_sim.testing.ros_graph import Spinner, closing, stamp_ns, wait_for
 
+pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
+
 TIMEOUT = 30.0  # s, a deadline for events on a loaded machine
 FEEDBACK_TOPIC = f"{RUN_TRAJECTORY_ACTION}/_action/feedback"
 

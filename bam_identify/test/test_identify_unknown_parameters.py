@@ -15,6 +15,8 @@ from bam_identify.nodes.trajectory_node import TrajectoryNode
 from bam_sim.common.errors import BamError
 from bam_sim.testing.ros_context import private_context, ros_domain
 
+pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
+
 
 @pytest.mark.parametrize(("node_class", "typo", "meant"), [
     (RecorderNode, "storge", "storage"),

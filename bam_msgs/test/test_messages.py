@@ -29,6 +29,8 @@ from bam_msgs.msg import (
     Trial,
 )
 
+pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
+
 TIMEOUT = 30.0  # s, to receive one message (discovery included)
 
 

@@ -25,6 +25,8 @@ from bam_sim.nodes.arm_node import ArmNode, main
 from bam_sim.testing.ros_context import private_context, ros_domain
 from bam_sim.testing.ros_graph import SimProbe, closing, executable_error, stamp_ns
 
+pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
+
 TIMEOUT = 30.0  # s, discovery included
 DOMAIN = ros_domain(2)
 JOINTS = ["shoulder", "elbow"]

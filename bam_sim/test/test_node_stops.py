@@ -14,6 +14,7 @@ import sys
 import textwrap
 import threading
 
+import pytest
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from std_msgs.msg import Float64MultiArray
@@ -24,6 +25,8 @@ from bam_sim.common.qos import profile
 from bam_sim.nodes.pendulum_node import PendulumNode
 from bam_sim.testing.ros_context import private_context, ros_domain
 from bam_sim.testing.ros_graph import wait_for, wait_matched
+
+pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 
 TIMEOUT = 30.0  # s, only reached when something is wrong
 DOMAIN = ros_domain(1)

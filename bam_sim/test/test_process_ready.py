@@ -9,6 +9,8 @@ import pytest
 
 from bam_sim.common.ready_line import NotReady, await_ready_line
 
+pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
+
 
 def child(code: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)

@@ -36,6 +36,8 @@ from bam_sim.nodes.pendulum_node import PARAMETERS, PendulumNode
 from bam_sim.testing.processes import read_until
 from bam_sim.testing.ros_context import private_context, ros_domain
 
+pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
+
 TIMEOUT = 30.0  # s: a process's start, or its exit after a signal
 DOMAIN = ros_domain(2)
 PENDULUM_DEFAULTS = {"gain": 5.0, "supply_voltage": 12.0}  # computed by the node itself

@@ -19,6 +19,8 @@ from bam_sim.nodes.pendulum_node import PendulumNode
 from bam_sim.testing.ros_context import private_context, ros_domain
 from bam_sim.testing.ros_graph import SimProbe
 
+pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
+
 TIMEOUT = 30.0  # s, discovery included
 DOMAIN, DOMAIN_ARM = ros_domain(3), ros_domain(4)
 STUCK = 20.0  # N·m of Coulomb friction: several times the MX-64's stall torque

@@ -22,6 +22,8 @@ from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
 
 from bam_sim.common.contract import ACTUATOR_PUBLISHES, ACTUATOR_SUBSCRIBES, CLOCK, Topic
 
+pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
+
 # Every simulation node: "module:Class".
 SIM_NODES = ("bam_sim.nodes.pendulum_node:PendulumNode", "bam_sim.nodes.arm_node:ArmNode")
 # The drivers (bam_drivers), on their emulators: no /clock (hardware time), plus

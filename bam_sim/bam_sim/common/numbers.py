@@ -92,6 +92,8 @@ def _problem(value: object, x: float | int | None, low, high, low_open: bool,
     """What is wrong with ``x`` (parsed from ``value``), or "" when it is in range."""
     if x is None:
         return f"must be a number, got {value!r}"
+    if isinstance(x, int) and not isinstance(x, bool) and abs(x) > 2 ** 53:
+        return f"must be at most 2**53 in size, got a number of {len(str(abs(x)))} digits"
     if not math.isfinite(x):
         return f"must be a finite number, got {x}"
     too_low = low is not None and (x <= low if low_open else x < low)
