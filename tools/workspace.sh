@@ -199,6 +199,16 @@ run_pytest() {
   return "$status"
 }
 
+# numpy's SIMD dispatch targets this CPU has (AVX2, AVX-512...): turned off, numpy (and so
+# CMA-ES's linear algebra and every reduction it does) takes the baseline SSE paths, as on
+# another CPU. numba's kernels use explicit FMA and no fastmath; numpy's dispatch is what
+# moved an optimizer's path between machines (measured). OpenBLAS's kernel is left as the
+# machine sets it: some hosts pin it because older builds miscompute on them.
+numpy_dispatch_targets() {
+  python -c 'from numpy._core._multiarray_umath import __cpu_dispatch__ as d, __cpu_features__ as f
+print(" ".join(k for k in d if f.get(k)))'
+}
+
 # A process spinning on the last core for the lifetime of the calling shell's pass:
 # the live tests must hold with a core taken (the CPU of a loaded robot or CI host).
 start_busy_core() {
@@ -212,8 +222,9 @@ start_busy_core() {
 # test [PYTEST ARGS...]: ruff, then the whole suite. Without arguments (make test, CI)
 # two more passes follow:
 #   numerics  the tests whose outcome rests on floating point (marker numerics) again,
-#             compiled for a generic x86-64 CPU in a fresh numba cache: a margin that
-#             holds only for this host's vector width or FMA contraction fails here;
+#             numba compiling for a generic x86-64 CPU in a fresh cache and numpy without
+#             its AVX2/AVX-512 paths: a margin that holds only for this host's vector
+#             width fails here;
 #   loaded    the tests that talk to processes, DDS, buses or signals (marker live)
 #             again, with a busy process pinned on the other core.
 cmd_test() {
@@ -229,9 +240,11 @@ cmd_test() {
   ruff check "${pkgs[@]}" tools benchmarks || lint=$?
   run_pytest all "${tests[@]}" "$@" || status=$?
   if [ $# -eq 0 ]; then
-    local cache
+    local cache simd
     cache="$(mktemp -d)"
-    NUMBA_CPU_NAME=generic NUMBA_CACHE_DIR="$cache" \
+    simd="$(numpy_dispatch_targets)"
+    say "numerics pass: numba for a generic x86-64, numpy's SIMD dispatch off (${simd:-none})"
+    NUMBA_CPU_NAME=generic NUMBA_CACHE_DIR="$cache" NPY_DISABLE_CPU_FEATURES="$simd" \
       run_pytest numerics-generic "${tests[@]}" -m numerics -q || pass=$?
     rm -rf "$cache"
     [ "$status" -ne 0 ] || status=$pass

@@ -13,8 +13,6 @@ from bam_identify.data.legacy_logs import write_legacy_log
 from bam_identify.data.synthetic import paper_like_set
 from bam_sim.models.parameter_file import load, published, save
 
-pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
-
 
 @pytest.fixture(scope="module")
 def truth_logs():
@@ -39,6 +37,7 @@ def run(main, args, capsys):
     return code, captured.out, captured.err
 
 
+@pytest.mark.numerics  # CI reruns it with NUMBA_CPU_NAME=generic
 def test_fit_from_a_bag_recovers_the_truth(bag, tmp_path, capsys):
     out = tmp_path / "m4.yaml"
     code, stdout, _ = run(fit_main, ["--bags", bag, "--models", "m4", "--trials", 6000,

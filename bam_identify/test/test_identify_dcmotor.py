@@ -14,11 +14,14 @@ from bam_identify.data.bag_writer import BagSession, BagTrial, write_bag
 from bam_identify.data.synthetic import dcmotor_example, record
 from bam_identify.fitting.fit import FitSettings, Objective, SearchSpace, identify
 from bam_identify.protocol import load_protocol, protocol_from_text
+from bam_sim.bench.bench_log import LogBatch
 from bam_sim.bench.geometry import Bench
-from bam_sim.bench.rollouts import rollout
+from bam_sim.bench.rollouts import batch_rollout, rollout
 from bam_sim.bench.trajectory import get_trajectory
 from bam_sim.common.errors import BamError
 from bam_sim.models.parameter_file import load, save
+
+pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
 
 SEED = 3
 NOISE = 5e-4  # rad, Gaussian noise of the recorded positions
@@ -65,22 +68,76 @@ def test_the_recorded_temperature_rises_while_holding_and_falls_after(logs):
     assert peak > heat.temperature[0] + 30.0 and heat.temperature[-1] < peak - 10.0
 
 
+def positions(space: SearchSpace, sets: list[dict[str, float]], logs) -> np.ndarray:
+    """Noise-free simulated positions of each set over the logs, one row per set."""
+    batch = LogBatch.pack(logs, TRUTH.actuator_def)
+    q = batch_rollout(space.model, space.population(sets), batch)
+    inside = np.arange(batch.goal.shape[1]) < batch.lengths[:, None]  # not the padding
+    return q[:, inside]
+
+
+def standard_errors(space: SearchSpace, logs, truth: dict[str, float]) -> dict[str, float]:
+    """Relative standard error of each parameter from the position noise alone.
+
+    The fit minimises an absolute error; for Gaussian noise σ its asymptotic
+    covariance is (π/2)·σ²·(JᵀJ)⁻¹, J the Jacobian of the positions with respect to
+    the relative parameters (forward differences at the truth).
+    """
+    h = 1e-4
+    rows = positions(space, [truth, *({**truth, n: truth[n] * (1 + h)} for n in truth)], logs)
+    jacobian = ((rows[1:] - rows[0]) / h).T
+    covariance = 0.5 * np.pi * NOISE**2 * np.linalg.inv(jacobian.T @ jacobian)
+    return dict(zip(truth, np.sqrt(np.diag(covariance)), strict=True))
+
+
 def test_fitting_back_a_known_set_from_noisy_logs_with_1C_temperature_readings(logs):
+    """What holds on any CPU. CMA-ES's own linear algebra runs in numpy and OpenBLAS,
+    whose kernels are chosen per CPU (AVX-512, AVX2, SSE): the last bits of its
+    samples differ, so it takes another path on each CPU, and a fixed budget stops it
+    at another distance from the optimum (2400 trials ended 1 to 7 % above the truth's
+    validation MAE). The fit runs instead until it scores as well as the truth on the
+    training logs (their noise floor), the budget ~3x the trials it took on the CPU
+    variants measured (2690 to 2860 trials with numpy's AVX-512, AVX2 or SSE kernels,
+    OpenBLAS's host, Haswell or Prescott ones, 1 or 2 numba threads; numba's own code,
+    with explicit fma and no fastmath, gave the same bits under NUMBA_CPU_NAME=generic).
+    The bands below are derived from the noise and the data, not from one run."""
     train, validation = logs
     fixed = {k: v for k, v in TRUTH.values.items() if k not in IDENTIFIED and k != "q_offset"}
     space = SearchSpace.build("dcmotor", "lugre", fixed, identify_offset=False,
                               groups=("thermal",))
     assert set(space.names) == set(IDENTIFIED)
-    result = identify(space, train, FitSettings(trials=2400, seed=SEED))
-    for name in IDENTIFIED:
-        assert result.values[name] == pytest.approx(TRUTH.values[name], rel=0.10), name
     truth = {name: TRUTH.values[name] for name in IDENTIFIED}
+    floor = Objective(space, train)([truth])[0]
+    result = identify(space, train, FitSettings(trials=8000, seed=SEED, target=floor))
+    assert result.reached_target, (result.trials, result.train_mae / floor)
+    # The truth is some χ₉ standard errors (≤ 5.3 with 99.9 %) from the optimum of its
+    # seeded data; a set scoring as well as the truth lies in the level set through it,
+    # so within about twice that of the truth: 10 standard errors. The thermal group barely
+    # moves the positions (its errors there are huge): it is pinned by the readings of a
+    # ~60 K rise, where 2 % of R_T or C is over 1 K, a whole reading, over thousands.
+    errors = standard_errors(space, train, truth)
+    for name in IDENTIFIED:
+        band = 0.02 if name.startswith("thermal.") else 10.0 * errors[name]
+        assert abs(result.values[name] / truth[name] - 1.0) <= band, (name, errors[name])
+    # On the validation logs, the fitted set's noise-free positions stay within σ/5 of
+    # the truth's: σ·sqrt(π/2·p/N) ≈ σ/30 is expected of a fit of p = 9 parameters on
+    # N = 16 800 samples. For Gaussian noise E|ε + δ| = σ·sqrt(2/π)·(1 + δ²/2σ² + ...):
+    # the validation MAE then exceeds the truth's by at most (1/5)²/2 = 2 %.
+    q_fit, q_truth = positions(space, [result.values, truth], validation)
+    assert np.sqrt(np.mean((q_fit - q_truth) ** 2)) <= NOISE / 5
     fitted_mae, fitted_t = Objective(space, validation).errors(result.values)
     truth_mae, truth_t = Objective(space, validation).errors(truth)
-    assert fitted_mae <= 1.05 * truth_mae
-    # the truth's own errors are the measurement's: noise and the 1 °C rounding
+    assert fitted_mae <= (1.0 + 0.2**2 / 2) * truth_mae
+    # the truth's own errors are the measurement's: noise and the 1 °C rounding (the
+    # MAE of N = 10 400 samples of Gaussian noise has a relative spread of 0.75 %)
     assert truth_mae == pytest.approx(NOISE * np.sqrt(2 / np.pi), rel=0.1)
-    assert 0.15 < truth_t < 0.35 and fitted_t <= 1.05 * truth_t
+    # A reading rounds to 1 °C: E|u + δ| = 1/4 + δ² K for u uniform on ±0.5 K, so a
+    # simulated temperature within 0.25 K of the truth's (a quarter of a reading) adds
+    # at most 1/16 K to the temperature MAE.
+    t_fit, t_truth = (rollout(space.parameter_set(values, {}), validation[-1]).temperature
+                      for values in (result.values, truth))
+    assert np.sqrt(np.mean((t_fit - t_truth) ** 2)) <= 0.25
+    assert 0.15 < truth_t < 0.35 and fitted_t <= truth_t + 0.25**2
 
 
 def test_temperature_error_is_a_weighted_second_objective_term(logs):
@@ -169,7 +226,7 @@ def test_fit_and_eval_commands_report_both_errors(bag, tmp_path, capsys):
 @pytest.mark.parametrize("extra, message", [
     (["--groups", "controller", "--actuator", "dcmotor"], None),
     (["--groups", "cogging"], "has an amplitude but no poles > 0"),
-    (["--temperature-weight", "-1"], "temperature weight must be a finite number >= 0"),
+    (["--temperature-weight", "-1"], "argument --temperature-weight: must be in [0, 1000]"),
 ])
 def test_bad_group_requests_are_refused_in_one_line(bag, tmp_path, capsys, extra, message):
     code, _, err = run(fit_main, ["--bags", bag, "--models", "lugre", "--trials", 4,

@@ -28,6 +28,8 @@ from bam_sim.bench.rollouts import batch_mae, batch_violation
 from bam_sim.common.errors import BamError
 from bam_sim.models.parameter_file import load, save
 
+pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+
 
 def values_of(params, space: SearchSpace) -> dict[str, float]:
     """The search-space coordinates of a parameter set (q_offset 0)."""
@@ -45,18 +47,31 @@ def noisy_logs():
 
 
 def test_round_trip_recovers_the_truth(noisy_logs):
-    """Fitted back from noisy logs: validation MAE within 5 % of the truth's own (the
-    noise floor), the friction levels close to the truth's, the result valid."""
+    """Fitted back from noisy logs until it scores as well as the truth on the training
+    logs (their noise floor): the validation MAE at the truth's (noise floor), the
+    friction levels close to the truth's, the result valid.
+
+    With a fixed 3000 trials the fit stopped in a local optimum 2 % above the floor,
+    F_S 9 % off and the validation MAE 4.2 % above the truth's: a hair from the old 10 %
+    and 5 % bands, and where CMA-ES ends depends on the CPU (numpy's and OpenBLAS's
+    kernels). Run to the floor, it took 3989 to 4289 trials (one IPOP restart) on the
+    CPU variants measured (numpy's AVX-512, AVX2 or SSE kernels, OpenBLAS's host,
+    Haswell or Prescott ones, 1 or 2 numba threads): the budget is ~3x that.
+    """
     truth, train, validation = noisy_logs
     space = SearchSpace.build("mx64", "ep_stribeck")
     at_truth = values_of(truth, space)
     truth_train = Objective(space, train)([at_truth])[0]
     truth_val = Objective(space, validation)([at_truth])[0]
     assert 0.7e-3 < truth_val < 0.9e-3  # the MAE of 1 mrad noise is 0.8 mrad
-    result = identify(space, train, FitSettings(trials=3000, seed=0, target=truth_train),
+    result = identify(space, train, FitSettings(trials=12000, seed=0, target=truth_train),
                       check_logs=validation)
+    assert result.reached_target, (result.trials, result.train_mae / truth_train)
     fitted_val = Objective(space, validation)([result.values])[0]
-    assert fitted_val <= 1.05 * truth_val
+    # A fit of p = 10 parameters on N = 4800 samples misses the truth's positions by
+    # about σ·sqrt(π/2·p/N) ≈ σ/18 (RMS). Gaussian noise σ: E|ε + δ| = σ·sqrt(2/π)·
+    # (1 + δ²/2σ² + ...), so a miss of σ/5 (3.5x that) is 2 % above the truth's MAE.
+    assert fitted_val <= (1.0 + 0.2**2 / 2) * truth_val
     v, t = result.values, truth.values
     assert v["friction_base"] == pytest.approx(t["friction_base"], rel=0.05)
     f_s = v["friction_base"] + v["friction_stribeck"]

@@ -18,6 +18,8 @@ from bam_sim.bench.geometry import Bench
 from bam_sim.common.errors import BamError
 from bam_sim.models.parameter_file import published
 
+pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+
 
 @pytest.fixture(scope="module")
 def m1_logs():
@@ -182,7 +184,7 @@ def test_warm_started_fit_is_no_worse_than_its_start():
 
 def test_bad_storage_url_is_a_clear_error(m1_logs):
     space = SearchSpace.build("mx64", "m1")
-    with pytest.raises(BamError, match="cannot open the optuna storage 'nosuchdb://x'"):
+    with pytest.raises(BamError, match="storage 'nosuchdb://x': the fit records into SQLite"):
         identify(space, m1_logs, FitSettings(trials=10, storage="nosuchdb://x"))
 
 

@@ -14,6 +14,8 @@ from bam_identify.fitting.fit import FitSettings, Objective, SearchSpace, identi
 from bam_identify.fitting.latency import latency_range
 from bam_sim.models.parameter_file import load, published
 
+pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+
 DELAY = 0.012  # s: 2.4 ticks of the 5 ms logs
 
 

@@ -11,6 +11,8 @@ from bam_identify.fitting.fit import FitSettings, Objective, SearchSpace, identi
 from bam_identify.fitting.polish import LevenbergMarquardt
 from bam_sim.models.parameter_file import published
 
+pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+
 
 class Counted:
     """Residuals of an analytic problem, recording every batch asked for."""

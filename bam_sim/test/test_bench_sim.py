@@ -16,6 +16,8 @@ from bam_sim.bench.trajectory import command_log
 from bam_sim.common.errors import BamError
 from bam_sim.models.parameter_file import published
 
+pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+
 DT = 0.005
 
 

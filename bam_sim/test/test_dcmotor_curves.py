@@ -13,6 +13,8 @@ from bam_sim.models import dcmotor as D
 from bam_sim.models import dcmotor_curves as C
 from bam_sim.models.dcmotor import DCMotor
 
+pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+
 LUGRE = 'lugre="400 0.6 0.03 0.06 0.2"'  # σ0, σ1, τ_c, τ_s, ω_s
 MOTOR = ('resistance="1.5" motorconst="0.1" inductance="0.003" saturation="0.25" '
          'damping="0.001 0.0002 0.00001" input="voltage" ctrlrange="-12 12" ' + LUGRE)

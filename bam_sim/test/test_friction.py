@@ -15,6 +15,8 @@ from bam_sim.models.model_registry import get_model
 from bam_sim.models.parameter_file import published
 from bam_sim.models.parameters import to_vector
 
+pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+
 
 @pytest.fixture
 def rng() -> np.random.Generator:

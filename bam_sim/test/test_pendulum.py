@@ -17,6 +17,8 @@ from bam_sim.models.parameter_file import published
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo import servo_torque
 
+pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+
 
 def constant_log(bench, kp, dt, n, goal, enabled, q0, dq0=0.0):
     return BenchLog(bench=bench, kp=kp, dt=dt, goal=np.full(n, goal), enabled=np.full(n, enabled),

@@ -19,6 +19,8 @@ from bam_sim.common.errors import BamError
 from bam_sim.models import dcmotor as dc
 from bam_sim.models.dcmotor import DCMotor
 
+pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+
 DT = 0.001
 STEPS = 1500
 FORCE_ATOL = 1e-9   # N·m

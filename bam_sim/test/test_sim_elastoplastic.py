@@ -35,6 +35,8 @@ from bam_sim.models.elastoplastic import (
 )
 from bam_sim.models.elastoplastic import _phi_z_stribeck_near as phi_z_stribeck_near
 
+pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+
 T_PAPER = 1.0e-3
 Z_PAPER = 1.0 / 55.0  # (12): 1/(5000·0.001 + 50)
 F_S, F_C, V_S, D = 2.5, 0.2, 0.04, 4.5

@@ -43,6 +43,8 @@ from bam_sim.models.model_registry import EP_MODELS, MODELS, get_model
 from bam_sim.models.parameter_file import dump_yaml, load, parse_yaml, published, save
 from bam_sim.models.parameter_set import ParameterSet
 
+pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+
 DT = 0.005
 # F_C, F_S − F_C, D, K, B in units of the actuator's scales; v_S in rad/s.
 FRICTION = {"friction_base": 0.12, "friction_stribeck": 0.16, "friction_viscous": 0.1,

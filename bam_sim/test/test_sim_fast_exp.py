@@ -6,8 +6,11 @@ import math
 from decimal import Decimal, localcontext
 
 import numpy as np
+import pytest
 
 from bam_sim.models.fast_exp import EXP_FLOOR, EXP_TABLE_BITS, exp_split, exp_table
+
+pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
 
 
 def grid() -> list[float]:

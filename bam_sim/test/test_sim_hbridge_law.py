@@ -16,6 +16,8 @@ from bam_sim.models.parameter_file import published
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo import bridge_voltage, torque_from_control
 
+pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+
 PERIOD = 5.0e-5  # s, a 20 kHz PWM
 
 

@@ -28,6 +28,8 @@ from bam_sim.models.ep_validity import lugre_violation
 from bam_sim.models.parameter_file import dump_yaml, parse_yaml, published
 from bam_sim.models.parameter_set import ParameterSet
 
+pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+
 DT = 0.005
 MASS, LENGTH = 1.0, 0.15
 COM_INERTIA = 1e-6  # the body's own inertia about its centre, counted in our armature

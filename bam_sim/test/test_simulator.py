@@ -15,6 +15,8 @@ from bam_sim.common.errors import BamError
 from bam_sim.models.parameter_file import published
 from bam_sim.models.parameters import from_vector
 
+pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+
 
 def bench_logs(actuator: str, rng: np.random.Generator, n_logs: int = 6) -> list[BenchLog]:
     """Logs of varied length, bench and gain, every trajectory, some torque-off."""
