@@ -120,47 +120,79 @@ class ProcessBench:
             raise
 
     def add(self, node, name: str | None = None) -> None:
-        from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+        from rclpy.executors import SingleThreadedExecutor
 
         executor = SingleThreadedExecutor(context=self.context)
         executor.add_node(node)
-
-        def spin() -> None:
-            try:
-                executor.spin()
-            except ExternalShutdownException:
-                pass
-
+        stopping = threading.Event()
         name = name or node.get_name()
-        thread = threading.Thread(target=spin, daemon=True, name=name)
+        thread = threading.Thread(target=_spin, args=(executor, stopping), daemon=True,
+                                  name=name)
         self.nodes[name] = node
-        self.spinners[name] = (executor, thread)
+        self.spinners[name] = (executor, thread, stopping)
         thread.start()
 
     @property
     def running(self) -> bool:
-        return all(thread.is_alive() for _, thread in self.spinners.values()) and \
+        return all(thread.is_alive() for _, thread, _ in self.spinners.values()) and \
             all(process.poll() is None for process in self.processes)
 
     def close(self, name: str) -> None:
         """Stop and destroy one node (a recorder closes its bag)."""
-        node = self.nodes.pop(name)
-        executor, thread = self.spinners.pop(name)
-        executor.shutdown()
-        thread.join(timeout=5.0)
-        node.destroy_node()
+        self._halt([name])
+        self._destroy(name)
 
     def shutdown(self) -> None:
+        """Every node stopped and destroyed, the context shut down, the processes ended.
+
+        In that order: every spin thread is stopped and joined first (all at once: one
+        wake-up each), since rclpy's ``Executor.shutdown`` destroys the guard condition
+        a spinning thread waits on; then each node's entities and the node go
+        (``destroy_node``); the context last."""
         import rclpy
 
         try:
+            self._halt(list(self.nodes))
             for name in list(self.nodes):
-                self.close(name)
+                self._destroy(name)
             if self._owns_context:
                 rclpy.try_shutdown(context=self.context)
         finally:
             for process in self.processes:
                 _stop(process)
+
+    def _halt(self, names: list[str]) -> None:
+        """Stop the spin threads of ``names`` and join them (a callback under way ends
+        first: a recorder's write, a driver's torque off)."""
+        for name in names:
+            executor, _, stopping = self.spinners[name]
+            stopping.set()
+            executor.wake()
+        for name in names:
+            self.spinners[name][1].join(timeout=JOIN_SECONDS)
+
+    def _destroy(self, name: str) -> None:
+        node = self.nodes.pop(name)
+        executor, _, _ = self.spinners.pop(name)
+        executor.shutdown(timeout_sec=0.0)
+        node.destroy_node()
+
+
+JOIN_SECONDS = 3.0  # a callback longer than this is cut short by the node's destruction
+
+
+def _spin(executor, stopping: threading.Event) -> None:
+    """Run ``executor``'s callbacks until ``stopping`` is set (and the executor woken)."""
+    from rclpy.executors import ExternalShutdownException
+
+    try:
+        while not stopping.is_set():
+            executor.spin_once(timeout_sec=SPIN_SECONDS)
+    except ExternalShutdownException:
+        pass
+
+
+SPIN_SECONDS = 0.5  # a lost wake-up delays the stop by at most this
 
 
 def _stop(process: subprocess.Popen) -> None:

@@ -27,12 +27,12 @@ import argparse
 import dataclasses
 import os
 import sys
-from pathlib import Path
 
 from bam_identify.cli import (
     STORAGE_OPTION,
     FitInterrupted,
     FitJob,
+    _load,
     _main,
     fit_parser,
     number_option,
@@ -79,12 +79,10 @@ def add_jobs(args: argparse.Namespace) -> str:
     if not args.campaign.strip():
         raise BamError("campaign add: --campaign must not be empty; name the campaign")
     job = FitJob.from_args(args)
-    if not job.bags and not job.logs:
-        raise BamError("campaign add: no data: give --bags and/or --logs")
-    for path in (*job.bags, *job.logs):
-        if not Path(path).exists():
-            raise BamError(f"{path} does not exist; the workers read the data at the paths "
-                           "given here, so give paths every machine sees")
+    # The data read now as fit reads it (paths, plausibility, the actuator among the
+    # logs): a job fit would refuse is refused here, not met later by a worker. The
+    # workers read the same paths, so they must be ones every machine sees.
+    _load(job)
     models = list(dict.fromkeys(job.models))
     # Each job's parameter file as fit would name it with all the models at once (the
     # actuator left to the data), its own report folder and its own study.
@@ -202,11 +200,15 @@ def _run_job(campaign, number: int, text: str, args: argparse.Namespace) -> bool
         with shielded():
             campaign.release(number)
         raise Interrupted(f"campaign {campaign.name}: interrupted; {given_back}") from None
-    except BamError as exc:
-        if stop_requested():  # the fit stopped before it found anything: not a failure
+    except Exception as exc:
+        # After a stop, any error is the stop's doing (the fit stopped before it found
+        # anything; numba's import or a transaction cut short): not the job's failure.
+        if stop_requested():
             with shielded():
                 campaign.release(number)
             raise Interrupted(f"campaign {campaign.name}: interrupted; {given_back}") from None
+        if not isinstance(exc, BamError):
+            raise
         with shielded():
             campaign.finish(number, FAILED, {"error": str(exc)})
         print(f"job {number} failed: {exc}", file=sys.stderr)

@@ -35,7 +35,7 @@ from bam_sim.common.command import (
 )
 from bam_sim.common.errors import BamError
 from bam_sim.common.numbers import checked, option
-from bam_sim.common.output_paths import check_output, output_folder, write_new
+from bam_sim.common.output_paths import check_length, check_output, output_folder, write_new
 from bam_sim.models.model_registry import MODELS, get_model
 from bam_sim.models.motor_groups import DEFAULT_TEMPERATURE_WEIGHT, GROUPS
 from bam_sim.models.parameter_file import dump_yaml, load
@@ -273,6 +273,7 @@ def _check_fit_outputs(args: FitJob, actuator: str, models: list[str]) -> dict[s
 
 def _check_input(path: Path, option_name: str) -> None:
     """A data path is an existing file or folder (not a device, a pipe, a socket)."""
+    check_length(path, option_name)  # before the OS refuses it with ENAMETOOLONG
     if not path.exists():
         raise BamError(f"{option_name} {path} does not exist; give a bag, a log or a folder "
                        "of them")
@@ -421,23 +422,38 @@ def _report(folder: Path, results: list, validation: list, train: list, warnings
             path = write_report(where, results, validation, train, warnings, provenance, pool)
         return Path(folder) / path.name
     finally:
-        pool.close()
+        # After a stop the workers are killed, not waited for: one may still be importing
+        # matplotlib for seconds before it reads the end of its input.
+        pool.close(at_once=stop_requested(), stopped=stop_requested)
 
 
 def _fit_summary(results: list, report: Path | None, stopped: bool) -> str:
     """The MAE table and the files written; FitInterrupted when a signal stopped a search."""
-    from bam_identify.fitting.report import mae_table
+    from bam_identify.fitting.report import FIGURES_LEFT_OUT, mae_table
 
     files = "\n".join(f"  {r.model}: {r.output}" for r in results)
     summary = f"{mae_table(results)}\nparameters:\n{files}\nreport: {report}"
+    bare = report is not None and _figures_left_out(report)
+    if bare:
+        summary += f"\n{FIGURES_LEFT_OUT}"
     # A signal that came once every search was done (during the report, written whole)
     # stopped nothing: the summary as usual, and the exit code says a signal came.
     stop = current()
     if stopped or (results and results[-1].interrupted):
         name = signal_name(stop.signum if stop else 0)
+        what = "without its figures" if bare else "complete"
         raise FitInterrupted(f"{summary}\nfit interrupted by {name}: only the files above "
-                             "were written (the report complete, for these models)")
+                             f"were written (the report {what}, for these models)")
     return summary
+
+
+def _figures_left_out(report: Path) -> bool:
+    """Whether the report written at ``report`` says a stop left its figures out."""
+    try:
+        summary = json.loads((report.parent / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return "figures_left_out" in summary
 
 
 def _check_held(held: dict[str, float], act, model: str, groups: tuple[str, ...]) -> None:

@@ -127,3 +127,72 @@ def test_simulate_stopped_by_ctrl_c_says_so_in_one_line(tmp_path, capsys, monkey
     assert simulate_cli.main(["--output", str(out)]) == 130
     assert capsys.readouterr().err == "simulate: interrupted by SIGINT; nothing was written\n"
     assert not out.exists()
+
+
+def test_an_interrupt_lost_in_a_destructor_is_raised_at_the_next_check():
+    """The handler's KeyboardInterrupt inside a ``__del__`` is discarded by Python: no
+    "Exception ignored" traceback, and the loop's next raise_if_stopped() ends the work."""
+    result = _script("""
+        class Dropped:
+            def __del__(self):
+                os.kill(os.getpid(), signal.SIGTERM)  # the handler raises in here: lost
+
+        def work(stop):
+            steps = 0
+            while True:
+                raise_if_stopped()
+                steps += 1
+                if steps == 1:
+                    Dropped()  # collected at once
+                if steps > 1000:
+                    return "the loop went on"
+        code = run_command("t", work)
+        print("ran", code)
+        raise SystemExit(code)
+    """)
+    assert (result.returncode, result.stdout) == (143, "ran 143\n"), result.stderr
+    assert result.stderr == "t: interrupted by SIGTERM; nothing was written\n"
+
+
+def test_raise_if_stopped_keeps_to_shields_and_to_request_only_stops():
+    result = _script("""
+        def work(stop):
+            steps = []
+            try:
+                with stop.interrupting():
+                    with shielded():
+                        os.kill(os.getpid(), signal.SIGTERM)  # deferred by the shield
+                        raise_if_stopped()  # a shield is never cut short
+                        steps.append("shield whole")
+                    raise_if_stopped()
+                    steps.append("not raised")
+            except KeyboardInterrupt:
+                steps.append("raised after the shield")
+            raise_if_stopped()  # request-only, outside interrupting(): the caller checks
+            return ", ".join(steps)
+        raise SystemExit(run_command("t", work, raising=False))
+    """)
+    assert (result.returncode, result.stdout) == (
+        143, "shield whole, raised after the shield\n"), result.stderr
+
+
+def test_a_second_signal_inside_the_first_handler_is_absorbed_without_a_lock():
+    """The second signal's handler may run inside the first one's (it did: inside its
+    Event.set, whose lock it then waited for forever). The stop request takes no lock."""
+    result = _script("""
+        import threading
+        def work(stop):
+            flag = stop.requested
+            assert not isinstance(flag, type(threading.Event()))
+            plain_set = flag.set
+            def set_with_a_signal_inside():
+                os.kill(os.getpid(), signal.SIGINT)  # handled right here, re-entering
+                plain_set()
+            flag.set = set_with_a_signal_inside
+            with shielded():
+                os.kill(os.getpid(), signal.SIGTERM)
+            assert flag.wait(5.0)
+            return "stopped once"
+        raise SystemExit(run_command("t", work))
+    """)
+    assert (result.returncode, result.stdout) == (143, "stopped once\n"), result.stderr

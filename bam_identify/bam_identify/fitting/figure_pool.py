@@ -20,15 +20,25 @@ SIGINT and SIGTERM: the parent, which keeps what its fit found and writes its
 report whole, ends them by closing their stdin (then kills one that does not
 end). A worker whose parent vanished mid-call reads a cut message or meets a
 closed pipe: it ends quietly.
+
+A stop requested while the figures are drawn (``stopped()`` true) abandons
+them: drawing takes seconds on a loaded machine, and a stopped command must
+exit within a few. The parent never blocks on a worker for long: it sends the
+calls from a thread and waits for the answers with a timeout, checking
+``stopped()`` meanwhile; then it kills the workers instead of waiting for
+them (:class:`FiguresAbandoned`).
 """
 
 from __future__ import annotations
 
+import os
 import pickle
+import select
 import signal
 import struct
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -36,11 +46,25 @@ from typing import BinaryIO
 
 WARM_AFTER = 1.0  # s of fitting after which the workers are worth their start
 WORKERS = 2
+CHECK_SECONDS = 0.05  # a stop is noticed this soon while the workers draw or end
+CLOSE_SECONDS = 5.0  # a worker that has not ended this long after its stdin closed is killed
+
+
+class FiguresAbandoned(Exception):  # noqa: N818 - an outcome, not an error
+    """A stop was requested while the figures were drawn: none is kept."""
+
+
+def _never() -> bool:
+    return False
+
+
+def _frame(value) -> bytes:
+    data = pickle.dumps(value)
+    return struct.pack("<Q", len(data)) + data
 
 
 def _send(stream: BinaryIO, value) -> None:
-    data = pickle.dumps(value)
-    stream.write(struct.pack("<Q", len(data)) + data)
+    stream.write(_frame(value))
     stream.flush()
 
 
@@ -91,40 +115,107 @@ class FigurePool:
                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
                     for _ in range(WORKERS)]
 
-    def draw(self, tasks: dict[str, tuple[Callable, tuple]]) -> dict:
-        """{name: fn(*args)} for every task: in the workers if they are up, else inline."""
+    def draw(self, tasks: dict[str, tuple[Callable, tuple]],
+             stopped: Callable[[], bool] = _never) -> dict:
+        """{name: fn(*args)} for every task: in the workers if they are up, else inline.
+
+        FiguresAbandoned as soon as ``stopped()`` holds (checked before each inline
+        figure, every CHECK_SECONDS while the workers draw); the workers are then killed.
+        """
+        if stopped():
+            self.close(at_once=True)
+            raise FiguresAbandoned
         if self.workers:
             try:
-                return self._draw_in_workers(tasks)
+                return self._draw_in_workers(tasks, stopped)
             except (EOFError, OSError, pickle.PickleError):
                 self.close()
-        return {name: fn(*args) for name, (fn, args) in tasks.items()}
+            except FiguresAbandoned:
+                self.close(at_once=True)
+                raise
+        results = {}
+        for name, (fn, args) in tasks.items():
+            if stopped():
+                raise FiguresAbandoned
+            results[name] = fn(*args)
+        return results
 
-    def _draw_in_workers(self, tasks: dict[str, tuple[Callable, tuple]]) -> dict:
+    def _draw_in_workers(self, tasks: dict[str, tuple[Callable, tuple]],
+                         stopped: Callable[[], bool]) -> dict:
         names = list(tasks)
         owners = {name: self.workers[i % len(self.workers)] for i, name in enumerate(names)}
-        for name in names:  # each worker queues its calls on its stdin
-            _send(owners[name].stdin, tasks[name])
+        # Pickled here (a call that cannot be is drawn inline), written from a thread: a
+        # call may be larger than the pipe holds, and a write that waits for a busy worker
+        # must not keep the parent from noticing a stop.
+        frames = {worker: b"".join(_frame(tasks[name]) for name in names
+                                   if owners[name] is worker) for worker in self.workers}
+        for worker, data in frames.items():  # each worker queues its calls on its stdin
+            threading.Thread(target=_write, args=(worker.stdin, data), daemon=True,
+                             name="figure-calls").start()
         results = {}
         for name in names:
-            ok, value = _receive(owners[name].stdout)
+            ok, value = _receive_unless(owners[name].stdout, stopped)
             if not ok:
                 raise value  # the figure's own error, as inline
             results[name] = value
         return results
 
-    def close(self) -> None:
+    def close(self, at_once: bool = False, stopped: Callable[[], bool] = _never) -> None:
+        """End the workers: by closing their stdin, or ``at_once`` by killing them (a
+        stop: a worker may be mid-figure, or still importing matplotlib, for seconds).
+        A worker not gone CLOSE_SECONDS after its stdin closed, or once ``stopped()``
+        holds, is killed."""
         for worker in self.workers:
+            if at_once:
+                worker.kill()
             try:
                 worker.stdin.close()
             except OSError:
                 pass
-            try:
-                worker.wait(timeout=5.0)
-            except subprocess.TimeoutExpired:
-                worker.kill()
-                worker.wait()
+            deadline = time.monotonic() + CLOSE_SECONDS
+            while worker.poll() is None:
+                if stopped() or time.monotonic() > deadline:
+                    worker.kill()
+                try:
+                    worker.wait(timeout=CHECK_SECONDS)
+                except subprocess.TimeoutExpired:
+                    pass
+            worker.stdout.close()
         self.workers = []
+
+
+def _write(stream: BinaryIO, data: bytes) -> None:
+    """Write ``data``; a worker gone meanwhile (killed by a stop) ends the thread, and the
+    parent, reading its answers, meets the end of its pipe."""
+    try:
+        stream.write(data)
+        stream.flush()
+    except (OSError, ValueError):  # ValueError: the parent closed the pipe
+        pass
+
+
+def _receive_unless(stream: BinaryIO, stopped: Callable[[], bool]):
+    """The next value from a worker, read from the pipe itself (never its buffer, which
+    the timeout could not see); FiguresAbandoned once ``stopped()``."""
+    head = _read_exactly(stream.fileno(), 8, stopped)
+    (size,) = struct.unpack("<Q", head)
+    return pickle.loads(_read_exactly(stream.fileno(), size, stopped))
+
+
+def _read_exactly(fd: int, size: int, stopped: Callable[[], bool]) -> bytes:
+    chunks, left = [], size
+    while left:
+        if stopped():
+            raise FiguresAbandoned
+        ready, _, _ = select.select([fd], [], [], CHECK_SECONDS)
+        if not ready:
+            continue
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            raise EOFError("the figure worker is gone")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def _serve() -> None:

@@ -13,19 +13,26 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from bam_identify.fitting.figure_pool import FigurePool
+from bam_identify.fitting.figure_pool import FigurePool, FiguresAbandoned
 from bam_sim.bench.bench_log import BenchLog
 from bam_sim.bench.rollouts import rollout
+from bam_sim.common.command import stop_requested
 from bam_sim.common.errors import BamError
 from bam_sim.models.parameter_file import write_atomic
 from bam_sim.models.parameter_set import ParameterSet
 
 LOAD_DEPENDENT = ("m3", "m4", "m5", "m6", "ep_load")
+# Why a report has no figures: a stop came before or while they were drawn (seconds of
+# work a stopped command has no time for). No command draws them afterwards.
+FIGURES_LEFT_OUT = ("the figures were left out: the fit was interrupted before they were "
+                    "drawn; no command draws them afterwards: run the fit again to get them "
+                    "(with --storage it resumes its study where it stopped)")
 
 
 @dataclass
@@ -78,11 +85,14 @@ def check_report_folder(folder: Path, force: bool) -> None:
 
 def write_report(folder: Path, results: list[ModelResult], validation: list[BenchLog],
                  train: list[BenchLog], warnings: list[str], provenance: dict,
-                 pool: FigurePool | None = None) -> Path:
+                 pool: FigurePool | None = None,
+                 stopped: Callable[[], bool] = stop_requested) -> Path:
     """Write summary.json, report.md and the figures; returns the Markdown path.
 
     ``pool``: worker processes warmed up during the fit draw the figures in
     parallel (:mod:`bam_identify.fitting.figure_pool`); else they are drawn here.
+    Once ``stopped()`` (the command was asked to stop) the figures are left out,
+    and the report says so (:data:`FIGURES_LEFT_OUT`): the tables are written.
     """
     folder.mkdir(parents=True, exist_ok=True)
     tasks = {"mae": (_plot_mae, (folder / "mae.png", results))}
@@ -94,7 +104,7 @@ def write_report(folder: Path, results: list[ModelResult], validation: list[Benc
     motor = [r for r in results if _uses_motor(r.params)]
     if motor:
         tasks["dcmotor"] = (_plot_dcmotor, (folder / "dcmotor_curves.png", motor))
-    figures = (pool or FigurePool(enabled=False)).draw(tasks)
+    figures, left_out = _figures(pool or FigurePool(enabled=False), tasks, stopped)
     summary = {
         "provenance": provenance,
         "warnings": warnings,
@@ -108,6 +118,8 @@ def write_report(folder: Path, results: list[ModelResult], validation: list[Benc
                              "file": str(r.output)} for r in results},
         "figures": {k: v.name for k, v in figures.items()},
     }
+    if left_out:
+        summary["figures_left_out"] = FIGURES_LEFT_OUT
     elastoplastic = {r.model: _elastoplastic_summary(r.params, train)
                      for r in results if r.params.model_def.elastoplastic}
     if elastoplastic:
@@ -116,6 +128,18 @@ def write_report(folder: Path, results: list[ModelResult], validation: list[Benc
     path = folder / "report.md"
     write_atomic(path, _markdown(summary, results))
     return path
+
+
+def _figures(pool: FigurePool, tasks: dict, stopped: Callable[[], bool]
+             ) -> tuple[dict[str, Path], bool]:
+    """The figures drawn, and whether a stop left them out: then none is kept, since a
+    figure a worker was writing when it was killed may be cut short."""
+    try:
+        return pool.draw(tasks, stopped), False
+    except FiguresAbandoned:
+        for _, (path, *_) in tasks.values():
+            path.unlink(missing_ok=True)
+        return {}, True
 
 
 def mae_table(results: list[ModelResult]) -> str:
@@ -202,6 +226,9 @@ def _markdown(summary: dict, results: list[ModelResult]) -> str:
                        f"{ep['pre_sliding_displacement']:.3e} | {ep['admittance']:.4g} | "
                        f"{ep['required_admittance']:.4g} | {ep['coupling_ratio']:.3f} |")
     out += ["", "## Figures", ""]
+    if "figures_left_out" in summary:
+        out += [summary["figures_left_out"][0].upper() + summary["figures_left_out"][1:] + ".",
+                ""]
     titles = {"mae": "MAE per model (paper Fig. 5)",
               "validation": "Simulated vs recorded positions on validation logs (Fig. 1)",
               "diagrams": "Drive/backdrive diagrams of the fitted models (Fig. 4)",

@@ -27,6 +27,7 @@ from bam_identify.fitting.study_record import (
     Pending,
     shares_of,
 )
+from bam_sim.common.command import raise_if_stopped
 
 # A mean position error beyond a turn: the simulation does not follow the bench at all
 # (a diverged rollout). Such candidates score a finite penalty (CMA-ES needs numbers) and
@@ -96,6 +97,7 @@ class Search:
         Scores already stored (a resumed study, or shares other workers
         evaluated) are read, not simulated again.
         """
+        raise_if_stopped()  # a stop whose KeyboardInterrupt was lost ends the fit here
         u = run.ask()
         x = self.lower + u * self.span
         g, size = run.generation, run.popsize
@@ -135,6 +137,7 @@ class Search:
         return after RECLAIM_SECONDS to look for shares to take over."""
         until = time.monotonic() + RECLAIM_SECONDS
         while self._merge(run, g, scores, limit) and time.monotonic() < until:
+            raise_if_stopped()
             time.sleep(POLL_SECONDS)
 
     def _account(self, count: int, scores: np.ndarray, x: np.ndarray) -> None:
@@ -182,6 +185,7 @@ class Search:
             until = time.monotonic() + RECLAIM_SECONDS  # then claim again: its worker may
             while (result := self.record.polish_result(run.k, g)) is None \
                     and time.monotonic() < until:  # have vanished
+                raise_if_stopped()
                 time.sleep(POLL_SECONDS)
         else:  # run before (a resumed study) or by another worker
             x = self.lower + np.array(result["u"]) * self.span
@@ -209,6 +213,7 @@ class Search:
             # Progress as it goes; the best itself is the objective's score at the end.
             self.done += len(U)
             self._note(len(U), lm.best)
+            raise_if_stopped()  # each LM step evaluates: a stop ends the polish there
 
         # One evaluation kept back: the objective's own score of the polished point.
         budget = self.trials - self.done - 1

@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from bam_sim.common.errors import BamError
+from bam_sim.common.output_paths import check_length
 
 SCHEMA_VERSION = 12  # optuna's RDB schema the bulk writes follow (optuna 5.0)
 LEASE_SECONDS = 0.5  # a single worker claims about this much work per transaction
@@ -195,6 +196,7 @@ def storage_url(text: str) -> str:
                        "process ends and seen by no other worker; give a file "
                        "(sqlite:///fit.db) or a server (postgresql+psycopg://user@host/db)")
     if backend == "sqlite" and not database.startswith("file:"):
+        check_length(Path(database).expanduser(), f"storage '{text[:60]}'")
         _check_sqlite_file(Path(database).expanduser(), text)
     return text.strip()
 

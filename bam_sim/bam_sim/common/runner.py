@@ -56,7 +56,11 @@ class StopSignals:
         return self
 
     def _on_signal(self, signum: int, frame: object) -> None:
-        self.first = self.first or signum
+        # A later signal returns at once: it may arrive while the first handler holds the
+        # event's lock inside set(), and taking it again there would deadlock.
+        if self.first:
+            return
+        self.first = signum
         self.event.set()
 
 

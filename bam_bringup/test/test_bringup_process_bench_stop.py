@@ -1,0 +1,59 @@
+"""ProcessBench's shutdown order: every spin thread stopped and joined before its executor
+is shut down (rclpy then destroys the guard condition a spinning thread waits on: the
+thread died with an AttributeError traceback) and before its node is destroyed."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from rclpy.node import Node
+
+from bam_bringup.process_bench import ProcessBench
+from bam_sim.testing.ros_context import private_context
+
+pytestmark = pytest.mark.live  # DDS and threads: rerun under load
+
+ROUNDS = 5
+
+
+def busy_node(context, name: str) -> Node:
+    """A node whose executor always has work: a 1 kHz timer."""
+    node = Node(name, context=context)
+    node.create_timer(0.001, lambda: None)
+    return node
+
+
+def test_spin_threads_end_before_their_executor_and_node_go():
+    failures: list[str] = []
+    order: list[str] = []
+    hook = threading.excepthook
+    threading.excepthook = lambda args: failures.append(f"{args.thread.name}: "
+                                                        f"{args.exc_type.__name__}")
+    try:
+        with private_context() as context:
+            for round_ in range(ROUNDS):
+                bench = ProcessBench([], context=context)
+                for i in range(3):
+                    bench.add(busy_node(context, f"busy{round_}_{i}"))
+                for name, (executor, thread, _) in bench.spinners.items():
+                    executor.shutdown = _noting(executor.shutdown, thread, f"{name} executor",
+                                                order)
+                    node = bench.nodes[name]
+                    node.destroy_node = _noting(node.destroy_node, thread, f"{name} node",
+                                                order)
+                bench.shutdown()
+                assert bench.nodes == {} and bench.spinners == {}
+    finally:
+        threading.excepthook = hook
+    assert failures == []
+    assert len(order) == ROUNDS * 3 * 2 and all(o.endswith("after its thread")
+                                                for o in order), order
+
+
+def _noting(method, thread: threading.Thread, what: str, order: list[str]):
+    def call(*args, **kwargs):
+        state = "while its thread spins" if thread.is_alive() else "after its thread"
+        order.append(f"{what} {state}")
+        return method(*args, **kwargs)
+    return call
