@@ -73,12 +73,21 @@ from bam_sim.testing.cli_properties import (
     bound_node_spin,
     chain,
     classify,
+    dds_threads,
     isolate_ros,
     non_finite,
     run_forked,
 )
 
 pytestmark = pytest.mark.properties
+
+
+@pytest.fixture(autouse=True)
+def _fork_safe():
+    """Each example is a child forked from this process: it must not have run DDS."""
+    if dds_threads():
+        pytest.skip("this process has run DDS, so a forked child would deadlock in rcl's "
+                    "init: run these tests in a process of their own (pytest -m properties)")
 
 GUARD = 120.0  # s an example may run before it counts as a hang (generous: busy CI cores)
 # Per executable. Measured on the 2-core dev machine: the module's 208 runs took 67 s at

@@ -104,6 +104,19 @@ def _child(main: Callable[[list[str]], int | None], argv: list[str], cwd: Path,
     return code
 
 
+def dds_threads() -> list[str]:
+    """Names of this process's DDS threads: once a DDS participant has lived here, its
+    threads (and locks) stay, and a forked child that starts ROS deadlocks in rcl's init
+    (seen: the child waiting forever in ``Context.init``)."""
+    names = []
+    for task in Path("/proc/self/task").iterdir():
+        with contextlib.suppress(OSError):
+            name = (task / "comm").read_text().strip()
+            if name.startswith("dds."):
+                names.append(name)
+    return names
+
+
 def run_forked(main: Callable[[list[str]], int | None], argv: list[str], cwd: Path,
                timeout: float = 60.0, prepare: Callable[[dict], None] | None = None) -> Run:
     """``main(argv)`` in a forked child running in ``cwd``; killed after ``timeout`` s.
