@@ -147,12 +147,19 @@ def test_a_job_handed_back_is_resumed_over_its_own_output(log_dir, tmp_path, sig
     where = ["--storage", url, "--campaign", "c"]
     out, report = tmp_path / "{model}.yaml", tmp_path / "report"
     assert campaign_main(_add(url, "c", "--logs", log_dir, "--models", "m1", "--trials",
-                              600, "--output", out, "--report", report)) == 0
+                              3000, "--output", out, "--report", report)) == 0
     first = subprocess.Popen([sys.executable, "-c", WORK, "work", *where, "--quiet"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         _await_a_generation(url, first)
+        # Seen running, frozen, then signalled: the stop lands mid-job however fast the
+        # fit runs (the signal is delivered as the worker continues). The database is
+        # not read while the worker is frozen: it may hold SQLite's write lock.
+        state = _query(url, "SELECT state FROM bam_fit_jobs")
+        first.send_signal(signal.SIGSTOP)
+        assert state == [("running",)], f"job {state} before the stop; raise --trials"
         first.send_signal(signum)
+        first.send_signal(signal.SIGCONT)
         stdout, err = first.communicate(timeout=TIMEOUT)
     finally:
         first.kill()
