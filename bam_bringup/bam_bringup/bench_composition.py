@@ -146,11 +146,4 @@ def _driver(a: BenchArgs, ns: str, bench: dict) -> list[NodeSpec]:
     return nodes
 
 
-def _read_protocol(a: BenchArgs) -> None:
-    if a.protocol:
-        from bam_identify.protocol import load_protocol
-
-        load_protocol(a.protocol)
-
-
-BENCH = Composition("bench", BenchArgs, bench_nodes, REFUSALS, (_read_protocol,))
+BENCH = Composition("bench", BenchArgs, bench_nodes, REFUSALS)

@@ -78,9 +78,6 @@ class Composition:
     arguments_type: type
     nodes: Callable[[Any], list[NodeSpec]]
     refusals: tuple[Refusal, ...] = ()
-    # Files the nodes will read, read now (each raises a one-line BamError): a bad file
-    # is refused before any node starts and logs, not by one node among running ones.
-    file_checks: tuple[Callable[[Any], None], ...] = ()
 
     def arguments(self) -> dict[str, Argument]:
         hints = typing.get_type_hints(self.arguments_type)
@@ -105,8 +102,6 @@ class Composition:
         for refusal in self.refusals:
             if refusal.applies(args):
                 raise BamError(refusal.message)
-        for read in self.file_checks:
-            read(args)
 
     def compose(self, values: Mapping[str, object] | None = None) -> list[NodeSpec]:
         """The nodes started for these argument values (the others take their defaults)."""

@@ -44,7 +44,9 @@ def composition(name: str) -> Composition:
 def serve(values: dict[str, str], config: str = "bench", stop: StopSignal | None = None) -> str:
     """Run the composition until ``stop`` is requested (Ctrl-C) or a node or process ends."""
     stop = stop or StopSignal()
-    bench = ProcessBench(composition(config).compose(values))
+    specs = composition(config).compose(values)
+    _read_protocols(specs)
+    bench = ProcessBench(specs)
     try:
         print(f"bench: running {', '.join(bench.nodes)}; Ctrl-C to stop", file=sys.stderr,
               flush=True)
@@ -53,6 +55,18 @@ def serve(values: dict[str, str], config: str = "bench", stop: StopSignal | None
     finally:
         bench.shutdown()
     return "bench: stopped"
+
+
+def _read_protocols(specs) -> None:
+    """The protocol files the nodes will play, read first: a bad one is refused in one
+    line before any node starts (and logs), not by one node among running ones."""
+    from bam_identify.nodes.trajectory_node import resolve_protocol_file
+    from bam_identify.protocol import load_protocol
+
+    for spec in specs:
+        name = str(spec.parameters.get("protocol_file") or "").strip()
+        if name:
+            load_protocol(resolve_protocol_file(name))
 
 
 def _launch_values(items: list[str]) -> dict[str, str]:

@@ -44,7 +44,7 @@ import shutil
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -60,10 +60,13 @@ from bam_drivers.emulators import dynamixel_emulator, ethercat_emulator
 from bam_drivers.nodes import dynamixel_node, erob_node, feetech_node
 from bam_identify.campaign_cli import campaign_main
 from bam_identify.cli import eval_main, fit_main, recover_main
-from bam_identify.data.bag_writer import write_bag
+from bam_identify.data.bag_writer import BagSession, BagTrial, write_bag
 from bam_identify.export_cli import export_main
 from bam_identify.nodes import recorder_node, trajectory_node
+from bam_sim.bench.geometry import Bench
+from bam_sim.bench.rollouts import rollout
 from bam_sim.bench.simulate_cli import main as simulate_main
+from bam_sim.bench.trajectory import command_log
 from bam_sim.models.parameter_file import published, save
 from bam_sim.nodes import arm_node, pendulum_node
 from bam_sim.testing.cli_properties import (
@@ -537,15 +540,23 @@ TALLY = Tally()
 LOG = os.environ.get("BAM_PROPERTY_LOG")  # a JSON-lines file: one line per example
 
 
+def _mx64_session() -> BagSession:
+    """Two short MX-64 runs (published M4) on one bench: a bag the data commands accept."""
+    trials = []
+    for i, (trajectory, kp) in enumerate((("lift_drop", 8.0), ("steps", 16.0))):
+        commands = command_log(trajectory, Bench(mass=1.0, length=0.15, arm_mass=0.1), kp,
+                               0.005, 0.5)
+        run = rollout(published("mx64", "m4"), commands)
+        log = replace(commands, position=run.position, velocity=run.velocity,
+                      control=run.control, name=f"mx64-{trajectory}-{kp:g}")
+        trials.append(BagTrial(log, trajectory, kp, i + 1, 0, motor_torque=run.motor_torque))
+    return BagSession("mx64", trials, joint_name="pendulum", source="sim", model="m4")
+
+
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory) -> Shared:
-    tests = str(Path(__file__).resolve().parents[2] / "bam_identify" / "test")
-    if tests not in sys.path:  # on the path in a run of every package's tests, not alone
-        sys.path.append(tests)
-    from identify_cases import mx64_session
-
     folder = tmp_path_factory.mktemp("shared")
-    bag = write_bag(folder / "bag", [mx64_session(duration=0.5)])
+    bag = write_bag(folder / "bag", [_mx64_session()])
     open_bag = folder / "open_bag"
     shutil.copytree(bag, open_bag)
     (open_bag / "metadata.yaml").unlink()
