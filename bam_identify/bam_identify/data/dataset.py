@@ -200,9 +200,12 @@ def load_dataset(bags: PathsLike = (), logs: PathsLike = (), dt: float = 0.005,
 
 
 def _canonical(members: list[int], logs: list[BenchLog]) -> list[int]:
-    """Indices ``members`` of ``logs`` in an order of their content alone: by start stamp
-    (recording order, where the source has one), then by content digest."""
+    """Indices ``members`` of ``logs`` in an order that does not depend on how the paths
+    were given: by start stamp (recording order, where the source has one), then by file
+    name (a JSON log's only order: the order its folder lists, wherever it is copied),
+    then by content digest."""
     return sorted(members, key=lambda i: (float(logs[i].meta.get("start_time", 0.0)),
+                                          Path(str(logs[i].meta.get("source", ""))).name,
                                           content_key(logs[i])))
 
 
