@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
 from bam_identify.data.bag_writer import BagSession, BagTrial
+from bam_identify.data.legacy_logs import write_legacy_log
+from bam_identify.data.synthetic import paper_like_set
 from bam_sim.bench.bench_log import BenchLog
 from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import rollout
@@ -46,3 +49,12 @@ def erob_session(damping: float = 1.5, duration: float = 1.5, first_id: int = 10
     return BagSession("erob80_100", [BagTrial(log, "raise_lower", 25.0, first_id, 2,
                                               motor_torque=torque)],
                       joint_name="erob", source="hardware")
+
+
+def write_m1_logs(folder: Path) -> Path:
+    """Four short MX-64 runs of the published M1 set as JSON logs in ``folder`` (a quick
+    fit's data, for the tests that stop or resume one)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, log in enumerate(paper_like_set(published("mx64", "m1"), 4, duration=1.5, seed=8)):
+        write_legacy_log(folder / f"{i}.json", log, "mx64", log.meta["trajectory"])
+    return folder

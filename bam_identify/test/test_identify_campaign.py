@@ -10,10 +10,9 @@ import time
 
 import pytest
 import sqlalchemy as sa
+from identify_cases import write_m1_logs
 
 from bam_identify.campaign_cli import campaign_main
-from bam_identify.data.legacy_logs import write_legacy_log
-from bam_identify.data.synthetic import paper_like_set
 from bam_identify.fitting.campaign import MARKER
 from bam_sim.models.parameter_file import load, published, save
 
@@ -25,10 +24,7 @@ WORK = "from bam_identify.campaign_cli import campaign_main; raise SystemExit(ca
 
 @pytest.fixture(scope="module")
 def log_dir(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("logs")
-    for i, log in enumerate(paper_like_set(published("mx64", "m1"), 4, duration=1.5, seed=8)):
-        write_legacy_log(folder / f"{i}.json", log, "mx64", log.meta["trajectory"])
-    return folder
+    return write_m1_logs(tmp_path_factory.mktemp("logs"))
 
 
 @pytest.fixture(scope="module")

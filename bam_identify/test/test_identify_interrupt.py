@@ -13,11 +13,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from identify_cases import write_m1_logs
 
-from bam_identify.data.legacy_logs import write_legacy_log
-from bam_identify.data.synthetic import paper_like_set
 from bam_identify.fitting.search import POLISH_AFTER
-from bam_sim.models.parameter_file import load, published
+from bam_sim.models.parameter_file import load
 from bam_sim.testing.processes import read_until
 
 TIMEOUT = 120.0  # s: only reached when something is wrong (a loaded machine is slow)
@@ -26,10 +25,7 @@ FIT = "from bam_identify.cli import fit_main; raise SystemExit(fit_main())"
 
 @pytest.fixture(scope="module")
 def log_dir(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("logs")
-    for i, log in enumerate(paper_like_set(published("mx64", "m1"), 4, duration=1.5, seed=8)):
-        write_legacy_log(folder / f"{i}.json", log, "mx64", log.meta["trajectory"])
-    return folder
+    return write_m1_logs(tmp_path_factory.mktemp("logs"))
 
 
 def _children(pid: int) -> list[int]:
