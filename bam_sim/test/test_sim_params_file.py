@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from bam_msgs.msg import ActuatorCommand
 from bam_sim.common.errors import BamError
 from bam_sim.models.parameter_file import published, save
 from bam_sim.models.parameter_set import ParameterSet
@@ -32,13 +31,14 @@ def stiff_file(folder: Path, actuator: str = "mx64") -> Path:
 
 
 def travel(context, node_class, name: str, goals: dict[str, float], **params) -> dict:
-    """How far each joint moves in 1 s of simulated time toward ``goals``."""
+    """How far each joint moves in 1 s of simulated time under ``goals``, from before they
+    were sent."""
     probe = SimProbe(context, node_class, name, TIMEOUT, real_time_factor=4.0, **params)
     try:
         probe.wait_ready()
         joints = list(probe.joint_states[-1].name)
         start = dict(zip(joints, probe.joint_states[-1].position))
-        probe.send(ActuatorCommand(names=list(goals), goal_positions=list(goals.values())))
+        probe.send_goals(goals)
         probe.wait_sim(1.0)
         end = dict(zip(joints, probe.joint_states[-1].position))
         return {j: abs(end[j] - start[j]) for j in joints}

@@ -229,6 +229,19 @@ class ActuatorProbe:
     def send(self, msg: ActuatorCommand | Float64MultiArray) -> None:
         (self.positions if isinstance(msg, Float64MultiArray) else self.commands).publish(msg)
 
+    def send_goals(self, goals: dict[str, float]) -> None:
+        """Send ``goals`` (joint → rad) on /bam/commands; return once the node's actuator
+        states report them, so simulated time counted from now runs under the new goals
+        (a loaded machine may hold the command back for more simulated time than a test
+        waits for). A probe recording without receive times."""
+        self.send(ActuatorCommand(names=list(goals), goal_positions=list(goals.values())))
+
+        def applied() -> bool:
+            reported = {a.name: a.goal_position for a in self.actuator_states[-1].actuators}
+            return all(reported.get(name) == goal for name, goal in goals.items())
+
+        self.wait_for(applied, f"the goals {goals} applied")
+
     def send_rejected(self, messages: list, rounds: int = 1) -> None:
         """Send ``messages``, ``rounds`` times over, each once the node rejected the one before.
 
