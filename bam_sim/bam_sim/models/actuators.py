@@ -71,6 +71,13 @@ class Actuator:
     gain_limit: float = 0.0
     masses: tuple[float, ...] = ()
     lengths: tuple[float, ...] = ()
+    # The hardware side, the one place that says it: the bam_drivers driver that runs the
+    # actuator ("" = none, simulation only), its default control table there (a servo's
+    # register map, or an EtherCAT drive model), and the published model the driver's
+    # emulator simulates it with by default.
+    driver: str = ""
+    control_table: str = ""
+    emulator_model: str = ""
 
     @property
     def control_unit(self) -> str:
@@ -91,6 +98,7 @@ class Actuator:
 def _dynamixel(name: str, title: str, kt: tuple, r: tuple, armature: tuple, **kw) -> Actuator:
     return Actuator(
         name=name, title=title, family=VOLTAGE, supply_voltage=15.0,
+        driver="dynamixel", control_table=f"{name}_p1", emulator_model="m4",
         duty_gain=0.158, max_duty=0.9625,
         motor_bounds={"kt": kt, "R": r, "armature": armature},
         # stiffness, damping: the elasto-plastic spring-damper (K, B), whose sticking
@@ -111,11 +119,12 @@ XL_SCALES = {"friction": 0.5, "viscous": 0.2, "stiffness": 150.0, "damping": 0.3
              "current": 2.0, "thermal": 20.0}
 
 
-def _dynamixel_xl(name: str, title: str, duty_gain: float, gains: tuple, gain_limit: float,
-                  goal_range: tuple, motor_bounds: dict, masses: tuple, lengths: tuple,
-                  firmware_current_limit: float = 0.0) -> Actuator:
+def _dynamixel_xl(name: str, title: str, table: str, duty_gain: float, gains: tuple,
+                  gain_limit: float, goal_range: tuple, motor_bounds: dict, masses: tuple,
+                  lengths: tuple, firmware_current_limit: float = 0.0) -> Actuator:
     return Actuator(
         name=name, title=title, family=VOLTAGE, supply_voltage=7.5, duty_gain=duty_gain,
+        driver="dynamixel", control_table=table, emulator_model="m4",
         max_duty=1.0, firmware_current_limit=firmware_current_limit, motor_bounds=motor_bounds,
         # The release identified the XL sets with the Stribeck exponent α in [0.5, 10]
         # (its XL330 M6 set has α = 8.7).
@@ -132,6 +141,8 @@ STS_TARGET_RATE = 3400.0 * 2.0 * math.pi / 4096.0
 def _feetech_sts(name: str, title: str, supply: float) -> Actuator:
     return Actuator(
         name=name, title=title, family=VOLTAGE, supply_voltage=supply,
+        # One register map at either supply; only an M1 set is published.
+        driver="feetech", control_table="sts3215", emulator_model="m1",
         duty_gain=0.166, max_duty=0.97,
         # The release frees the duty gain's ratio and the target rate with the motor.
         motor_bounds={"kt": (0.05, 2.5), "R": (0.1, 10.0), "armature": (1e-5, 0.04),
@@ -150,6 +161,7 @@ def _erob(name: str, title: str, damping: float, bounds: dict, fixed: dict,
           scales: dict) -> Actuator:
     return Actuator(
         name=name, title=title, family=CURRENT, supply_voltage=48.0,
+        driver="erob", control_table=name, emulator_model="m6",
         max_voltage=48.0, damping=damping, motor_bounds=bounds,
         fixed={"current_limit": 12.0, **fixed}, scales=scales,
         gains=(10.0, 25.0, 50.0, 100.0), masses=(3.1, 8.2, 12.7, 14.6, 19.6), lengths=(0.5,),
@@ -192,12 +204,13 @@ ACTUATORS: dict[str, Actuator] = {
                          "damping": 200.0, "current": 20.0, "thermal": 200.0},
         ),
         # Protocol 2.0: a 300° position register of 1024 steps; P gain 0..254.
-        _dynamixel_xl("xl320", "Dynamixel XL-320", 0.05048199, (8.0, 16.0, 32.0, 64.0), 254.0,
+        _dynamixel_xl("xl320", "Dynamixel XL-320", "xl320", 0.05048199,
+                      (8.0, 16.0, 32.0, 64.0), 254.0,
                       (-5.0 * math.pi / 6.0, 5.0 * math.pi / 6.0),
                       {"kt": (0.25, 1.5), "R": (3.0, 40.0), "armature": (1e-4, 0.01)},
                       masses=(0.05, 0.1, 0.15), lengths=(0.05, 0.1, 0.15)),
         # One turn of 4096 steps; P gain 0..16383 (default 400); 1.75 A current limit.
-        _dynamixel_xl("xl330", "Dynamixel XL330", XL330_DUTY_GAIN,
+        _dynamixel_xl("xl330", "Dynamixel XL330", "xl330_m288", XL330_DUTY_GAIN,
                       (100.0, 200.0, 400.0, 800.0), 16383.0,
                       (-math.pi, math.pi - 2.0 * math.pi / 4096),
                       {"kt": (0.1, 3.0), "R": (2.0, 5.0), "armature": (1e-4, 0.05)},
@@ -217,3 +230,13 @@ def get_actuator(name: str) -> Actuator:
     if key not in ACTUATORS:
         raise BamError(f"unknown actuator '{name}'; choose one of {', '.join(ACTUATORS)}")
     return ACTUATORS[key]
+
+
+DRIVERS: tuple[str, ...] = tuple(dict.fromkeys(a.driver for a in ACTUATORS.values() if a.driver))
+
+
+def driven_by(driver: str) -> tuple[str, ...]:
+    """The actuators ``driver`` runs, in registry order (every list of them derives here)."""
+    if driver not in DRIVERS:
+        raise BamError(f"unknown driver '{driver}'; choose one of {', '.join(DRIVERS)}")
+    return tuple(name for name, a in ACTUATORS.items() if a.driver == driver)

@@ -43,7 +43,7 @@ from bam_sim.common.node_parameters import (
 )
 from bam_sim.common.numbers import finite_non_negative, number
 from bam_sim.common.runner import run_node
-from bam_sim.models.actuators import CURRENT, get_actuator
+from bam_sim.models.actuators import ACTUATORS, CURRENT, get_actuator
 from bam_sim.models.model_registry import get_model
 from bam_sim.models.parameter_file import load
 from bam_sim.models.parameter_set import ParameterSet
@@ -53,8 +53,7 @@ NODE_NAME = "pendulum"
 
 
 PARAMETERS: tuple[Param, ...] = (
-    Param("actuator", "mx64", "actuator simulated: mx64, mx106, erob80_50, erob80_100 or "
-          "dcmotor", read_only=True),
+    Param("actuator", "mx64", f"actuator simulated: {', '.join(ACTUATORS)}", read_only=True),
     Param("model", "m4", "friction model m1..m6, ep_cv, ep_stribeck, ep_rational, ep_load or "
           "lugre (the published set when params_file is '', which the ep_* and lugre models "
           "and the dcmotor actuator do not have; set automatically to the model of "
