@@ -278,13 +278,20 @@ def bench_session_check(started: ss.Started) -> list[str]:
 
 @pytest.fixture(scope="module")
 def logs_dir(tmp_path_factory) -> Path:
-    """Legacy logs of a simulated MX-64 (the fit's input)."""
+    """Legacy logs of a simulated MX-64 (the fit's input). Their batched rollout is compiled
+    here, into the numba cache the fits load: the fit scenarios other than the compiling
+    one are to be stopped in their work, not in a compilation that outlasts their wait."""
     from bam_identify.data.legacy_logs import write_legacy_log
     from bam_identify.data.synthetic import paper_like_set
+    from bam_sim.bench.bench_log import LogBatch
+    from bam_sim.bench.rollouts import batch_errors
     from bam_sim.models.parameter_file import published
 
+    truth = published("mx64", "m1")
+    logs = paper_like_set(truth, 4, duration=1.5, seed=8)
+    batch_errors(truth.model, truth.vector(), LogBatch.pack(logs, truth.actuator_def))
     folder = tmp_path_factory.mktemp("logs")
-    for i, log in enumerate(paper_like_set(published("mx64", "m1"), 4, duration=1.5, seed=8)):
+    for i, log in enumerate(logs):
         write_legacy_log(folder / f"{i}.json", log, "mx64", log.meta["trajectory"])
     return folder
 

@@ -65,7 +65,7 @@ from bam_sim.models.servo import _clip, servo_torque, torque_from_control
 MAX_VELOCITY = 100.0  # rad/s, velocity clip of the published implementation
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _motor(family: int, p: np.ndarray, c: np.ndarray, kp: float, q: float, dq: float,
            goal: float, enabled: bool, replay: bool, control: float) -> tuple[float, float]:
     """(τ_m, control): the servo law, or the recorded ``control`` with ``replay``."""
@@ -75,7 +75,7 @@ def _motor(family: int, p: np.ndarray, c: np.ndarray, kp: float, q: float, dq: f
     return servo_torque(family, p, c, kp, q, dq, goal, enabled)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def step(
     model: int,
     family: int,
@@ -104,7 +104,7 @@ def step(
     return q_next, dq_next, tau_m, applied
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _budget_joint(model: int, p: np.ndarray, inertia: float, gravity_torque: float, q: float,
                   dq: float, tau_m: float, dt: float) -> tuple[float, float]:
     """Lines (4)-(5), (1) and the integration of Algorithm 1 for a motor torque τ_m."""
@@ -117,7 +117,7 @@ def _budget_joint(model: int, p: np.ndarray, inertia: float, gravity_torque: flo
     return q_next, dq_next
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def step_ep(
     model: int,
     family: int,
@@ -147,7 +147,7 @@ def step_ep(
     return q_next, dq_next, e_next, tau_m, applied
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _ep_joint(model: int, p: np.ndarray, inertia: float, gravity_torque: float, q: float,
               dq: float, e: float, tau_m: float, dt: float) -> tuple[float, float, float]:
     """The elasto-plastic friction and the semi-implicit Euler joint for a motor torque τ_m."""
@@ -158,7 +158,7 @@ def _ep_joint(model: int, p: np.ndarray, inertia: float, gravity_torque: float, 
     return q_next, dq_next, e_next
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _lugre_joint(p: np.ndarray, inertia: float, gravity_torque: float, q: float, dq: float,
                  force: float, dt: float) -> tuple[float, float]:
     """MuJoCo's Euler step of the joint under the actuator force (LuGre included).
@@ -174,7 +174,7 @@ def _lugre_joint(p: np.ndarray, inertia: float, gravity_torque: float, q: float,
     return q + dt * dq_next, dq_next
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def step_motor(
     model: int,
     family: int,
@@ -216,7 +216,7 @@ def step_motor(
     return q_next, dq_next, e, tau_m, applied, current
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def step_any(
     model: int,
     family: int,

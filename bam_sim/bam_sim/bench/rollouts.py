@@ -14,14 +14,9 @@ entry k is the state before that step, as in the published implementation.
 The batched kernels run every (parameter set, log) pair of a population and a
 batch of logs in parallel over the cores (``numba.prange``); each pair is
 independent, so the result does not depend on the number of threads. All
-kernels share one per-log loop (:func:`_simulate`), so a batched rollout is
-bit-for-bit the single rollout of the same pair. Compiled code is cached on
-disk (``cache=True``): numba compiles once per installation.
-
-The model functions under the loop are plain ``njit`` functions, left to
-LLVM to inline: inlining them in numba's own IR (``inline="always"``) gave
-the same machine arithmetic but made the parallel kernel's analysis passes
-take minutes per compilation (``first_call`` in ``benchmarks/results/throughput.json``).
+kernels share one inlined per-log loop (:func:`_simulate`), so a batched
+rollout is bit-for-bit the single rollout of the same pair. Compiled code is
+cached on disk (``cache=True``): numba compiles once per installation.
 
 The elasto-plastic models (``ep_*``) carry a deflection e between steps: a
 local of that loop, 0 at the start of every log (Algorithm 1 line 1 of
@@ -86,7 +81,7 @@ from bam_sim.models.servo import (
 )
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def delayed_command(goal: np.ndarray, enabled: np.ndarray, control: np.ndarray, k: int,
                     delay: float) -> tuple[float, bool, float]:
     """(goal, enable, control) acting at step k with the commands ``delay`` ticks late.
@@ -107,7 +102,7 @@ def delayed_command(goal: np.ndarray, enabled: np.ndarray, control: np.ndarray, 
             control[i] + f * (control[i + 1] - control[i]))
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _simulate(
     model: int, family: int, p: np.ndarray, c: np.ndarray, kp: float, inertia: float,
     gravity_torque: float, q0: float, dq0: float, goal: np.ndarray, enabled: np.ndarray,
@@ -214,17 +209,6 @@ def _rollout_kernel(model, family, p, c, kp, inertia, gravity_torque, q0, dq0, g
               temperature, out_current, out_temperature, np.empty(0), out_voltage)
 
 
-@nb.njit(cache=True)
-def _score_pair(model, family, p, c, kp, inertia, gravity_torque, q0, dq0, goal, enabled,
-                control, n, dt, replay, recorded, out_q, temperature, voltage):
-    """One (set, log) pair of :func:`_batch_kernel`, scored and/or stored: a function of its
-    own, so numba's parallel passes analyse a small loop body."""
-    empty = np.empty(0)
-    return _simulate(model, family, p, c, kp, inertia, gravity_torque, q0, dq0, goal,
-                     enabled, control, n, dt, replay, recorded, out_q, empty, empty, empty,
-                     temperature, empty, empty, voltage, empty)
-
-
 @nb.njit(cache=True, parallel=True)
 def _batch_kernel(model, family, consts, population, kp, load_inertia, gravity_torque, q0, dq0,
                   goal, enabled, control, lengths, dt, replay, recorded, temperature, voltage,
@@ -246,10 +230,10 @@ def _batch_kernel(model, family, consts, population, kp, load_inertia, gravity_t
         temp = temperature[j] if temperature.size > 0 else empty
         volts = voltage[j] if voltage.size > 0 else empty
         out = out_q[i, j] if store else empty
-        total, total_t, count_t, total_v, count_v = _score_pair(
+        total, total_t, count_t, total_v, count_v = _simulate(
             model, family, p, consts[j], kp[j], load_inertia[j] + p[P.ARMATURE],
             gravity_torque[j], q0[j], dq0[j], goal[j], enabled[j], control[j], lengths[j], dt,
-            replay, rec, out, temp, volts)
+            replay, rec, out, empty, empty, empty, temp, empty, empty, volts, empty)
         errors[i, j] = total / lengths[j]
         errors_t[i, j] = total_t / count_t if count_t > 0 else np.nan
         errors_v[i, j] = total_v / count_v if count_v > 0 else np.nan

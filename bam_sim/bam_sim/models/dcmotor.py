@@ -122,18 +122,18 @@ MAXVAL = 1e10      # mjMAXVAL: larger controls count as bad
 
 
 # ---- numba kernels ----------------------------------------------------------
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _clip(x: float, lo: float, hi: float) -> float:
     # mju_clip's exact form (np.clip is not available on scalars in nopython).
     return lo if x < lo else (hi if x > hi else x)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _max(a: float, b: float) -> float:
     return a if a > b else b
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _min(a: float, b: float) -> float:
     return a if a < b else b
 
@@ -161,7 +161,7 @@ def ctrl_count(params: np.ndarray) -> int:
     return (spec & 1) + ((spec >> 1) & 1) + ((spec >> 2) & 1) + ((spec >> 3) & 1)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _prepare(params: np.ndarray, u: float) -> float:
     # ctrlrange clamp of one control (mj_fwdActuation, before anything else).
     if params[P_CTRLLIMITED] != 0.0:
@@ -169,12 +169,12 @@ def _prepare(params: np.ndarray, u: float) -> float:
     return u
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _bad(u: float) -> bool:
     return u != u or u > MAXVAL or u < -MAXVAL
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def drive_voltage(params: np.ndarray, u_pos: float, u_vel: float, u_ff: float, u_volt: float,
                   length: float, velocity: float, x_i: float) -> float:
     """Terminal voltage v: controller (12)-(13) in torque space, Vmax clip, raw voltage added."""
@@ -191,20 +191,20 @@ def drive_voltage(params: np.ndarray, u_pos: float, u_vel: float, u_ff: float, u
     return v + u_volt
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def stribeck(params: np.ndarray, velocity: float) -> float:
     """g(ω) = τ_c + (τ_s − τ_c) exp(−(ω/ω_s)²), equation (10) with γ = 2."""
     return stribeck_curve(params[P_FC], params[P_FS], params[P_VS], velocity)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def stribeck_curve(coulomb: float, static: float, speed: float, velocity: float) -> float:
     """g(ω) of equation (10) (γ = 2) for τ_c, τ_s and ω_s given one by one."""
     ratio = velocity / _max(MINVAL, speed)
     return coulomb + (static - coulomb) * math.exp(-ratio * ratio)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def motor_step(params: np.ndarray, state: np.ndarray, u_pos: float, u_vel: float, u_ff: float,
                u_volt: float, length: float, velocity: float,
                dt: float) -> tuple[float, float, float, float]:

@@ -106,7 +106,7 @@ NEAR_SLIDE = W0_TABLE_LOG_SPAN - 1.0
 
 # Inlined into its callers, as LLVM does by itself with the smaller rational Φ_Z:
 # a call's overhead is a sizeable part of the table path's cost.
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def phi_z_stribeck(x: float, Z: float, F_S: float, F_C: float, v_S: float, D: float) -> float:
     """Φ_Z of the Stribeck function (21) with α = 1, eqs. (24)-(30).
 

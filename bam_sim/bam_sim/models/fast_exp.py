@@ -2,7 +2,7 @@
 
 The Stribeck Φ_Z needs one exponential per call (ψ₊ of eq. (25) in
 ``reference/chattering-free-stiction.md``) and evaluates W0 from it; libm's
-``exp`` is an opaque call whose latency adds to W0's. This one is inlined (by LLVM) and
+``exp`` is an opaque call whose latency adds to W0's. This one is inlined and
 hands out its table value t before the polynomial finishes, so the caller can
 start its own table look-up from t while eʳ is still being evaluated.
 
@@ -53,7 +53,7 @@ def _constants() -> tuple[float, float, float, np.ndarray]:
 EXP_INV_STEP, EXP_STEP_HI, EXP_STEP_LO, _TABLE_BITS = _constants()
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def exp_split(z: float) -> tuple[float, float]:
     """(t, p) with eᶻ = t·(1 + p): t = 2^(k/N) exactly from the table, |p| < 3.4e-4.
 

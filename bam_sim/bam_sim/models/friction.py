@@ -37,7 +37,7 @@ from bam_sim.models import parameters as P
 from bam_sim.models.model_registry import M1, M2, M3, M4, M6
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def stribeck(p: np.ndarray, dq: float) -> float:
     """Stribeck factor exp(−|q̇/v_s|^α) of equations (6), (8)-(10)."""
     x = abs(dq / p[P.VS])
@@ -46,7 +46,7 @@ def stribeck(p: np.ndarray, dq: float) -> float:
     return np.exp(-(x ** p[P.ALPHA]))
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def quadratic_term(p: np.ndarray, tau_m: float, tau_e: float) -> float:
     """Q of equation (10), with the published opposite-sign condition."""
     if tau_m * tau_e >= 0.0:
@@ -76,7 +76,7 @@ def friction_budget(model: int, p: np.ndarray, tau_m: float, tau_e: float, dq: f
     return base + directional + stribeck(p, dq) * static
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def applied_friction(tau_stop: float, budget: float) -> float:
     """Equation (5): the stopping torque limited to ±budget.
 

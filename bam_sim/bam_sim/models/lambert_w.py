@@ -116,7 +116,7 @@ def lambert_w0_branch(q: float) -> float:
     return p * num / den - 1.0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def lambert_w0_ratio_near(u_est: float, u: float) -> float:
     """W0(x)/x at x = −u/TABLE_SCALE, on the piece nearest u_est.
 

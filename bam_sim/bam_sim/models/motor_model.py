@@ -110,7 +110,7 @@ def init_state(params: np.ndarray, state: np.ndarray, goal: float, temperature: 
         state[D.S_TEMPERATURE] = temperature - params[D.P_TA]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def motor_torque(family: int, p: np.ndarray, c: np.ndarray, pd: np.ndarray, state: np.ndarray,
                  kp: float, q: float, dq: float, goal: float, enabled: bool, replay: bool,
                  control: float, dt: float) -> tuple[float, float, float, float]:

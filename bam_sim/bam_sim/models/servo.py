@@ -91,13 +91,13 @@ from bam_sim.models.actuators import (  # the family ids and constant layout
 from bam_sim.models.hbridge import average_current
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _clip(x: float, lo: float, hi: float) -> float:
     # np.clip is not available on scalars in nopython mode.
     return lo if x < lo else (hi if x > hi else x)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def control_law(
     family: int, p: np.ndarray, c: np.ndarray, kp: float, q: float, dq: float, goal: float
 ) -> float:
@@ -109,7 +109,7 @@ def control_law(
     return _clip(current, -p[P.I_HEAT], p[P.I_HEAT])
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def firmware_duty(p: np.ndarray, c: np.ndarray, kp: float, q: float, dq: float,
                   goal: float) -> float:
     """The voltage law's PWM duty (12), with the STS ratio and the XL330's current window."""
@@ -124,7 +124,7 @@ def firmware_duty(p: np.ndarray, c: np.ndarray, kp: float, q: float, dq: float,
     return _clip(duty, -c[C_MAX_DUTY], c[C_MAX_DUTY])
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def input_voltage(family: int, p: np.ndarray, c: np.ndarray, kp: float, q: float, dq: float,
                   goal: float, enabled: bool) -> float:
     """The input voltage a voltage-law servo's bus reports: V_s, sagged while it drives.
@@ -137,7 +137,7 @@ def input_voltage(family: int, p: np.ndarray, c: np.ndarray, kp: float, q: float
     return supply_voltage(p, c, firmware_duty(p, c, kp, q, dq, goal), dq)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def supply_voltage(p: np.ndarray, c: np.ndarray, duty: float, dq: float) -> float:
     """V_in at a duty and joint velocity: the bench's V_s, sagged with the supply group."""
     nominal = c[C_SUPPLY]
@@ -149,7 +149,7 @@ def supply_voltage(p: np.ndarray, c: np.ndarray, duty: float, dq: float) -> floa
     return _clip(sagged, p[P.SUPPLY_VMIN], nominal)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def firmware_target(p: np.ndarray, target: float, goal: float, dt: float) -> float:
     """The STS firmware's target after one tick toward ``goal`` (the goal itself elsewhere)."""
     rate = p[P.TARGET_RATE]
@@ -158,7 +158,7 @@ def firmware_target(p: np.ndarray, target: float, goal: float, dt: float) -> flo
     return _clip(goal, target - rate * dt, target + rate * dt)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def bridge_voltage(p: np.ndarray, c: np.ndarray, control: float, dq: float) -> float:
     """Mean terminal voltage of the voltage law's bridge for a commanded U = duty·V_in.
 
@@ -175,7 +175,7 @@ def bridge_voltage(p: np.ndarray, c: np.ndarray, control: float, dq: float) -> f
                                           period)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def torque_from_control(
     family: int, p: np.ndarray, c: np.ndarray, control: float, dq: float, enabled: bool
 ) -> float:
@@ -192,7 +192,7 @@ def torque_from_control(
     return _clip(kt * current, -limit - back_emf, limit - back_emf)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def servo_torque(
     family: int,
     p: np.ndarray,

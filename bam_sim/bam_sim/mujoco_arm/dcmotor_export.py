@@ -52,7 +52,7 @@ import mujoco
 import numpy as np
 
 from bam_sim.common.arguments import ArgumentParser
-from bam_sim.common.errors import BamError
+from bam_sim.common.errors import BamError, one_line
 from bam_sim.common.numbers import number
 from bam_sim.common.output_paths import check_output, write_new
 from bam_sim.models import actuators
@@ -398,8 +398,7 @@ def _compile(xml: str, where: str, verb: str) -> mujoco.MjModel:
     try:
         return mujoco.MjModel.from_xml_string(xml)
     except ValueError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else "parse error"
-        raise BamError(f"MuJoCo {verb} {where}: {first}") from None
+        raise BamError(f"MuJoCo {verb} {where}: {one_line(exc)}") from None
 
 
 def _note(settings: Sequence[DcMotorSettings], notes: Sequence[str]) -> str:

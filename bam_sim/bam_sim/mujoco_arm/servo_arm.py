@@ -56,7 +56,7 @@ import mujoco
 import numba as nb
 import numpy as np
 
-from bam_sim.common.errors import BamError
+from bam_sim.common.errors import BamError, one_line
 from bam_sim.common.numbers import number
 from bam_sim.models import actuators, servo
 from bam_sim.models import dcmotor as D
@@ -165,7 +165,7 @@ def _update(ints, params, consts, work, rows, motor_state, qpos, qvel, qfrc_smoo
         work[i, W_BUDGET] = budget
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _update_elastoplastic(i, form, p, work, tau_m, tau_e, dq, control, ctrl, act,
                           frictionloss, damping, dof, dt):
     """An ep_* joint: f of Algorithm 1 applied with τ_m through the motor, no friction row."""
@@ -184,7 +184,7 @@ def _update_elastoplastic(i, form, p, work, tau_m, tau_e, dq, control, ctrl, act
     work[i, W_BUDGET] = friction_level(form, p, tau_m, tau_e, dq)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _update_lugre(i, p, work, tau_m, lugre, tau_e, dq, control, ctrl, act, frictionloss,
                   damping, dof):
     """A LuGre joint: the dcmotor's force (motor and LuGre (9b)) through the motor, σ2 as
@@ -372,8 +372,7 @@ class ServoArm:
         try:
             model = mujoco.MjModel.from_xml_path(str(path))
         except ValueError as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else "parse error"
-            raise BamError(f"MuJoCo cannot load {path}: {first}") from None
+            raise BamError(f"MuJoCo cannot load {path}: {one_line(exc)}") from None
         return cls(model, joints, **kw)
 
     @staticmethod
