@@ -241,10 +241,11 @@ cmd_test() {
   if [ $# -gt 0 ]; then
     run_pytest all "${tests[@]}" "$@" || status=$?
   else
-    run_pytest all "${tests[@]}" -m "not properties" || status=$?
+    # --durations: the slowest tests named in every pass's log (CI has a time budget).
+    run_pytest all "${tests[@]}" -m "not properties" --durations=25 || status=$?
     # Its examples are children forked from pytest: a process that has run DDS (every
     # earlier ROS test) would hand them rcl's locks, so it runs in a process of its own.
-    run_pytest properties "${tests[@]}" -m properties -q || pass=$?
+    run_pytest properties "${tests[@]}" -m properties -q --durations=10 || pass=$?
     [ "$status" -ne 0 ] || status=$pass
     pass=0
     local cache simd
@@ -252,12 +253,12 @@ cmd_test() {
     simd="$(numpy_dispatch_targets)"
     say "numerics pass: numba for a generic x86-64, numpy's SIMD dispatch off (${simd:-none})"
     NUMBA_CPU_NAME=generic NUMBA_CACHE_DIR="$cache" NPY_DISABLE_CPU_FEATURES="$simd" \
-      run_pytest numerics-generic "${tests[@]}" -m numerics -q || pass=$?
+      run_pytest numerics-generic "${tests[@]}" -m numerics -q --durations=25 || pass=$?
     rm -rf "$cache"
     [ "$status" -ne 0 ] || status=$pass
     start_busy_core
     pass=0
-    run_pytest live-loaded "${tests[@]}" -m "live and not stress" -q || pass=$?
+    run_pytest live-loaded "${tests[@]}" -m "live and not stress" -q --durations=25 || pass=$?
     kill "$BUSY_PID" 2>/dev/null || true
     wait "$BUSY_PID" 2>/dev/null || true
     [ "$status" -ne 0 ] || status=$pass
