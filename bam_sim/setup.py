@@ -10,7 +10,7 @@ setup(
     version='0.1.0',
     packages=find_packages(exclude=['test']),
     # parameter sets shipped inside the module, read with importlib.resources
-    package_data={package_name + '.models': ['published/*.yaml']},
+    package_data={package_name + '.models.files': ['published/*.yaml']},
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),

@@ -3,7 +3,7 @@
 On each shipped arm (``dynamixel``: MX-106 + MX-64, ``erob``: eRob80:100 +
 eRob80:50, ``feetech``: two STS3215) a *true* arm is simulated with the richer
 published model (M4 for the Dynamixel joints, M6 for the eRob joints, M1, the
-only one published, for the STS3215; ``bam_sim.models.parameter_file
+only one published, for the STS3215; ``bam_sim.models.files.parameter_file
 .published``). It plays the four test paths of Fig. 6 (``bam_sim.mujoco_arm.paths``)
 with a low and a high servo gain (LG / HG: the first and the last Table I gain
 of the joint's actuator), and is compared with the same arm simulated with
@@ -43,7 +43,7 @@ import numpy as np
 from bam_identify.data.synthetic import paper_like_set
 from bam_identify.fitting.fit import FitSettings, SearchSpace, identify
 from bam_sim.common.errors import BamError
-from bam_sim.models.parameter_file import published
+from bam_sim.models.files.parameter_file import published
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.mujoco_arm.paths import PATH_NAMES, ArmPath, arm_path, forward_kinematics
 from bam_sim.mujoco_arm.shipped_arms import arm_spec, load_arm

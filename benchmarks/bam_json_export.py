@@ -5,7 +5,7 @@ For each published parameter set (M1..M6 of the MX, XL and eRob servos, M1 of th
 STS3215 at 7.4 V and 12 V), plus the richest set of each actuator with a bench offset
 q_offset = 0.02 rad (the published MX and eRob sets have 0), the
 set is exported with ``bam_identify export``'s writer
-(:func:`bam_sim.models.legacy.parameters_to_json`), loaded in the reference
+(:func:`bam_sim.models.files.bam_json.parameters_to_json`), loaded in the reference
 implementation (``better-actuator-models``, ``bam.model.load_model(path)``, in its own
 venv set up by ``setup_reference.sh``, see reference_json_runner.py) and rolled out on
 the same logs as ours (:func:`bam_sim.bench.rollouts.rollout` of the original set),
@@ -35,8 +35,8 @@ from provenance import environment, write_result
 from throughput import make_logs, published_models, workload_json
 
 from bam_sim.bench.rollouts import rollout
-from bam_sim.models.legacy import parameters_to_json
-from bam_sim.models.parameter_file import published
+from bam_sim.models.files.bam_json import parameters_to_json
+from bam_sim.models.files.parameter_file import published
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

@@ -47,11 +47,11 @@ from bam_sim.bench.bench_log import LogBatch
 from bam_sim.bench.geometry import GRAVITY, Bench
 from bam_sim.bench.rollouts import batch_rollout
 from bam_sim.bench.trajectory import command_log
-from bam_sim.models import parameters as P
-from bam_sim.models.actuators import get_actuator
-from bam_sim.models.ep_validity import lugre_violation
-from bam_sim.models.parameter_file import published
+from bam_sim.models import parameter_vector as P
+from bam_sim.models.elastoplastic.validity import lugre_violation
+from bam_sim.models.files.parameter_file import published
 from bam_sim.models.parameter_set import ParameterSet
+from bam_sim.models.servo.actuators import get_actuator
 
 HERE = Path(__file__).resolve().parent
 SEED = 12

@@ -3,9 +3,9 @@
 For 1 and 4 servos (``--servos``) of each bus (``--buses``: protocol1 =
 MX-64 protocol 1.0, bulk read; protocol2 = XM430-W350 protocol 2.0, sync
 read; feetech = STS3215 on Feetech's SCS protocol, sync read, through
-feetech-servo-sdk), the emulator (``bam_drivers.emulators.dynamixel_emulator``,
+feetech-servo-sdk), the emulator (``bam_drivers.emulators.serial_servo_emulator``,
 another process: servos behind a pseudo-terminal, bam_sim physics at 1 kHz)
-and the driver node (``DynamixelNode`` or ``FeetechNode``) in this process,
+and the driver node (``SerialServoNode`` or ``FeetechNode``) in this process,
 torque on, holding; a subscriber in another process counts ``/joint_states``
 (the one of benchmarks/pendulum_node.py):
 
@@ -67,10 +67,10 @@ def emulator_process(name: str, ids: list[int]):
 
 
 def node_class(name: str) -> type:
-    from bam_drivers.nodes.dynamixel_node import DynamixelNode
     from bam_drivers.nodes.feetech_node import FeetechNode
+    from bam_drivers.nodes.serial_servo_node import SerialServoNode
 
-    return FeetechNode if name == "feetech" else DynamixelNode
+    return FeetechNode if name == "feetech" else SerialServoNode
 
 
 def bus_cycle(name: str, n: int, cycles: int = 2000) -> dict:
@@ -246,10 +246,10 @@ def main() -> int:
     result = {
         "benchmark": "dynamixel_bus", "environment": {**environment(), "rmw": rmw},
         "workload": {
-            "emulator": "bam_drivers.emulators.dynamixel_emulator on a pseudo-terminal, "
+            "emulator": "bam_drivers.emulators.serial_servo_emulator on a pseudo-terminal, "
                         "physics at 1 kHz per servo (mx64:m4; sts3215:m1 on the feetech "
                         "bus), another process",
-            "node": "DynamixelNode (FeetechNode on the feetech bus), torque on holding, "
+            "node": "SerialServoNode (FeetechNode on the feetech bus), torque on holding, "
                     "command_timeout 0, latency timer detected (1 ms on a pseudo-terminal)",
             "subscriber": "another process, /joint_states (benchmarks/pendulum_node.py)",
             "period_error": "in the node: interval between cycle starts (perf_counter_ns "

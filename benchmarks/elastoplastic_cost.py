@@ -39,7 +39,7 @@ import numba as nb
 import numpy as np
 from provenance import environment, write_result
 
-from bam_sim.models.elastoplastic import phi_z_rational, phi_z_stribeck
+from bam_sim.models.elastoplastic.model import phi_z_rational, phi_z_stribeck
 
 HERE = Path(__file__).resolve().parent
 SEED = 11

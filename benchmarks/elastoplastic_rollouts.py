@@ -32,9 +32,9 @@ from throughput import make_logs
 from bam_identify.data.synthetic import elastoplastic_example
 from bam_sim.bench.bench_log import LogBatch
 from bam_sim.bench.rollouts import batch_mae, batch_violation
+from bam_sim.models.files.parameter_file import published
 from bam_sim.models.model_registry import EP_MODELS
-from bam_sim.models.parameter_file import published
-from bam_sim.models.parameters import INDEX
+from bam_sim.models.parameter_vector import INDEX
 
 HERE = Path(__file__).resolve().parent
 SEED = 5

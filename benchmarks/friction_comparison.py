@@ -16,8 +16,8 @@ Data sets (MX-64, 24 logs of 6 s at 5 ms each, the session's four trajectories):
   valid at the 5 ms step), 1 mrad noise, seeded.
 
 The synthetic logs are written as bags (:func:`bam_identify.data.bag_writer.write_bag`),
-so every data set goes through the same path as ``fit``: ``run_fit`` of
-:mod:`bam_identify.cli` with M1, M4, M6 and the four ``ep_*`` models, a seeded
+so every data set goes through the same path as ``fit``:
+:func:`bam_identify.fitting.run.fit` with M1, M4, M6 and the four ``ep_*`` models, a seeded
 25 % validation split stratified by trajectory, nested warm starts
 (M1 → M4 → M6, ep_stribeck → ep_load) and the same trial budget for every model.
 Reported: training and validation MAE of each fitted model, those of the truth
@@ -43,13 +43,14 @@ from elastoplastic_rollouts import measure, summarize
 from provenance import environment, write_result
 
 from bam_bringup.session import load_session, run_session, session_config
-from bam_identify.cli import FitJob, run_fit
 from bam_identify.data.bag_writer import BagSession, BagTrial, write_bag
 from bam_identify.data.dataset import load_dataset, split
 from bam_identify.data.synthetic import elastoplastic_example, paper_like_set
+from bam_identify.fitting.job import FitJob
+from bam_identify.fitting.run import fit
 from bam_sim.bench.bench_log import BenchLog, LogBatch
 from bam_sim.bench.rollouts import batch_mae
-from bam_sim.models.parameter_file import load, published
+from bam_sim.models.files.parameter_file import load, published
 from bam_sim.models.parameter_set import ParameterSet
 
 HERE = Path(__file__).resolve().parent
@@ -90,7 +91,7 @@ def simulated_bag(truth: ParameterSet, path: Path) -> Path:
 
 
 def truth_mae(truth: ParameterSet | None, bag: Path) -> dict | None:
-    """The truth's own MAE on the training and validation logs of ``run_fit``'s split."""
+    """The truth's own MAE on the training and validation logs of the fit's split."""
     if truth is None:
         return None
     train, validation = split(load_dataset(bags=(bag,)), VALIDATION_FRACTION, SEED)
@@ -103,12 +104,12 @@ def truth_mae(truth: ParameterSet | None, bag: Path) -> dict | None:
 
 
 def fit_all(bag: Path, folder: Path, trials: int) -> dict[str, dict]:
-    """``run_fit`` of every model on ``bag``; train/validation MAE read back from the files."""
+    """The fit of every model on ``bag``; train/validation MAE read back from the files."""
     template = str(folder / "params" / "{actuator}_{model}.yaml")
     job = FitJob(bags=(bag,), models=MODELS, trials=trials, seed=SEED,
                  validation_fraction=VALIDATION_FRACTION, output=template,
                  report=folder / "report")
-    print(run_fit(job), flush=True)
+    print(fit(job).summary, flush=True)
     results = {}
     for model in MODELS:
         record = load(Path(template.format(actuator=ACTUATOR, model=model))).provenance

@@ -52,8 +52,8 @@ from provenance import environment, write_result
 from bam_identify.data.legacy_logs import write_legacy_log
 from bam_identify.data.synthetic import paper_like_set
 from bam_identify.fitting.fit import FitSettings, SearchSpace, identify
-from bam_sim.models.parameter_file import load as load_parameters
-from bam_sim.models.parameter_file import published, save
+from bam_sim.models.files.parameter_file import load as load_parameters
+from bam_sim.models.files.parameter_file import published, save
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -270,12 +270,14 @@ def run_startup(log_dir: Path, folder: Path, repeats: int = 3) -> dict:
 
 
 def run_report(log_dir: Path, folder: Path, trials: int, repeats: int = 3) -> dict:
-    """Six models fitted by ``run_fit`` (its report drawn by the workers warmed up during
-    the fit); then the same report again, drawn inline and by freshly warmed workers,
-    ``repeats`` times each (the machine is shared: the median is reported)."""
+    """Six models fitted by :func:`bam_identify.fitting.run.fit` (its report drawn by the
+    workers warmed up during the fit); then the same report again, drawn inline and by
+    freshly warmed workers, ``repeats`` times each (the machine is shared: the median is
+    reported)."""
     import bam_identify.fitting.report as report
-    from bam_identify.cli import FitJob, run_fit
     from bam_identify.fitting.figure_pool import WARM_AFTER, FigurePool
+    from bam_identify.fitting.job import FitJob
+    from bam_identify.fitting.run import fit
 
     captured = {}
     original = report.write_report
@@ -290,9 +292,9 @@ def run_report(log_dir: Path, folder: Path, trials: int, repeats: int = 3) -> di
     try:
         target = folder / "report_fit"
         started = time.perf_counter()
-        run_fit(FitJob(logs=(log_dir,), models=("m1", "m2", "m3", "m4", "m5", "m6"),
-                       trials=trials, quiet=True, output=str(target / "{model}.yaml"),
-                       report=target / "report"))
+        fit(FitJob(logs=(log_dir,), models=("m1", "m2", "m3", "m4", "m5", "m6"),
+                   trials=trials, quiet=True, output=str(target / "{model}.yaml"),
+                   report=target / "report"))
         out = {"models": 6, "trials_per_model": trials,
                "in_fit": {"report_seconds": captured["seconds"],
                           "fit_and_report_seconds": time.perf_counter() - started,

@@ -50,9 +50,9 @@ from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import batch_mae, batch_rollout, rollout
 from bam_sim.bench.trajectory import PROTOCOL_TRAJECTORIES, command_log
 from bam_sim.common.errors import BamError
-from bam_sim.models.actuators import VOLTAGE, get_actuator
-from bam_sim.models.parameter_file import published
-from bam_sim.models.parameters import INDEX
+from bam_sim.models.files.parameter_file import published
+from bam_sim.models.parameter_vector import INDEX
+from bam_sim.models.servo.actuators import VOLTAGE, get_actuator
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -136,7 +136,7 @@ def measure(model: str, population: np.ndarray, batch: LogBatch, threads: int,
 _FIRST_CALL = """
 import time, numpy as np
 start = time.perf_counter()
-from bam_sim.models.parameter_file import published
+from bam_sim.models.files.parameter_file import published
 from bam_sim.bench.bench_log import BenchLog, LogBatch
 from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import batch_mae

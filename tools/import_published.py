@@ -14,7 +14,7 @@ import re
 import sys
 from pathlib import Path
 
-from bam_sim.models.parameter_file import PUBLISHED_CITATION, dump_yaml
+from bam_sim.models.files.parameter_file import PUBLISHED_CITATION, dump_yaml
 from bam_sim.models.parameter_set import ParameterSet
 
 OUT = Path(__file__).resolve().parents[1] / "bam_sim" / "bam_sim" / "models" / "published"

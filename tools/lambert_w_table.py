@@ -1,4 +1,5 @@
-"""Generate bam_sim/bam_sim/models/lambert_w_table.py: W0(ψ)/ψ on [−e^−LOG_SPAN, 0] by pieces.
+"""Generate bam_sim/bam_sim/models/elastoplastic/lambert_w_table.py: W0(ψ)/ψ on
+[−e^−LOG_SPAN, 0] by pieces.
 
 G(ψ) = W0(ψ)/ψ (= e^−W0(ψ)) is analytic on the span, which stops short of the
 branch point −1/e; it is split into INTERVALS + 1 pieces centred on
@@ -25,7 +26,8 @@ LOG_SPAN = Decimal("1.25")
 INTERVALS = 160
 DEGREE = 6
 OVERLAP = 0.55
-OUTPUT = Path(__file__).resolve().parents[1] / "bam_sim/bam_sim/models/lambert_w_table.py"
+OUTPUT = (Path(__file__).resolve().parents[1]
+          / "bam_sim/bam_sim/models/elastoplastic/lambert_w_table.py")
 
 
 def w0(x: Decimal) -> Decimal:

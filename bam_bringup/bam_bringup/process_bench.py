@@ -1,10 +1,11 @@
-"""A composition's nodes in one process: each built from its package's entry point.
+"""A launch file's nodes in one process: each built from its package's entry point.
 
 Where the ros2 CLI is absent, the runner (``bench serve``, ``bench session``)
-builds the nodes a launch file would start as objects of this process: the
-node class comes from the package's console-script entry point, and each node
-gets the name, namespace, parameters and ROS arguments (/clock remapped into
-the namespace) that ros2 launch would give it. Plain executables (a hardware
+builds the nodes a launch file would start (bam_bringup.launch_file) as
+objects of this process: the node class comes from the package's
+console-script entry point, and each node gets the name, namespace,
+parameters and ROS arguments (its remappings: /clock into the namespace) that
+ros2 launch would give it. Plain executables (a hardware
 emulator) run as child processes. SIGINT and SIGTERM are stop requests
 (:class:`~bam_sim.common.command.StopSignal`, the one stop of every command),
 so a bench always shuts down in order.
@@ -22,13 +23,10 @@ import sys
 import threading
 from pathlib import Path
 
-from bam_bringup.composition import NodeSpec, command_line
+from bam_bringup.node_spec import NodeSpec
 from bam_sim.common.command import StopSignal  # noqa: F401 - the runner's stop, re-exported
 from bam_sim.common.errors import BamError
 from bam_sim.common.ready_line import NotReady, await_ready_line
-
-# Every node of a bench takes the bench's clock: /clock resolved in its namespace.
-CLOCK_REMAP = "/clock:=clock"
 
 
 def _distribution(name: str) -> str:
@@ -59,8 +57,10 @@ def node_class(package: str, executable: str) -> type:
 
 
 def ros_arguments(spec: NodeSpec) -> list[str]:
-    """The node's ROS arguments, as ros2 launch gives them: its name and the clock remap."""
-    return ["--ros-args", "-r", f"__node:={spec.name}", "-r", CLOCK_REMAP]
+    """The node's ROS arguments, as ros2 launch gives them: its name and its remappings."""
+    rules = [f"{source}:={target}" for source, target in spec.remappings]
+    return ["--ros-args", "-r", f"__node:={spec.name}",
+            *(token for rule in rules for token in ("-r", rule))]
 
 
 def build_nodes(specs: list[NodeSpec], context) -> dict:
@@ -216,10 +216,8 @@ def start_process(spec: NodeSpec) -> subprocess.Popen:
         raise BamError(f"no executable {spec.executable} of package {spec.package}; build the "
                        "workspace (tools/workspace.sh build)")
     # A session of its own: Ctrl-C stops the nodes first (the driver turns the torque off on
-    # the emulator), then shutdown() stops the process. --exit-with-parent (every process
-    # of a composition takes it: the emulators of bam_drivers): it ends by itself when this
-    # process dies without a shutdown (kill -9), rather than holding its port or veth pair.
-    command = [str(path), *command_line(spec), "--exit-with-parent", str(os.getpid())]
+    # the emulator), then shutdown() stops the process.
+    command = [str(path), *_with_parent(spec.arguments)]
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE if spec.ready else None, text=True,
                                start_new_session=True)
@@ -230,6 +228,21 @@ def start_process(spec: NodeSpec) -> subprocess.Popen:
             _stop(process)
             raise
     return process
+
+
+EXIT_WITH_PARENT = "--exit-with-parent"
+
+
+def _with_parent(arguments: tuple[str, ...]) -> list[str]:
+    """The process's arguments ending in ``--exit-with-parent PID``, this process.
+
+    Every process a launch file starts (an emulator of bam_drivers) takes it: it ends by
+    itself when this process dies without a shutdown (kill -9), rather than holding its
+    port or veth pair. The launch files give the flag bare (the parent at start: the
+    same process); the PID written out names the bench it belongs to.
+    """
+    return [*(a for a in arguments if a != EXIT_WITH_PARENT), EXIT_WITH_PARENT,
+            str(os.getpid())]
 
 
 def _await_ready(process: subprocess.Popen, spec: NodeSpec, timeout: float = 15.0) -> None:

@@ -7,8 +7,8 @@
     bench session                                       # the README's main job
     bench session --config my_session.yaml --output-dir out/bench --namespace bench1
 
-``serve`` starts the nodes the launch file would start (the compositions of
-bam_bringup.bench_composition and arm_composition, in one process:
+``serve`` starts the nodes the launch file would start (launch/bench.launch.py
+or arm.launch.py, read by bam_bringup.launch_file; in one process:
 bam_bringup.process_bench) until Ctrl-C or SIGTERM. ``session`` runs an
 identification session on the simulated bench (bam_bringup.session): it
 records the protocol over the session's setups into one rosbag2 bag, then fits
@@ -21,30 +21,30 @@ import argparse
 import sys
 from pathlib import Path
 
-from bam_bringup.arm_composition import ARM
-from bam_bringup.bench_composition import BENCH
-from bam_bringup.composition import Composition, launch_default, namespace
+from bam_bringup.launch_file import LaunchFile
+from bam_bringup.launch_values import namespace
 from bam_bringup.process_bench import ProcessBench, StopSignal
 from bam_bringup.session import load_session, run_session, session_config
 from bam_sim.common.arguments import ArgumentParser
 from bam_sim.common.command import run_command
 from bam_sim.common.errors import BamError
 
-COMPOSITIONS = {c.name: c for c in (BENCH, ARM)}
+LAUNCH_FILES = {name: LaunchFile(name) for name in ("bench", "arm")}  # --config NAME
 
 
-def composition(name: str) -> Composition:
+def launch_file(name: str) -> LaunchFile:
     try:
-        return COMPOSITIONS[name]
+        return LAUNCH_FILES[name]
     except KeyError:
         raise BamError(f"unknown configuration {name} (known names: "
-                       f"{', '.join(sorted(COMPOSITIONS))})") from None
+                       f"{', '.join(sorted(LAUNCH_FILES))})") from None
 
 
 def serve(values: dict[str, str], config: str = "bench", stop: StopSignal | None = None) -> str:
-    """Run the composition until ``stop`` is requested (Ctrl-C) or a node or process ends."""
+    """Run the launch file's nodes until ``stop`` is requested (Ctrl-C) or a node or
+    process ends."""
     stop = stop or StopSignal()
-    specs = composition(config).compose(values)
+    specs = launch_file(config).compose(values)
     _read_protocols(specs)
     bench = ProcessBench(specs)
     try:
@@ -81,10 +81,10 @@ def _launch_values(items: list[str]) -> dict[str, str]:
 
 def _arguments_help() -> str:
     lines = []
-    for comp in COMPOSITIONS.values():
-        lines.append(f"arguments of --config {comp.name} (launch/{comp.name}.launch.py):")
-        for arg in comp.arguments().values():
-            default = launch_default(arg) or '""'
+    for launch in LAUNCH_FILES.values():
+        lines.append(f"arguments of --config {launch.name} (launch/{launch.name}.launch.py):")
+        for arg in launch.arguments().values():
+            default = arg.default or '""'
             lines.append(f"  {arg.name}:={default}  {arg.description}")
     lines.append("Lists are written a,b or [a, b].")
     return "\n".join(lines)
@@ -98,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
         "arm.launch.py)", epilog=_arguments_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     serve_parser.add_argument("--config", default="bench",
-                              help=f"composition: {', '.join(COMPOSITIONS)} (default bench)")
+                              help=f"composition: {', '.join(LAUNCH_FILES)} (default bench)")
     serve_parser.add_argument("arguments", nargs="*", metavar="name:=value")
     session_parser = sub.add_parser("session", help="record, fit and report (main job)")
     session_parser.add_argument("--config", type=Path, default=None,

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import yaml
 
-from bam_bringup.bench_composition import BENCH
-from bam_bringup.composition import NodeSpec
+from bam_bringup.launch_file import LaunchFile
+from bam_bringup.node_spec import NodeSpec
 from bam_bringup.process_bench import ProcessBench, StopSignal
 from bam_sim.common.command import Interrupted, record_written
 from bam_sim.common.errors import BamError, one_line
@@ -30,6 +30,7 @@ from bam_sim.common.share import share_file
 from bam_sim.models.model_registry import get_model
 
 SOURCE_ROOT = Path(__file__).resolve().parent.parent  # the package's source folder
+BENCH = LaunchFile("bench")  # the session records the simulated bench of bench.launch.py
 
 
 def session_config() -> Path:
@@ -65,7 +66,7 @@ def check_session(config: dict, where: str) -> dict:
     """The session ``config`` checked before anything is recorded (BamError, one line)."""
     from bam_identify.protocol import parse_protocol
     from bam_sim.bench.geometry import Bench
-    from bam_sim.models.actuators import get_actuator
+    from bam_sim.models.servo.actuators import get_actuator
 
     where = f"session {where}"
     _known_keys(config, SESSION_KEYS, where)
@@ -242,7 +243,7 @@ def _await_recorder(recorder, timeout: float, stop: StopSignal) -> None:
 
 def _fit_job(config: dict, bag: Path, folder: Path, quiet: bool):
     """The session's fit, as ``fit`` would run it: one typed job, checked."""
-    from bam_identify.cli import FitJob
+    from bam_identify.fitting.job import FitJob
 
     fit = config.get("fit", {})
     models = fit.get("models", list(FitJob.models))
@@ -262,6 +263,6 @@ def _fit_job(config: dict, bag: Path, folder: Path, quiet: bool):
 
 
 def _fit(job) -> str:
-    from bam_identify.cli import run_fit
+    from bam_identify.fitting.run import fit
 
-    return run_fit(job)
+    return fit(job).summary

@@ -17,10 +17,12 @@ arm (params, models, gains, actuators, joint_names) are lists in joint order
 every joint, an empty entry keeps that joint's default, "" the node's own; ids
 and the drivers' joint_names are YAML lists.
 
-The in-process runner (`bench serve --config arm`) starts the same nodes from
-bam_bringup/arm_composition.py; test_bringup_launch_agreement.py checks that
-the two declare the same arguments, nodes and parameters.
+Where ROS 2 launch is absent, `bench serve --config arm` reads this file
+itself (bam_bringup/launch_file.py, with a stand-in for the launch actions used
+here) and starts the nodes it describes in one process.
 """
+
+from typing import List
 
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
@@ -36,6 +38,10 @@ from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
 CLOCK = [("/clock", "clock")]  # the arm's clock, in its namespace
+# The simulated arm's per-joint lists: parameter, its argument and the entries' type.
+PER_JOINT = {"params_files": ("params", str), "models": ("models", str),
+             "gains": ("gains", float), "actuators": ("actuators", str),
+             "joints": ("joint_names", str)}
 
 
 def number(name: str) -> ParameterValue:
@@ -54,6 +60,9 @@ def refuse(context) -> None:
     def value(name: str) -> str:
         return LaunchConfiguration(name).perform(context)
 
+    for name, kind in PER_JOINT.values():  # a malformed list, whether or not it is used
+        if value(name):
+            per_joint(name, value(name), kind)
     sim = value("sim").lower() in ("true", "1")
     if not sim and value("arm") not in ("dynamixel", "feetech", "erob"):
         raise RuntimeError("sim:=false drives a shipped arm's hardware: arm:=dynamixel "
@@ -64,19 +73,33 @@ def refuse(context) -> None:
                            "(sim:=false) send gains on /bam/commands")
 
 
-def per_joint(text: str, kind: type = str) -> list:
+def per_joint(name: str, text: str, kind: type = str) -> list:
     """A per-joint list written a,b or [a, b] (an entry may be empty: that joint's default)."""
-    items = text.strip().removeprefix("[").removesuffix("]").split(",")
-    return [kind(item.strip().strip("'\"")) for item in items]
+    inner = text.strip()
+    if inner.startswith("[") != inner.endswith("]"):
+        raise RuntimeError(f"argument {name}:={text} is not a list; write a,b or [a, b]")
+    items = inner.removeprefix("[").removesuffix("]").split(",")
+    return [entry(name, item.strip().strip("'\""), kind) for item in items]
+
+
+def entry(name: str, item: str, kind: type) -> object:
+    """One entry of a per-joint list as ``kind``; a number must be a finite one."""
+    if kind is str:
+        return item
+    try:
+        value = kind(item)
+    except ValueError:
+        value = float("nan")
+    if not abs(value) < float("inf"):
+        raise RuntimeError(f"entry {item!r} of argument {name} must be a number")
+    return value
 
 
 def arm(context) -> list:
     """The simulated arm; a function to leave out the per-joint lists not given ("" keeps
     the node's own default), which launch_ros parameters cannot omit, and to read them."""
-    lists = {"params_files": ("params", str), "models": ("models", str),
-             "gains": ("gains", float), "actuators": ("actuators", str),
-             "joints": ("joint_names", str)}
-    given = {parameter: per_joint(text, kind) for parameter, (name, kind) in lists.items()
+    given = {parameter: per_joint(name, text, kind)
+             for parameter, (name, kind) in PER_JOINT.items()
              if (text := LaunchConfiguration(name).perform(context))}
     return [Node(package="bam_sim", executable="arm", name="arm",
                  namespace=LaunchConfiguration("namespace"),
@@ -91,8 +114,9 @@ def generate_launch_description() -> LaunchDescription:
     sim = LaunchConfiguration("sim")
     namespace = LaunchConfiguration("namespace")
     # "" = the shipped arms' joints (the drivers would name them joint<id>)
-    joints = PythonExpression(["'", LaunchConfiguration("joint_names"),
-                               "' or '[shoulder, elbow]'"])
+    joints = ParameterValue(PythonExpression(["'", LaunchConfiguration("joint_names"),
+                                              "' or '[shoulder, elbow]'"]),
+                            value_type=List[str])
     return LaunchDescription([
         DeclareLaunchArgument("arm", default_value="dynamixel", description=(
             "shipped arm (dynamixel = MX-106 shoulder, MX-64 elbow; feetech = STS3215 "

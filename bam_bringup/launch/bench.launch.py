@@ -20,9 +20,9 @@ own, which needs root). The trajectory node (and with record:=true the
 recorder) of bam_identify runs on either. Every node runs in namespace:= with
 /clock remapped into it, so benches run side by side.
 
-The in-process runner (`bench serve`) starts the same nodes from
-bam_bringup/bench_composition.py; test_bringup_launch_agreement.py checks that
-the two declare the same arguments, nodes and parameters.
+Where ROS 2 launch is absent, `bench serve` reads this file itself
+(bam_bringup/launch_file.py, with a stand-in for the launch actions used here)
+and starts the nodes it describes in one process.
 """
 
 from launch import LaunchDescription
@@ -123,13 +123,13 @@ def servo_emulator(context) -> list:
     --ids 1 2 and to pick the servo model."""
     ids = LaunchConfiguration("ids").perform(context).strip("[] ").replace(",", " ").split()
     return [ExecuteProcess(
-        cmd=[ExecutableInPackage("dynamixel_emulator", "bam_drivers"),
+        cmd=[ExecutableInPackage("serial_servo_emulator", "bam_drivers"),
              "--port", LaunchConfiguration("port"), "--ids", *ids,
              "--servo-model", servo_model(context),
              "--params-file", LaunchConfiguration("params"),
              "--mass", LaunchConfiguration("mass"), "--length", LaunchConfiguration("length"),
              "--arm-mass", LaunchConfiguration("arm_mass"), "--exit-with-parent"],
-        name="dynamixel_emulator", output="screen")]
+        name="serial_servo_emulator", output="screen")]
 
 
 def generate_launch_description() -> LaunchDescription:

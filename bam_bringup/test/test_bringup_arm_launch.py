@@ -1,10 +1,10 @@
-"""Arm composition: the nodes `bench serve --config arm` starts, as arm.launch.py does.
+"""The arm: the nodes `bench serve --config arm` starts, read from arm.launch.py.
 
-Every node the arm composition can start names an executable of its package
-and only parameters that node declares; launch arguments are typed (lists
-included) and reach the node as the values it expects; bad arguments are
-one-line errors. (That the launch file agrees is checked in
-test_bringup_launch_agreement.py.)
+Every node the arm can start names an executable of its package and only
+parameters that node declares; launch arguments are typed (lists included)
+and reach the node as the values it expects; bad arguments are one-line
+errors. (How the stand-in reads a launch file is in
+test_bringup_launch_standin.py.)
 """
 
 from __future__ import annotations
@@ -13,18 +13,17 @@ import itertools
 
 import pytest
 
-from bam_bringup.arm_composition import ARM, EROB_DRIVES
-from bam_bringup.bench_composition import BENCH
-from bam_bringup.composition import launch_default, typed
+from bam_bringup.launch_values import launch_text, typed
 from bam_bringup.process_bench import build_nodes, node_class
-from bam_bringup.runner import build_parser, composition
+from bam_bringup.runner import LAUNCH_FILES, build_parser, launch_file
 from bam_sim.common.errors import BamError
-from bam_sim.models.parameter_file import published, save
+from bam_sim.models.files.parameter_file import published, save
 from bam_sim.testing.ros_context import private_context
 
 # Every optional argument given (values each node accepts, as the arm's own defaults).
 FULL = {"params": ",", "models": "m4", "gains": "8.0", "actuators": "mx106,mx64",
         "joint_names": "shoulder,elbow", "mjcf": "", "namespace": "arm1"}
+ARM, BENCH = LAUNCH_FILES["arm"], LAUNCH_FILES["bench"]
 
 
 def compose(values: dict) -> list:
@@ -34,7 +33,7 @@ def compose(values: dict) -> list:
 def every_composition(sim: str):
     """The arm for every combination of the boolean arguments, sim fixed, every optional
     argument given (the real arm takes no gains), on both shipped arms."""
-    flags = [a.name for a in ARM.arguments().values() if a.type == "bool" and a.name != "sim"]
+    flags = [a.name for a in ARM.arguments().values() if a.kind == "bool" and a.name != "sim"]
     full = FULL if sim == "true" else {k: v for k, v in FULL.items() if k != "gains"}
     for arm, combo in itertools.product(("dynamixel", "erob"),
                                         itertools.product(["true", "false"], repeat=len(flags))):
@@ -64,8 +63,8 @@ def test_the_real_erob_arm_starts_the_erob_driver_with_the_shipped_arms_drives()
     (driver,) = compose({"sim": "false", "arm": "erob", "interface": "enp2s0"})
     assert (driver.package, driver.executable) == ("bam_drivers", "erob")
     # The drives of the simulated eRob arm, joint by joint, in line order.
-    assert EROB_DRIVES == tuple(j.actuator for j in ARMS["erob"].joints)
-    assert driver.parameters == {"interface": "enp2s0", "drive_models": list(EROB_DRIVES),
+    drives = [j.actuator for j in ARMS["erob"].joints]
+    assert driver.parameters == {"interface": "enp2s0", "drive_models": drives,
                                  "joint_names": [j.joint for j in ARMS["erob"].joints]}
 
 
@@ -136,12 +135,11 @@ def test_arguments_are_typed():
 
 
 def test_launch_defaults_type_back_to_the_defaults():
+    """Every declared default is of its own kind, written as the runner writes values."""
     for config in (ARM, BENCH):
         for argument in config.arguments().values():
-            text = launch_default(argument)
-            assert isinstance(text, str)
-            assert typed(text, argument.default, argument.name, argument.type) == \
-                argument.default, (config, argument.name)
+            value = typed(argument.default, None, argument.name, argument.kind)
+            assert launch_text(value) == argument.default, (config.name, argument.name)
 
 
 @pytest.mark.parametrize(("values", "message"), [
@@ -162,7 +160,7 @@ def test_bad_arguments(values, message):
 
 def test_unknown_configuration_names_the_known_ones():
     with pytest.raises(BamError, match="known names: .*arm.*bench"):
-        composition("scara")
+        launch_file("scara")
 
 
 def test_the_runner_serves_either_configuration():

@@ -54,10 +54,10 @@ from hypothesis import strategies as st
 
 from bam_bringup import runner as bench_runner
 from bam_bringup import session as bench_session
-from bam_bringup.runner import COMPOSITIONS
+from bam_bringup.runner import LAUNCH_FILES
 from bam_bringup.session import session_config
-from bam_drivers.emulators import dynamixel_emulator, ethercat_emulator
-from bam_drivers.nodes import dynamixel_node, erob_node, feetech_node
+from bam_drivers.emulators import ethercat_emulator, serial_servo_emulator
+from bam_drivers.nodes import erob_node, feetech_node, serial_servo_node
 from bam_identify.campaign_cli import campaign_main
 from bam_identify.cli import eval_main, fit_main, recover_main
 from bam_identify.data.bag_writer import BagSession, BagTrial, write_bag
@@ -67,7 +67,7 @@ from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import rollout
 from bam_sim.bench.simulate_cli import main as simulate_main
 from bam_sim.bench.trajectory import command_log
-from bam_sim.models.parameter_file import published, save
+from bam_sim.models.files.parameter_file import published, save
 from bam_sim.nodes import arm_node, pendulum_node
 from bam_sim.testing.cli_properties import (
     FAILURES,
@@ -407,9 +407,9 @@ def _executables() -> list[Executable]:
               ("trajectory", trajectory_node), ("recorder", recorder_node)))],
         *[Executable(name, module.main, lambda s: [], node_options(module.PARAMETERS),
                      check_node, prepare=chain(isolate_ros(4), bound_node_spin), node=True)
-          for name, module in (("dynamixel", dynamixel_node), ("feetech", feetech_node),
+          for name, module in (("dynamixel", serial_servo_node), ("feetech", feetech_node),
                                ("erob", erob_node))],
-        Executable("dynamixel_emulator", dynamixel_emulator.main, lambda s: [],
+        Executable("serial_servo_emulator", serial_servo_emulator.main, lambda s: [],
                    {"--servo-model": pool("string", "mx106_p2"),
                     "--protocol": pool("number", "1"), "--ids": pool("number", "1"),
                     "--physics": pool("string", "mx64:m4", "mx64:", ":m4", "x:y:z"),
@@ -422,7 +422,7 @@ def _executables() -> list[Executable]:
                     "--port": pool("out", "port"), "--control": pool("out", "ctl.sock"),
                     "--hardware-error": ["", "1", "1:", ":1", "1:0x20", "x:y", "1:-1",
                                          "999:1", "1:1e308"]},
-                   check_ready, prepare=_stop_at_wait(dynamixel_emulator.Emulator)),
+                   check_ready, prepare=_stop_at_wait(serial_servo_emulator.Emulator)),
         Executable("ethercat_emulator", ethercat_emulator.main, lambda s: [],
                    {"--drives": pool("string", "erob80_50"), "--physics": pool("string", "m4"),
                     "--params-file": pool("in", "m4.yaml"),
@@ -439,7 +439,7 @@ def _executables() -> list[Executable]:
                      (lambda c: lambda s: ["serve", "--config", c])(config),
                      {f"{a.name}:=": _launch_pool(a) for a in comp.arguments().values()},
                      no_check, prepare=chain(isolate_ros(3), _stop_serving))
-          for config, comp in COMPOSITIONS.items()],
+          for config, comp in LAUNCH_FILES.items()],
         Executable("bench session", bench_runner.main,
                    lambda s: ["session", "--config", "session.yaml", "--output-dir", "o",
                               "--quiet"],
@@ -456,9 +456,7 @@ def _executables() -> list[Executable]:
 
 
 def _launch_pool(argument) -> list[str]:
-    default = argument.default
-    valid = [] if default is None else [str(default).lower() if isinstance(default, bool)
-                                        else str(default)]
+    valid = [argument.default] if argument.default else []  # as the launch file declares it
     return [*ROS_VALUES, "", "a,b", "[1,,2]", *valid]
 
 

@@ -53,7 +53,7 @@ def test_an_emulator_ends_with_a_killed_bench(tmp_path):
     try:
         await_ready_line(process, "bench: running", TIMEOUT)
         emulators = {pid: line for pid, line in _children(process.pid).items()
-                     if "dynamixel_emulator" in line}
+                     if "serial_servo_emulator" in line}
         assert len(emulators) == 1, _children(process.pid)
         (pid, line), = emulators.items()
         assert f"--exit-with-parent {process.pid}" in line, line

@@ -1,10 +1,10 @@
-"""Bench composition: the nodes `bench serve` starts, as bench.launch.py does.
+"""The bench: the nodes `bench serve` starts, read from bench.launch.py.
 
 Every node the bench can start names an executable of its package (a console
 script, whose module holds the node class) and only parameters that node
 declares (checked on the real node classes). Launch arguments are typed and
-bad values are one-line errors. (That the launch file agrees is checked in
-test_bringup_launch_agreement.py.)
+bad values are one-line errors. (How the stand-in reads a launch file, and the
+expected nodes per argument set, are in test_bringup_launch_standin.py.)
 """
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ import itertools
 
 import pytest
 
-from bam_bringup.bench_composition import BENCH
-from bam_bringup.composition import command_line
 from bam_bringup.process_bench import build_nodes, node_class
+from bam_bringup.runner import LAUNCH_FILES
 from bam_sim.common.errors import BamError
 from bam_sim.testing.ros_context import private_context
 
@@ -24,12 +23,13 @@ FULL = {"params": "p.yaml", "bag": "/nonexistent/bag", "protocol": "p.yaml",
         "rate": "100"}  # every optional argument given
 EROB = {"driver": "erob", "actuator": "erob80_100"}
 FEETECH = {"driver": "feetech", "actuator": "sts3215"}
+BENCH = LAUNCH_FILES["bench"]
 
 
 def every_composition():
     """The bench for every combination of the boolean arguments (sim stays true), and the
     hardware benches (real and emulated), with every optional argument given."""
-    flags = [a.name for a in BENCH.arguments().values() if a.type == "bool" and a.name != "sim"]
+    flags = [a.name for a in BENCH.arguments().values() if a.kind == "bool" and a.name != "sim"]
     for combo in itertools.product(["true", "false"], repeat=len(flags)):
         yield BENCH.compose(dict(zip(flags, combo, strict=True)))
     yield BENCH.compose({**FULL, "sim": "false", "record": "true"})
@@ -137,7 +137,7 @@ def test_bad_arguments(values, message):
 
 
 def test_hardware_composes_the_driver_and_its_emulator():
-    from bam_drivers.emulators.dynamixel_emulator import parse_args
+    from bam_drivers.emulators.serial_servo_emulator import parse_args
 
     specs = {s.name: s for s in BENCH.compose({"sim": "false", "port": "/dev/ttyUSB1",
                                                "ids": "3", "mass": "0.5", "length": "0.2",
@@ -155,9 +155,9 @@ def test_hardware_composes_the_driver_and_its_emulator():
     specs = {s.name: s for s in BENCH.compose({"sim": "false", "hardware": "emulated",
                                                "port": "/tmp/ttyDXL", "ids": "[1, 2]",
                                                "mass": "1.5"})}
-    emulator = specs["dynamixel_emulator"]
+    emulator = specs["serial_servo_emulator"]
     assert emulator.process and not specs["dynamixel"].process
-    config = parse_args(command_line(emulator))  # the emulator's own parser takes them
+    config = parse_args(list(emulator.arguments))  # the emulator's own parser takes them
     assert (config.ids, config.mass, config.servo_model) == ((1, 2), 1.5, "mx64_p1")
     assert specs["dynamixel"].parameters["port"] == "/tmp/ttyDXL"
 
@@ -181,7 +181,7 @@ def test_driver_erob_composes_the_erob_driver_and_its_emulator():
     assert list(specs) == ["ethercat_emulator", "erob", "trajectory"]  # the emulator first
     emulator = specs["ethercat_emulator"]
     assert emulator.process and emulator.ready == "READY"
-    config = parse_args(command_line(emulator))
+    config = parse_args(list(emulator.arguments))
     assert (config.interface, config.drives, config.mass) == ("bamec7", ("erob80_50",), 1.5)
     assert specs["erob"].parameters["interface"] == "bamec7"
     assert specs["erob"].parameters["rate"] == 500.0
@@ -190,7 +190,7 @@ def test_driver_erob_composes_the_erob_driver_and_its_emulator():
 def test_driver_feetech_composes_the_feetech_driver_and_the_servo_emulator():
     """driver:=feetech: the Feetech driver, its servo model the actuator's unless given;
     with hardware:=emulated the servo emulator first, speaking Feetech's protocol."""
-    from bam_drivers.emulators.dynamixel_emulator import build_bus, parse_args
+    from bam_drivers.emulators.serial_servo_emulator import build_bus, parse_args
 
     (driver, _) = BENCH.compose({**FEETECH, "sim": "false", "port": "/dev/ttyACM1",
                                  "ids": "[4]", "mass": "0.3"})
@@ -201,8 +201,8 @@ def test_driver_feetech_composes_the_feetech_driver_and_the_servo_emulator():
                                  "arm_mass": 0.0}
     specs = BENCH.compose({"driver": "feetech", "actuator": "sts3215_12v", "sim": "false",
                            "hardware": "emulated", "port": "/tmp/ttySTS", "ids": "1,2"})
-    assert [s.name for s in specs] == ["dynamixel_emulator", "feetech", "trajectory"]
-    config = parse_args(command_line(specs[0]))
+    assert [s.name for s in specs] == ["serial_servo_emulator", "feetech", "trajectory"]
+    config = parse_args(list(specs[0].arguments))
     assert (config.servo_model, config.ids, config.port) == ("sts3215_12v", (1, 2),
                                                              "/tmp/ttySTS")
     bus = build_bus(config)  # physics: the 12 V set, the servos speak Feetech's protocol
@@ -213,9 +213,9 @@ def test_driver_feetech_composes_the_feetech_driver_and_the_servo_emulator():
 
 def test_rate_left_out_keeps_each_drivers_own_default():
     """rate:="" gives no rate parameter: each driver keeps its own, as the argument says."""
-    from bam_drivers.nodes import dynamixel_node, erob_node, feetech_node
+    from bam_drivers.nodes import erob_node, feetech_node, serial_servo_node
 
-    for values, node in (({"sim": "false"}, dynamixel_node), ({**EROB, "sim": "false"},
+    for values, node in (({"sim": "false"}, serial_servo_node), ({**EROB, "sim": "false"},
                                                               erob_node),
                          ({**FEETECH, "sim": "false"}, feetech_node)):
         (driver,) = [s for s in BENCH.compose(values) if s.package == "bam_drivers"]

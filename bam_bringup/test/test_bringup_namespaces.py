@@ -16,8 +16,8 @@ from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 
-from bam_bringup.bench_composition import BENCH
 from bam_bringup.process_bench import ProcessBench
+from bam_bringup.runner import LAUNCH_FILES
 from bam_msgs.msg import ActuatorCommand
 from bam_sim.common import contract
 from bam_sim.common.qos import profile
@@ -59,7 +59,7 @@ class Probe:
 
 
 def bench_specs(namespace: str, start_time: float) -> list:
-    specs = BENCH.compose({"namespace": namespace})
+    specs = LAUNCH_FILES["bench"].compose({"namespace": namespace})
     return [dataclasses.replace(s, parameters={**s.parameters, "start_time": start_time})
             if s.name == "pendulum" else s for s in specs]
 

@@ -285,7 +285,7 @@ def logs_dir(tmp_path_factory) -> Path:
     from bam_identify.data.synthetic import paper_like_set
     from bam_sim.bench.bench_log import LogBatch
     from bam_sim.bench.rollouts import batch_errors
-    from bam_sim.models.parameter_file import published
+    from bam_sim.models.files.parameter_file import published
 
     truth = published("mx64", "m1")
     logs = paper_like_set(truth, 4, duration=1.5, seed=8)

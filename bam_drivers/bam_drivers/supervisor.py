@@ -1,7 +1,7 @@
 """What every hardware driver supervises, apart from ROS: commands, watchdog, link, logs.
 
 A driver node is a thin ROS adapter over a bus supervisor (for example
-:class:`bam_drivers.dynamixel.supervisor.DynamixelSupervisor`). The pieces the
+:class:`bam_drivers.serial_servo.supervisor.SerialServoSupervisor`). The pieces the
 supervisors share live here and know nothing of a particular bus:
 
 * :class:`CommandState`: the commanded goals, gains and torque enables, the

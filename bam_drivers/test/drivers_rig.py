@@ -15,8 +15,8 @@ from rclpy.qos import QoSProfile
 from std_msgs.msg import Float64MultiArray
 
 from bam_drivers.emulators.client import EmulatorProcess
-from bam_drivers.nodes.dynamixel_node import DIAGNOSTICS_TOPIC, DynamixelNode
 from bam_drivers.nodes.feetech_node import FeetechNode
+from bam_drivers.nodes.serial_servo_node import DIAGNOSTICS_TOPIC, SerialServoNode
 from bam_msgs.msg import ActuatorCommand, BenchInfo
 from bam_sim.common import contract
 from bam_sim.testing.ros_graph import ActuatorProbe
@@ -26,9 +26,9 @@ MODELS = {1: "mx64_p1", 2: "xm430_w350"}  # servo model of each protocol in the 
 # The serial buses a test may run on: the emulator's options, the driver node class and
 # its parameters. The Feetech joint is a lighter pendulum, sized for the STS3215.
 SERIAL_BUSES = {
-    "protocol1": (dict(protocol=1, servo_model="mx64_p1"), DynamixelNode,
+    "protocol1": (dict(protocol=1, servo_model="mx64_p1"), SerialServoNode,
                   dict(servo_model="mx64_p1")),
-    "protocol2": (dict(protocol=2, servo_model="xm430_w350"), DynamixelNode,
+    "protocol2": (dict(protocol=2, servo_model="xm430_w350"), SerialServoNode,
                   dict(servo_model="xm430_w350")),
     "feetech": (dict(protocol=1, servo_model="sts3215", physics="sts3215:m1", mass=0.35),
                 FeetechNode, dict(mass=0.35)),
@@ -47,9 +47,9 @@ class Rig(ActuatorProbe):
     time: ``(time.monotonic(), msg)``.
     """
 
-    def __init__(self, context, port: str, node: type[DynamixelNode] = DynamixelNode,
+    def __init__(self, context, port: str, node: type[SerialServoNode] = SerialServoNode,
                  **params) -> None:
-        """``node``: the driver class (DynamixelNode, or FeetechNode on its bus)."""
+        """``node``: the driver class (SerialServoNode, or FeetechNode on its bus)."""
         # latency_timer_ms: room for a busy machine delaying the emulator's replies.
         params = {"port": port, "rate": 200.0, "command_timeout": 0.0,
                   "latency_timer_ms": 10.0, **params}

@@ -22,7 +22,7 @@ from bam_drivers.ethercat import frames as fr
 from bam_drivers.ethercat import registers as reg
 from bam_drivers.ethercat.drive_models import get_model
 from bam_sim.bench.geometry import Bench
-from bam_sim.models.parameter_file import published
+from bam_sim.models.files.parameter_file import published
 
 STATION = 0x1001  # station address of slave 1 (SOEM's node offset)
 

@@ -10,20 +10,20 @@ import time
 import pytest
 from drivers_rig import SERIAL_BUSES, emulator_of
 
-from bam_drivers.dynamixel.bus import (
+from bam_drivers.emulators.client import EmulatorProcess
+from bam_drivers.serial_servo.bus import (
     CORRUPT,
     TIMEOUT,
-    DynamixelBus,
+    SerialServoBus,
     detect_latency_timer,
 )
-from bam_drivers.emulators.client import EmulatorProcess
 from bam_drivers.supervisor import ConfigurationError
 from bam_sim.common.errors import BamError
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 
 
-def open_bus(emulator, model, ids, bus_class=DynamixelBus, **kwargs) -> DynamixelBus:
+def open_bus(emulator, model, ids, bus_class=SerialServoBus, **kwargs) -> SerialServoBus:
     # 20 ms for a status: the emulator answers in well under 1 ms, but a busy machine
     # may delay it (the pty's detected 1 ms would then fail reads at random).
     kwargs.setdefault("latency_timer_ms", 20.0)
@@ -50,13 +50,13 @@ def test_the_latency_timer_is_detected(tmp_path):
     assert detect_latency_timer(str(tmp_path / "none")) == (16.0, "the SDK's default")
     with EmulatorProcess() as emulator:
         assert open_bus(emulator, "mx64_p1", [1], latency_timer_ms=0.0).latency_timer_ms == 1.0
-        bus = DynamixelBus(emulator.port, "mx64_p1", [1], latency_timer_ms=5.0)
+        bus = SerialServoBus(emulator.port, "mx64_p1", [1], latency_timer_ms=5.0)
         bus.open()
         assert (bus.latency_timer_ms, bus.latency_timer_source) == (5.0, "given")
 
 
 def test_a_missing_port_is_a_clear_error(tmp_path):
-    bus = DynamixelBus(str(tmp_path / "ttyNone"), "mx64_p1", [1])
+    bus = SerialServoBus(str(tmp_path / "ttyNone"), "mx64_p1", [1])
     with pytest.raises(BamError, match=r"cannot open the Dynamixel port .*ttyNone.*No such "
                                        r"file.*check the port parameter"):
         bus.open()
@@ -65,7 +65,7 @@ def test_a_missing_port_is_a_clear_error(tmp_path):
     not_a_tty = tmp_path / "file"
     not_a_tty.write_text("")
     with pytest.raises(BamError, match="cannot open the Dynamixel port"):
-        DynamixelBus(str(not_a_tty), "mx64_p1", [1]).open()
+        SerialServoBus(str(not_a_tty), "mx64_p1", [1]).open()
 
 
 def test_ping_checks_ids_and_models():

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from bam_drivers.dynamixel.control_table import TABLES, get_table, table_for_model_number
+from bam_drivers.serial_servo.control_table import TABLES, get_table, table_for_model_number
 from bam_sim.common.errors import BamError
 
 # Registers named in issue 5: (field, address, size).

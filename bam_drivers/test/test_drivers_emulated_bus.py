@@ -6,12 +6,12 @@ import math
 
 import pytest
 
-from bam_drivers.dynamixel import packet as pk
-from bam_drivers.emulators.dynamixel_emulator import EmulatorConfig, build_bus
-from bam_drivers.emulators.dynamixel_servos import EmulatedBus
+from bam_drivers.emulators.serial_servo_emulator import EmulatorConfig, build_bus
+from bam_drivers.emulators.serial_servos import EmulatedBus
+from bam_drivers.serial_servo import packet as pk
 from bam_sim.common.errors import BamError
-from bam_sim.models import parameters as P
-from bam_sim.models.parameter_file import published
+from bam_sim.models import parameter_vector as P
+from bam_sim.models.files.parameter_file import published
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 

@@ -20,7 +20,7 @@ from bam_drivers.ethercat import drive_models as dm
 from bam_drivers.ethercat import frames as fr
 from bam_drivers.ethercat import registers as reg
 from bam_drivers.ethercat.cia402 import State
-from bam_sim.models.parameter_file import published
+from bam_sim.models.files.parameter_file import published
 
 RX_BYTES = struct.calcsize(dm.struct_format(dm.RX_ENTRIES))
 TX_BYTES = struct.calcsize(dm.struct_format(dm.TX_ENTRIES))

@@ -2,7 +2,7 @@
 answered, refuse a port another driver holds, and a servo or supply other than configured.
 
 The ROS-free parts run on a simulated clock (the supervisor's ``now``); the nodes and the
-executables against the emulator (bam_drivers.emulators.dynamixel_emulator), whose ground
+executables against the emulator (bam_drivers.emulators.serial_servo_emulator), whose ground
 truth says whether the torque was ever on.
 """
 
@@ -19,11 +19,11 @@ import pytest
 from drivers_rig import TIMEOUT, emulator_of
 from rclpy.parameter import Parameter
 
-from bam_drivers.dynamixel.bus import DynamixelBus
-from bam_drivers.dynamixel.supervisor import DynamixelSupervisor
 from bam_drivers.emulators.client import EmulatorProcess
-from bam_drivers.nodes.dynamixel_node import DynamixelNode
 from bam_drivers.nodes.feetech_node import FeetechNode
+from bam_drivers.nodes.serial_servo_node import SerialServoNode
+from bam_drivers.serial_servo.bus import SerialServoBus
+from bam_drivers.serial_servo.supervisor import SerialServoSupervisor
 from bam_drivers.supervisor import RETRY_MAX, RETRY_MIN, ConfigurationError
 from bam_sim.testing.ros_context import private_context, ros_domain
 from bam_sim.testing.ros_graph import wait_for
@@ -48,14 +48,14 @@ def backoff_times(window: float) -> list[float]:
     return times
 
 
-def supervisor(port: str, now: float = 0.0, **kwargs) -> DynamixelSupervisor:
+def supervisor(port: str, now: float = 0.0, **kwargs) -> SerialServoSupervisor:
     # 50 ms for a status: room for a busy machine delaying the emulator's replies.
-    bus = DynamixelBus(port, "mx64_p1", [1], latency_timer_ms=50.0)
-    return DynamixelSupervisor(bus, gain=8.0, enabled=False, command_timeout=0.0,
+    bus = SerialServoBus(port, "mx64_p1", [1], latency_timer_ms=50.0)
+    return SerialServoSupervisor(bus, gain=8.0, enabled=False, command_timeout=0.0,
                                log=lambda level, text: None, now=now, **kwargs)
 
 
-def driver(context, node=DynamixelNode, **params) -> DynamixelNode:
+def driver(context, node=SerialServoNode, **params) -> SerialServoNode:
     params = {"rate": 200.0, "command_timeout": 0.0, "latency_timer_ms": 10.0, **params}
     return node(context=context, parameter_overrides=[
         Parameter(k, value=v) for k, v in params.items()])
@@ -154,7 +154,7 @@ def test_the_node_sleeps_between_attempts_and_a_signal_still_ends_it_at_once(con
         assert node.tick_count - ticks < 60
     finally:
         node.destroy_node()
-    process = executable("dynamixel_node", f"port:={tmp_path / 'absent'}",
+    process = executable("serial_servo_node", f"port:={tmp_path / 'absent'}",
                          "connect_timeout:=0.0")
     try:
         wait_for(lambda: "retrying in" in process.stderr.readline(), "a failed attempt",
@@ -165,15 +165,15 @@ def test_the_node_sleeps_between_attempts_and_a_signal_still_ends_it_at_once(con
     assert code == 128 + signal.SIGINT, err
 
 
-@pytest.mark.parametrize("module", ["dynamixel_node", "feetech_node"])
-def test_a_port_that_never_existed_exits_2_after_connect_timeout(tmp_path, module):
+@pytest.mark.parametrize(("module", "program"), [("serial_servo_node", "dynamixel"),
+                                                 ("feetech_node", "feetech")])
+def test_a_port_that_never_existed_exits_2_after_connect_timeout(tmp_path, module, program):
     port = tmp_path / "ttyTYPO"
     start = time.monotonic()
     code, err = finished(executable(module, f"port:={port}", "connect_timeout:=1.0"))
     assert code == 2, err
     assert time.monotonic() - start >= 1.0
     last = err.strip().splitlines()[-1]
-    program = module.removesuffix("_node")
     assert last.startswith(f"{program}: error: no connection to servo ids [1] on {port} "
                            "within connect_timeout 1 s: cannot open"), err
     assert "connect_timeout:=0.0" in last and "Traceback" not in err
@@ -186,7 +186,7 @@ def test_a_second_driver_on_a_port_is_refused_naming_the_first(context):
         first = driver(context, port=emulator.port, torque_enable_on_start=True)
         try:
             wait_for(lambda: emulator.truth()[1]["torque_enable"], "torque on", TIMEOUT)
-            code, err = finished(executable("dynamixel_node", f"port:={emulator.port}"))
+            code, err = finished(executable("serial_servo_node", f"port:={emulator.port}"))
             assert code == 2, err
             last = err.strip().splitlines()[-1]
             assert last.startswith(f"dynamixel: error: the Dynamixel port {emulator.port} is "
@@ -231,7 +231,7 @@ def open_as_nobody(path: str) -> int:
 def test_another_servo_or_supply_is_refused_and_the_torque_never_enabled(
         context, bus, emulated, params, message):
     params = dict(params)
-    node_class = params.pop("node", DynamixelNode)
+    node_class = params.pop("node", SerialServoNode)
     with emulator_of(bus, **emulated) as emulator:
         node = driver(context, node_class, port=emulator.port, torque_enable_on_start=True,
                       **params)

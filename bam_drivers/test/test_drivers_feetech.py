@@ -13,13 +13,13 @@ from __future__ import annotations
 import pytest
 from drivers_rig import emulator_of
 
-from bam_drivers.dynamixel import packet as pk
-from bam_drivers.dynamixel.bus import DynamixelBus
-from bam_drivers.dynamixel.control_table import RAD_PER_COUNT, Field
 from bam_drivers.emulators.client import EmulatorProcess
-from bam_drivers.emulators.dynamixel_emulator import EmulatorConfig, build_bus
+from bam_drivers.emulators.serial_servo_emulator import EmulatorConfig, build_bus
 from bam_drivers.feetech.bus import FeetechBus
 from bam_drivers.feetech.control_table import CURRENT_UNIT, STEP_RATE, TABLES
+from bam_drivers.serial_servo import packet as pk
+from bam_drivers.serial_servo.bus import SerialServoBus
+from bam_drivers.serial_servo.control_table import RAD_PER_COUNT, Field
 from bam_sim.common.errors import BamError
 from bam_sim.testing.ros_graph import wait_for
 
@@ -70,7 +70,7 @@ def test_each_bus_takes_only_its_own_tables_and_baud_rates():
     with pytest.raises(BamError, match="unknown servo model 'mx64_p1'; known: sts3215"):
         FeetechBus("/dev/null", "mx64_p1", [1])
     with pytest.raises(BamError, match="unknown servo model 'sts3215'; known: mx64_p1"):
-        DynamixelBus("/dev/null", "sts3215", [1])
+        SerialServoBus("/dev/null", "sts3215", [1])
     with pytest.raises(BamError, match="not supported by feetech-servo-sdk"):
         FeetechBus("/dev/null", "sts3215", [1], baud_rate=2_000_000)
 

@@ -39,7 +39,7 @@ from rclpy.parameter import Parameter
 
 from bam_identify.data.dataset import load_dataset, split
 from bam_identify.fitting.fit import FitSettings, SearchSpace, identify
-from bam_sim.models.parameter_file import published
+from bam_sim.models.files.parameter_file import published
 from bam_sim.testing.ros_context import private_context
 
 # Not in the loaded pass (marker live): with a core taken, the real-time recording's

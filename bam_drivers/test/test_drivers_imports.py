@@ -10,9 +10,9 @@ import pytest
 HEAVY = ("numba", "mujoco", "optuna", "rosbags", "bam_identify", "bam_sim.testing")
 
 
-@pytest.mark.parametrize("module", ["bam_drivers.nodes.dynamixel_node",
+@pytest.mark.parametrize("module", ["bam_drivers.nodes.serial_servo_node",
                                     "bam_drivers.nodes.feetech_node",
-                                    "bam_drivers.dynamixel.supervisor"])
+                                    "bam_drivers.serial_servo.supervisor"])
 def test_driver_imports_no_numerics(module):
     code = (f"import sys, {module}\n"
             f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))")
@@ -22,7 +22,7 @@ def test_driver_imports_no_numerics(module):
 
 
 def test_supervisor_imports_no_ros():
-    code = ("import sys, bam_drivers.dynamixel.supervisor, bam_drivers.supervisor, "
+    code = ("import sys, bam_drivers.serial_servo.supervisor, bam_drivers.supervisor, "
             "bam_drivers.feetech.bus\n"
             "print(','.join(m for m in sys.modules if m.split('.')[0] in "
             "('rclpy', 'rcl_interfaces', 'diagnostic_msgs')))")

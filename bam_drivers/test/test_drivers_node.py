@@ -4,8 +4,8 @@ Its Feetech binding (``feetech``: the same node on the Feetech bus, STS3215
 servos in the emulator) is checked at the end: units, goals and gains, several
 servos, torque off, bad parameters.
 
-Each test starts an emulator process (bam_drivers.emulators.dynamixel_emulator: servos behind a
-pseudo-terminal, physics of bam_sim) and a DynamixelNode on its port, and
+Each test starts an emulator process (bam_drivers.emulators.serial_servo_emulator: servos behind a
+pseudo-terminal, physics of bam_sim) and a SerialServoNode on its port, and
 compares what the node publishes with the emulator's ground truth.
 """
 
@@ -22,12 +22,12 @@ import pytest
 from diagnostic_msgs.msg import DiagnosticStatus
 from drivers_rig import MODELS, Rig, emulator_of, settle, values
 
-from bam_drivers.dynamixel.control_table import RAD_PER_COUNT, get_table
 from bam_drivers.emulators.client import EmulatorProcess
 from bam_drivers.feetech.control_table import CURRENT_UNIT as FEETECH_CURRENT_UNIT
 from bam_drivers.nodes.driver_node import mean_kt
-from bam_drivers.nodes.dynamixel_node import DynamixelNode
 from bam_drivers.nodes.feetech_node import FeetechNode
+from bam_drivers.nodes.serial_servo_node import SerialServoNode
+from bam_drivers.serial_servo.control_table import RAD_PER_COUNT, get_table
 from bam_msgs.msg import BenchInfo
 from bam_sim.common.errors import BamError
 from bam_sim.testing.ros_context import private_context, ros_domain
@@ -161,7 +161,7 @@ def test_torque_off_when_the_node_is_destroyed(rigs, context):
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-@pytest.mark.parametrize(("module", "bus"), [("dynamixel_node", "protocol1"),
+@pytest.mark.parametrize(("module", "bus"), [("serial_servo_node", "protocol1"),
                                              ("feetech_node", "feetech")])
 def test_a_signal_turns_the_torque_off(module, bus, signum):
     """The `dynamixel` and `feetech` executables: SIGINT and SIGTERM end them with the
@@ -279,7 +279,7 @@ def test_bad_parameters_are_one_line_errors(context, params, message):
     from rclpy.parameter import Parameter
 
     params = {"port": "/nonexistent", **params}
-    node = params.pop("node", DynamixelNode)
+    node = params.pop("node", SerialServoNode)
     with pytest.raises(BamError, match=message):
         node(context=context, parameter_overrides=[
             Parameter(k, value=v) for k, v in params.items()])

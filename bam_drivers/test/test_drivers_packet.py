@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from bam_drivers.dynamixel import packet as pk
+from bam_drivers.serial_servo import packet as pk
 
 
 def h(text: str) -> bytes:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 from rclpy.parameter import Parameter
 
-from bam_drivers.nodes.dynamixel_node import DynamixelNode
 from bam_drivers.nodes.erob_node import ErobNode
 from bam_drivers.nodes.feetech_node import FeetechNode
+from bam_drivers.nodes.serial_servo_node import SerialServoNode
 from bam_sim.common.errors import BamError
 from bam_sim.testing.ros_context import private_context
 
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under l
 
 
 @pytest.mark.parametrize(("node_class", "device"), [
-    (DynamixelNode, Parameter("port", value="/nonexistent/ttyUSB9")),
+    (SerialServoNode, Parameter("port", value="/nonexistent/ttyUSB9")),
     (FeetechNode, Parameter("port", value="/nonexistent/ttyACM9")),
     (ErobNode, Parameter("interface", value="nonexistent9")),
 ])

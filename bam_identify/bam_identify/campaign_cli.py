@@ -28,17 +28,9 @@ import dataclasses
 import os
 import sys
 
-from bam_identify.cli import (
-    STORAGE_OPTION,
-    FitInterrupted,
-    FitJob,
-    _load,
-    _main,
-    fit_parser,
-    number_option,
-    output_paths,
-    run_fit,
-)
+from bam_identify.arguments import STORAGE_OPTION, fit_parser, number_option
+from bam_identify.executable import run_executable
+from bam_identify.fitting.job import FitJob, output_paths
 from bam_sim.common.arguments import ArgumentParser
 from bam_sim.common.command import Interrupted, shielded, stop_requested
 from bam_sim.common.errors import BamError
@@ -73,6 +65,7 @@ def campaign_parser() -> argparse.ArgumentParser:
 def add_jobs(args: argparse.Namespace) -> str:
     """Queue one job per model, each checked now rather than when a worker meets it."""
     from bam_identify.fitting.campaign import Campaign, job_to_json
+    from bam_identify.fitting.inputs import load_data
 
     if not args.storage:
         raise BamError("campaign add: give --storage, the database the workers will share")
@@ -82,7 +75,7 @@ def add_jobs(args: argparse.Namespace) -> str:
     # The data read now as fit reads it (paths, plausibility, the actuator among the
     # logs): a job fit would refuse is refused here, not met later by a worker. The
     # workers read the same paths, so they must be ones every machine sees.
-    _load(job)
+    load_data(job)
     models = list(dict.fromkeys(job.models))
     # Each job's parameter file as fit would name it with all the models at once (the
     # actuator left to the data), its own report folder and its own study.
@@ -179,6 +172,7 @@ def work(args: argparse.Namespace) -> str:
 def _run_job(campaign, number: int, text: str, args: argparse.Namespace) -> bool:
     """Run one claimed job; whether it succeeded. A stop gives it back (Interrupted)."""
     from bam_identify.fitting.campaign import DONE, FAILED, job_from_json, own_outputs
+    from bam_identify.fitting.interrupted import FitInterrupted
 
     given_back = (f"job {number} given back to campaign {campaign.name}: the next worker "
                   "resumes it (its study and partial output are kept as its own)")
@@ -191,7 +185,10 @@ def _run_job(campaign, number: int, text: str, args: argparse.Namespace) -> bool
         outputs = output_paths(job.output, job.actuator or "*", list(job.models))
         job = own_outputs(job, campaign.name, number, [str(p) for p in outputs.values()])
         print(f"job {number}: {', '.join(job.models)}", file=sys.stderr)
-        summary = run_fit(job)
+        # Imported here, inside the try: a stop during numba's import gives the job back.
+        from bam_identify.fitting.run import fit
+
+        summary = fit(job).summary
     except FitInterrupted as exc:
         with shielded():
             campaign.release(number)
@@ -245,4 +242,4 @@ ACTIONS = {"add": add_jobs, "work": work, "status": status}
 
 
 def campaign_main(argv: list[str] | None = None) -> int:
-    return _main(campaign_parser(), lambda args: ACTIONS[args.action](args), argv)
+    return run_executable(campaign_parser(), lambda args: ACTIONS[args.action](args), argv)

@@ -10,7 +10,7 @@ Examples::
 
 ``bam-json`` is the legacy BAM JSON parameter file that ``bam.model.load_model``
 reads, and through it Isaac Lab's ``BamActuatorCfg`` and mjlab's BAM actuator
-(:func:`bam_sim.models.legacy.parameters_to_json`). ``dcmotor-mjcf`` is MuJoCo's own
+(:func:`bam_sim.models.files.bam_json.parameters_to_json`). ``dcmotor-mjcf`` is MuJoCo's own
 ``dcmotor`` actuator (:mod:`bam_sim.mujoco_arm.dcmotor_export`, what it cannot express
 written in the file's leading comment): on ``--joint`` of ``--mjcf``, else on a one-joint
 pendulum of the actuator's middle bench setup. Bad input (a missing or invalid file, a
@@ -23,13 +23,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bam_identify.cli import _main
+from bam_identify.executable import run_executable
 from bam_sim.common.arguments import ArgumentParser
 from bam_sim.common.errors import BamError
 from bam_sim.common.numbers import option
 from bam_sim.common.output_paths import check_output, write_new
-from bam_sim.models.legacy import parameters_to_json
-from bam_sim.models.parameter_file import load
+from bam_sim.models.files.bam_json import parameters_to_json
+from bam_sim.models.files.parameter_file import load
 from bam_sim.models.parameter_set import ParameterSet
 
 
@@ -108,4 +108,4 @@ def run_export(args: argparse.Namespace) -> str:
 
 
 def export_main(argv: list[str] | None = None) -> int:
-    return _main(export_parser(), run_export, argv)
+    return run_executable(export_parser(), run_export, argv)

@@ -14,7 +14,7 @@ from bam_sim.bench.bench_log import BenchLog
 from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import rollout
 from bam_sim.bench.trajectory import command_log
-from bam_sim.models.parameter_file import published
+from bam_sim.models.files.parameter_file import published
 
 MX64_BENCH = Bench(mass=1.0, length=0.15, arm_mass=0.1)
 EROB_BENCH = Bench(mass=3.1, length=0.5, arm_mass=0.5)

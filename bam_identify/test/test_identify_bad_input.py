@@ -38,8 +38,8 @@ from bam_identify.export_cli import check_export_args, export_main, export_parse
 from bam_identify.protocol import parse_protocol
 from bam_sim.common.errors import BamError, one_line
 from bam_sim.common.output_paths import check_output
-from bam_sim.models.legacy import parameters_to_json
-from bam_sim.models.parameter_file import published, save
+from bam_sim.models.files.bam_json import parameters_to_json
+from bam_sim.models.files.parameter_file import published, save
 from bam_sim.models.parameter_set import ParameterSet
 
 LONG = "n" * 300  # a name over the 255 bytes a file name may have

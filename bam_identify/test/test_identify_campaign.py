@@ -14,7 +14,7 @@ from identify_cases import write_m1_logs
 
 from bam_identify.campaign_cli import campaign_main
 from bam_identify.fitting.campaign import MARKER
-from bam_sim.models.parameter_file import load, published, save
+from bam_sim.models.files.parameter_file import load, published, save
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 

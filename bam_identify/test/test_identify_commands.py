@@ -11,7 +11,7 @@ from bam_identify.cli import eval_main, fit_main, output_paths
 from bam_identify.data.bag_writer import BagSession, BagTrial, write_bag
 from bam_identify.data.legacy_logs import write_legacy_log
 from bam_identify.data.synthetic import paper_like_set
-from bam_sim.models.parameter_file import load, published, save
+from bam_sim.models.files.parameter_file import load, published, save
 
 
 @pytest.fixture(scope="module")
@@ -155,14 +155,14 @@ def test_an_interrupted_fit_never_replaces_a_parameter_file(bag, tmp_path, capsy
                                                             monkeypatch):
     """Ctrl-C during a fit (raised in its first generation's progress report): exit 130,
     the existing file kept even with --force, the best set found written beside it."""
-    from bam_identify import cli
+    from bam_identify.fitting import run as fit_run
 
     def interrupted(space, logs, settings, quiet, identify, check_logs=None, tick=None):
         def progress(count, best):
             raise KeyboardInterrupt
         return identify(space, logs, settings, progress, check_logs=check_logs)
 
-    monkeypatch.setattr(cli, "_fit_one", interrupted)
+    monkeypatch.setattr(fit_run, "_fit_one", interrupted)
     out = tmp_path / "m1.yaml"
     out.write_text("precious")
     code, stdout, err = run(fit_main, ["--bags", bag, "--models", "m1", "m4", "--trials", 50,

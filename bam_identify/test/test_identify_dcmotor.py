@@ -19,7 +19,7 @@ from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import batch_rollout, rollout
 from bam_sim.bench.trajectory import get_trajectory
 from bam_sim.common.errors import BamError
-from bam_sim.models.parameter_file import load, save
+from bam_sim.models.files.parameter_file import load, save
 
 pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
 
@@ -264,7 +264,7 @@ def test_a_protocol_run_may_have_its_own_duration():
 def test_the_electrical_groups_of_a_dynamixel_are_identified_from_noisy_logs():
     """An MX-64 (voltage law) carrying inductance and a current limit: L and i_max are
     fitted back with the motor and M1 friction, as any actuator may carry the groups."""
-    from bam_sim.models.parameter_file import published
+    from bam_sim.models.files.parameter_file import published
 
     truth = published("mx64", "m1").replace(**{"saturation.current": 1.5,
                                                "inductance.L": 0.006})

@@ -21,7 +21,7 @@ from bam_identify.cli import eval_main
 from bam_identify.data.bag_writer import BagSession, write_bag
 from bam_identify.data.dataset import content_key, load_dataset, split
 from bam_identify.data.legacy_logs import write_legacy_log
-from bam_sim.models.parameter_file import published, save
+from bam_sim.models.files.parameter_file import published, save
 
 TRAJECTORIES = ("steps", "lift_drop", "raise_lower")
 GAINS = (8.0, 16.0, 32.0, 4.0)

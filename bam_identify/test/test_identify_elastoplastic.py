@@ -1,7 +1,7 @@
 """Identification of the elasto-plastic models ep_*: round trip, constraint handling, CLI.
 
 Condition (14) and the coupling limit are those of
-reference/chattering-free-stiction.md (see bam_sim.models.ep_validity).
+reference/chattering-free-stiction.md (see bam_sim.models.elastoplastic.validity).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from bam_sim.bench.bench_log import LogBatch
 from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import batch_mae, batch_violation
 from bam_sim.common.errors import BamError
-from bam_sim.models.parameter_file import load, save
+from bam_sim.models.files.parameter_file import load, save
 
 pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
 
@@ -117,7 +117,7 @@ def test_a_fit_without_any_valid_candidate_says_so(noisy_logs):
 
 def test_m_model_scores_are_unchanged(noisy_logs):
     """The constraint step leaves M1..M6 alone: the same scores as batch_mae's."""
-    from bam_sim.models.parameter_file import published
+    from bam_sim.models.files.parameter_file import published
 
     _, train, _ = noisy_logs
     space = SearchSpace.build("mx64", "m4")

@@ -4,7 +4,7 @@ reads back to the same set; one-line errors and exit code 2 for bad input."""
 from __future__ import annotations
 
 from bam_identify.export_cli import export_main
-from bam_sim.models.parameter_file import load, published, save
+from bam_sim.models.files.parameter_file import load, published, save
 
 
 def run(args, capsys):

@@ -11,7 +11,7 @@ import pytest
 from bam_identify.data.synthetic import paper_like_set
 from bam_identify.fitting.figure_pool import WARM_AFTER, FigurePool, FiguresAbandoned
 from bam_identify.fitting.report import FIGURES_LEFT_OUT, ModelResult, write_report
-from bam_sim.models.parameter_file import published
+from bam_sim.models.files.parameter_file import published
 
 HOURS = 3600.0  # a figure that would hold the stop for an hour if it were waited for
 

@@ -16,7 +16,7 @@ from bam_identify.fitting.fit import (
 )
 from bam_sim.bench.geometry import Bench
 from bam_sim.common.errors import BamError
-from bam_sim.models.parameter_file import published
+from bam_sim.models.files.parameter_file import published
 
 pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
 

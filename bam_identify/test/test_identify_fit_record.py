@@ -9,7 +9,7 @@ import pytest
 from bam_identify.data.synthetic import paper_like_set
 from bam_identify.fitting.fit import FitSettings, Objective, SearchSpace, identify
 from bam_sim.common.errors import BamError
-from bam_sim.models.parameter_file import published
+from bam_sim.models.files.parameter_file import published
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +113,7 @@ def test_no_storage_imports_no_optuna(logs, space):
     code = ("import sys\n"
             "from bam_identify.data.synthetic import paper_like_set\n"
             "from bam_identify.fitting.fit import FitSettings, SearchSpace, identify\n"
-            "from bam_sim.models.parameter_file import published\n"
+            "from bam_sim.models.files.parameter_file import published\n"
             "logs = paper_like_set(published('mx64', 'm1'), 2, duration=1.0)\n"
             "identify(SearchSpace.build('mx64', 'm1'), logs, FitSettings(trials=20))\n"
             "print(sorted(m for m in ('optuna', 'sqlalchemy') if m in sys.modules))\n")

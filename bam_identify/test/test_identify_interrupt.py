@@ -16,7 +16,7 @@ import pytest
 from identify_cases import write_m1_logs
 
 from bam_identify.fitting.search import POLISH_AFTER
-from bam_sim.models.parameter_file import load
+from bam_sim.models.files.parameter_file import load
 from bam_sim.testing.processes import read_until
 
 TIMEOUT = 120.0  # s: only reached when something is wrong (a loaded machine is slow)
@@ -126,7 +126,7 @@ import os, signal, sys
 from bam_identify.data.synthetic import paper_like_set
 from bam_identify.fitting.fit import FitSettings, SearchSpace, identify
 from bam_sim.common.command import run_command
-from bam_sim.models.parameter_file import published
+from bam_sim.models.files.parameter_file import published
 
 logs = paper_like_set(published("mx64", "m1"), 2, duration=1.0, seed=8)
 space = SearchSpace.build("mx64", "m1", {}, True)

@@ -28,7 +28,7 @@ from bam_identify.data.bag_writer import BagSession, bench_messages, write_messa
 from bam_identify.data.dataset import load_dataset
 from bam_identify.data.legacy_logs import read_legacy_log
 from bam_sim.common.errors import BamError
-from bam_sim.models.actuators import get_actuator
+from bam_sim.models.servo.actuators import get_actuator
 
 # The BAM authors' public XL330 logs, in the shared/ folder beside the repository.
 REAL = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "real" / "xl330"

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from bam_identify.campaign_cli import campaign_main
 from bam_identify.data.legacy_logs import write_legacy_log
 from bam_identify.data.synthetic import paper_like_set
-from bam_sim.models.parameter_file import load, published
+from bam_sim.models.files.parameter_file import load, published
 
 FIT = "from bam_identify.cli import fit_main; raise SystemExit(fit_main())"
 WORK = "from bam_identify.campaign_cli import campaign_main; raise SystemExit(campaign_main())"

@@ -18,7 +18,7 @@ from bam_identify.fitting.report import (
 )
 from bam_sim.bench.geometry import Bench
 from bam_sim.common.errors import BamError
-from bam_sim.models.parameter_file import published
+from bam_sim.models.files.parameter_file import published
 from bam_sim.models.parameter_set import ParameterSet
 
 

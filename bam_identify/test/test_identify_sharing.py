@@ -19,7 +19,7 @@ from bam_identify.data.synthetic import paper_like_set
 from bam_identify.fitting.campaign import job_from_json, job_to_json
 from bam_identify.fitting.fit import FitSettings, SearchSpace, identify
 from bam_identify.fitting.study_record import shares_of
-from bam_sim.models.parameter_file import published
+from bam_sim.models.files.parameter_file import published
 from bam_sim.testing.processes import read_until
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
@@ -93,7 +93,7 @@ WORKER = """
 import json, sys
 from bam_identify.data.synthetic import paper_like_set
 from bam_identify.fitting.fit import FitSettings, SearchSpace, identify
-from bam_sim.models.parameter_file import published
+from bam_sim.models.files.parameter_file import published
 from bam_sim.testing.processes import read_until
 logs = paper_like_set(published("mx64", "m1"), 4, duration=1.5, seed=8)
 result = identify(SearchSpace.build("mx64", "m1"), logs, FitSettings(

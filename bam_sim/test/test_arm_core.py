@@ -2,7 +2,7 @@
 
 The per-step update is checked against independent computations: τ_e against
 MuJoCo's own bias forces of the previous state evaluated on a separate MjData,
-the friction written to the model against bam_sim.models.friction for each joint's
+the friction written to the model against bam_sim.models.bam.friction for each joint's
 own model, the motor force against the servo output reported before the step.
 """
 
@@ -16,9 +16,9 @@ import pytest
 
 from bam_sim.bench.geometry import Bench
 from bam_sim.common.errors import BamError
-from bam_sim.models import parameters as P
-from bam_sim.models.friction import friction_budget
-from bam_sim.models.parameter_file import published, save
+from bam_sim.models import parameter_vector as P
+from bam_sim.models.bam.friction import friction_budget
+from bam_sim.models.files.parameter_file import published, save
 from bam_sim.mujoco_arm.servo_arm import ArmJoint, ServoArm
 from bam_sim.mujoco_arm.shipped_arms import ARMS, arm_spec, load_arm, models_dir, pendulum_mjcf
 

@@ -34,12 +34,12 @@ from bam_sim.bench.bench_log import BenchLog
 from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import rollout
 from bam_sim.bench.trajectory import TRAJECTORIES, command_log
-from bam_sim.models import parameters as P
-from bam_sim.models.friction import applied_friction, friction_budget
+from bam_sim.models import parameter_vector as P
+from bam_sim.models.bam.friction import applied_friction, friction_budget
+from bam_sim.models.files.parameter_file import published
 from bam_sim.models.model_registry import BAM_MODELS
-from bam_sim.models.parameter_file import published
 from bam_sim.models.parameter_set import ParameterSet
-from bam_sim.models.servo import servo_torque
+from bam_sim.models.servo.laws import servo_torque
 from bam_sim.mujoco_arm.servo_arm import ArmJoint, ServoArm
 from bam_sim.mujoco_arm.shipped_arms import pendulum_mjcf
 

@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from bam_sim.bench.geometry import Bench
-from bam_sim.models import parameters as P
-from bam_sim.models.parameter_file import published
+from bam_sim.models import parameter_vector as P
+from bam_sim.models.files.parameter_file import published
 from bam_sim.mujoco_arm.servo_arm import ArmJoint, ServoArm
 from bam_sim.mujoco_arm.shipped_arms import load_arm, pendulum_mjcf
 

@@ -19,7 +19,7 @@ from bam_msgs.msg import ActuatorCommand, BenchInfo
 from bam_sim.bench.geometry import Bench
 from bam_sim.common import contract
 from bam_sim.common.errors import BamError
-from bam_sim.models.parameter_file import published, save
+from bam_sim.models.files.parameter_file import published, save
 from bam_sim.mujoco_arm.shipped_arms import load_arm, pendulum_mjcf
 from bam_sim.nodes.arm_node import ArmNode, main
 from bam_sim.testing.ros_context import private_context, ros_domain

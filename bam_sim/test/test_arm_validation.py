@@ -10,7 +10,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from bam_sim.models.parameter_file import published
+from bam_sim.models.files.parameter_file import published
 from bam_sim.mujoco_arm.paths import arm_path
 from bam_sim.mujoco_arm.shipped_arms import arm_spec
 

@@ -14,7 +14,7 @@ from bam_sim.bench.rollouts import rollout
 from bam_sim.bench.stepper import BenchStepper, Command
 from bam_sim.bench.trajectory import command_log
 from bam_sim.common.errors import BamError
-from bam_sim.models.parameter_file import published
+from bam_sim.models.files.parameter_file import published
 
 pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from bam_sim.common.errors import BamError
-from bam_sim.models import dcmotor as D
-from bam_sim.models import dcmotor_curves as C
-from bam_sim.models.dcmotor import DCMotor
+from bam_sim.models.dcmotor import curves as C
+from bam_sim.models.dcmotor import model as D
+from bam_sim.models.dcmotor.model import DCMotor
 
 pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
 

@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 from bam_sim.common.errors import BamError
-from bam_sim.models import actuators, servo
+from bam_sim.models.files.parameter_file import published, save
 from bam_sim.models.model_registry import get_model
-from bam_sim.models.parameter_file import published, save
+from bam_sim.models.servo import actuators
+from bam_sim.models.servo import laws as servo
 from bam_sim.mujoco_arm.dcmotor_export import (
     GENERAL_LOSSES,
     ExportJoint,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bam_sim.models.diagram import drive_backdrive, plot_diagram
-from bam_sim.models.parameter_file import published
+from bam_sim.models.files.parameter_file import published
 
 TAU_M = np.linspace(-5.0, 5.0, 41)
 

@@ -9,11 +9,11 @@ import pytest
 from bam_sim_cases import ACTUATORS, MODELS, SEED
 
 from bam_sim.common.errors import BamError
-from bam_sim.models.friction import applied_friction, friction_budget
+from bam_sim.models.bam.friction import applied_friction, friction_budget
+from bam_sim.models.files.parameter_file import published
 from bam_sim.models.model_registry import MODELS as REGISTRY
 from bam_sim.models.model_registry import get_model
-from bam_sim.models.parameter_file import published
-from bam_sim.models.parameters import to_vector
+from bam_sim.models.parameter_vector import to_vector
 
 pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
 
@@ -24,7 +24,7 @@ def rng() -> np.random.Generator:
 
 
 def paper_budget(model: str, v: dict, tau_m: float, tau_e: float, dq: float) -> float:
-    """Equations (3), (6)-(10), transcribed independently of bam_sim.models.friction."""
+    """Equations (3), (6)-(10), transcribed independently of bam_sim.models.bam.friction."""
     g = v.get
     base = g("friction_viscous") * abs(dq) + g("friction_base")
     s = math.exp(-abs(dq / g("dtheta_stribeck", 1.0)) ** g("alpha", 1.0))

@@ -12,13 +12,14 @@ import numpy as np
 import pytest
 
 from bam_sim.common.errors import BamError
-from bam_sim.models.actuators import ACTUATORS
-from bam_sim.models.legacy import parameters_from_json, parameters_to_json
+from bam_sim.models.files.bam_json import parameters_from_json, parameters_to_json
+from bam_sim.models.files.parameter_file import published
 from bam_sim.models.model_registry import BAM_MODELS, EP_MODELS, get_model
-from bam_sim.models.parameter_file import published
 from bam_sim.models.parameter_set import ParameterSet, identification_bounds
+from bam_sim.models.servo.actuators import ACTUATORS
 
-PUBLISHED = sorted(Path(__file__).resolve().parents[1].glob("bam_sim/models/published/*.yaml"))
+PUBLISHED = sorted(
+    Path(__file__).resolve().parents[1].glob("bam_sim/models/files/published/*.yaml"))
 EXPORTABLE = [a for a in ACTUATORS if a != "dcmotor"]
 REFERENCE_PYTHON = Path(__file__).resolve().parents[2] / ".venv-ref" / "bin" / "python"
 

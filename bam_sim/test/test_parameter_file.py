@@ -9,7 +9,7 @@ import yaml
 from bam_sim_cases import ACTUATORS, MODELS
 
 from bam_sim.common.errors import BamError
-from bam_sim.models.parameter_file import dump_yaml, load, published, save
+from bam_sim.models.files.parameter_file import dump_yaml, load, published, save
 from bam_sim.models.parameter_set import ParameterSet
 
 
@@ -126,10 +126,10 @@ def test_dump_is_loadable_text():
 
 
 def test_identification_bounds_lie_inside_the_plausible_ranges():
-    from bam_sim.models import parameters as P
-    from bam_sim.models.actuators import ACTUATORS
+    from bam_sim.models import parameter_vector as P
     from bam_sim.models.model_registry import MODELS
     from bam_sim.models.parameter_set import identification_bounds
+    from bam_sim.models.servo.actuators import ACTUATORS
 
     for actuator in ACTUATORS.values():
         for model in MODELS.values():

@@ -12,10 +12,10 @@ from bam_sim.bench.bench_log import BenchLog
 from bam_sim.bench.geometry import GRAVITY, Bench
 from bam_sim.bench.rollouts import rollout
 from bam_sim.common.errors import BamError
-from bam_sim.models.friction import friction_budget
-from bam_sim.models.parameter_file import published
+from bam_sim.models.bam.friction import friction_budget
+from bam_sim.models.files.parameter_file import published
 from bam_sim.models.parameter_set import ParameterSet
-from bam_sim.models.servo import servo_torque
+from bam_sim.models.servo.laws import servo_torque
 
 pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
 

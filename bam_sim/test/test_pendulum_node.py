@@ -20,7 +20,7 @@ from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import rollout
 from bam_sim.common import contract
 from bam_sim.common.errors import BamError
-from bam_sim.models.parameter_file import published, save
+from bam_sim.models.files.parameter_file import published, save
 from bam_sim.nodes.pendulum_node import PendulumNode, main
 from bam_sim.testing.ros_context import private_context, ros_domain
 from bam_sim.testing.ros_graph import SimProbe, closing, executable_error, stamp_ns

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from bam_sim.common.errors import BamError
-from bam_sim.models import servo
-from bam_sim.models.actuators import CURRENT, VOLTAGE, get_actuator
-from bam_sim.models.parameters import to_vector
+from bam_sim.models.parameter_vector import to_vector
+from bam_sim.models.servo import laws as servo
+from bam_sim.models.servo.actuators import CURRENT, VOLTAGE, get_actuator
 
 MX = get_actuator("mx64")
 EROB = get_actuator("erob80_50")

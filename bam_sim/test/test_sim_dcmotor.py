@@ -1,4 +1,4 @@
-"""bam_sim.models.dcmotor against MuJoCo's own <dcmotor> (MuJoCo 4.0).
+"""bam_sim.models.dcmotor.model against MuJoCo's own <dcmotor> (MuJoCo 4.0).
 
 Each model is a pendulum on a hinge (gravity and a joint spring keep the
 motion bounded) driven by one dcmotor. MuJoCo is stepped with a
@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from bam_sim.common.errors import BamError
-from bam_sim.models import dcmotor as dc
-from bam_sim.models.dcmotor import DCMotor
+from bam_sim.models.dcmotor import model as dc
+from bam_sim.models.dcmotor.model import DCMotor
 
 pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
 

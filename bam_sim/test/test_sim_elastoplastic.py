@@ -2,7 +2,7 @@
 
 Equation numbers refer to reference/chattering-free-stiction.md. The friction
 functions Φ below are transcribed from the paper independently of
-bam_sim.models.elastoplastic, as is the literal quadratic (43)-(48).
+bam_sim.models.elastoplastic.model, as is the literal quadratic (43)-(48).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from bam_sim.common.errors import BamError
-from bam_sim.models.elastoplastic import (
+from bam_sim.models.elastoplastic.model import (
     EP_CV,
     EP_LOAD,
     EP_RATIONAL,
@@ -33,7 +33,7 @@ from bam_sim.models.elastoplastic import (
     plot_integral_compensation,
     simulate_joint,
 )
-from bam_sim.models.elastoplastic import _phi_z_stribeck_near as phi_z_stribeck_near
+from bam_sim.models.elastoplastic.model import _phi_z_stribeck_near as phi_z_stribeck_near
 
 pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
 

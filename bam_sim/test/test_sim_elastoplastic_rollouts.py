@@ -21,10 +21,9 @@ from bam_sim.bench.rollouts import batch_mae, batch_rollout, batch_violation, ro
 from bam_sim.bench.stepper import BenchStepper
 from bam_sim.bench.trajectory import PROTOCOL_TRAJECTORIES, command_log
 from bam_sim.common.errors import BamError
-from bam_sim.models import actuators
-from bam_sim.models import parameters as P
+from bam_sim.models import parameter_vector as P
 from bam_sim.models.diagram import drive_backdrive
-from bam_sim.models.elastoplastic import (
+from bam_sim.models.elastoplastic.model import (
     EP_B,
     EP_CV,
     EP_K,
@@ -38,10 +37,11 @@ from bam_sim.models.elastoplastic import (
     ElastoPlasticParams,
     simulate_joint,
 )
-from bam_sim.models.ep_validity import check_step, ep_form, max_load, violation
+from bam_sim.models.elastoplastic.validity import check_step, ep_form, max_load, violation
+from bam_sim.models.files.parameter_file import dump_yaml, load, parse_yaml, published, save
 from bam_sim.models.model_registry import EP_MODELS, MODELS, get_model
-from bam_sim.models.parameter_file import dump_yaml, load, parse_yaml, published, save
 from bam_sim.models.parameter_set import ParameterSet
+from bam_sim.models.servo import actuators
 
 pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
 

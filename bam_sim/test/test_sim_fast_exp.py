@@ -8,7 +8,7 @@ from decimal import Decimal, localcontext
 import numpy as np
 import pytest
 
-from bam_sim.models.fast_exp import EXP_FLOOR, EXP_TABLE_BITS, exp_split, exp_table
+from bam_sim.models.elastoplastic.fast_exp import EXP_FLOOR, EXP_TABLE_BITS, exp_split, exp_table
 
 pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
 

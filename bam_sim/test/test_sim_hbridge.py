@@ -1,4 +1,4 @@
-"""Averaged drive/coast H-bridge (bam_sim.models.hbridge) against a brute-force circuit."""
+"""Averaged drive/coast H-bridge (bam_sim.models.dcmotor.hbridge) against a brute-force circuit."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bam_sim.common.errors import BamError
-from bam_sim.models import hbridge as hb
+from bam_sim.models.dcmotor import hbridge as hb
 
 V = 12.0
 R = 2.0

@@ -9,12 +9,12 @@ from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import rollout
 from bam_sim.bench.trajectory import command_log
 from bam_sim.common.errors import BamError
-from bam_sim.models import actuators
-from bam_sim.models import parameters as P
-from bam_sim.models.hbridge import average_current, brute_force_average
-from bam_sim.models.parameter_file import published
+from bam_sim.models import parameter_vector as P
+from bam_sim.models.dcmotor.hbridge import average_current, brute_force_average
+from bam_sim.models.files.parameter_file import published
 from bam_sim.models.parameter_set import ParameterSet
-from bam_sim.models.servo import bridge_voltage, torque_from_control
+from bam_sim.models.servo import actuators
+from bam_sim.models.servo.laws import bridge_voltage, torque_from_control
 
 pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
 

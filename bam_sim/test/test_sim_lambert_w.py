@@ -9,8 +9,8 @@ from decimal import Decimal, localcontext
 import numpy as np
 import pytest
 
-from bam_sim.models import lambert_w_table as table
-from bam_sim.models.lambert_w import (
+from bam_sim.models.elastoplastic import lambert_w_table as table
+from bam_sim.models.elastoplastic.lambert_w import (
     BRANCH_POINT,
     SERIES_LIMIT,
     TABLE_LIMIT,

@@ -22,11 +22,11 @@ from bam_sim.bench.geometry import GRAVITY, Bench
 from bam_sim.bench.rollouts import batch_errors, batch_rollout, rollout
 from bam_sim.bench.trajectory import command_log
 from bam_sim.common.errors import BamError
-from bam_sim.models import parameters as P
-from bam_sim.models.actuators import get_actuator
-from bam_sim.models.ep_validity import lugre_violation
-from bam_sim.models.parameter_file import dump_yaml, parse_yaml, published
+from bam_sim.models import parameter_vector as P
+from bam_sim.models.elastoplastic.validity import lugre_violation
+from bam_sim.models.files.parameter_file import dump_yaml, parse_yaml, published
 from bam_sim.models.parameter_set import ParameterSet
+from bam_sim.models.servo.actuators import get_actuator
 
 pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
 
@@ -315,7 +315,7 @@ def test_a_parameter_file_with_every_group_round_trips(tmp_path):
     assert again == params
     path = tmp_path / "motor.yaml"
     path.write_text(text, encoding="utf-8")
-    from bam_sim.models.parameter_file import load
+    from bam_sim.models.files.parameter_file import load
     assert load(path) == params
 
 
@@ -377,8 +377,8 @@ def test_a_dcmotor_set_has_no_published_defaults():
 
 
 def test_group_bounds_lie_inside_the_plausible_ranges():
-    from bam_sim.models.actuators import ACTUATORS
-    from bam_sim.models.motor_groups import GROUPS
+    from bam_sim.models.dcmotor.groups import GROUPS
+    from bam_sim.models.servo.actuators import ACTUATORS
 
     for actuator in ACTUATORS.values():
         for group in GROUPS.values():

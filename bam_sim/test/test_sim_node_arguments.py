@@ -29,7 +29,7 @@ from bam_sim.common import ros_arguments
 from bam_sim.common.errors import BamError
 from bam_sim.common.node_parameters import declare, refuse_unknown
 from bam_sim.common.runner import error_line
-from bam_sim.models.parameter_file import load, parse_mapping, published, save
+from bam_sim.models.files.parameter_file import load, parse_mapping, published, save
 from bam_sim.nodes import model_parameters
 from bam_sim.nodes.arm_node import ArmNode
 from bam_sim.nodes.pendulum_node import PARAMETERS, PendulumNode

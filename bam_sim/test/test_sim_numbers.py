@@ -10,7 +10,7 @@ import yaml
 
 from bam_sim.common.errors import BamError, one_line
 from bam_sim.common.numbers import number
-from bam_sim.models.parameter_file import dump_yaml, parse_yaml, published
+from bam_sim.models.files.parameter_file import dump_yaml, parse_yaml, published
 
 
 @pytest.mark.parametrize("value, expected", [

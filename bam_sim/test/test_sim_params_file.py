@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bam_sim.common.errors import BamError
-from bam_sim.models.parameter_file import published, save
+from bam_sim.models.files.parameter_file import published, save
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.nodes.arm_node import ArmNode
 from bam_sim.nodes.pendulum_node import PendulumNode

@@ -23,9 +23,9 @@ from bam_sim.bench.geometry import Bench
 from bam_sim.bench.stepper import BenchStepper
 from bam_sim.common.commands import CommandError, CommandLimits, check_command, parse_command
 from bam_sim.common.errors import BamError
-from bam_sim.models.actuators import get_actuator
-from bam_sim.models.parameter_file import load, published
-from bam_sim.models.parameters import PARAM_NAMES, PLAUSIBLE
+from bam_sim.models.files.parameter_file import load, published
+from bam_sim.models.parameter_vector import PARAM_NAMES, PLAUSIBLE
+from bam_sim.models.servo.actuators import get_actuator
 
 SETTINGS = settings(max_examples=300, derandomize=True, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])

@@ -22,7 +22,7 @@ def test_simulate_refuses_to_overwrite(tmp_path, capsys):
 
 
 def test_simulate_params_for_another_actuator(tmp_path, capsys):
-    from bam_sim.models.parameter_file import published, save
+    from bam_sim.models.files.parameter_file import published, save
 
     path = save(published("mx106", "m2"), tmp_path / "p.yaml")
     assert main(["--actuator", "mx64", "--params", str(path),
@@ -34,7 +34,7 @@ def test_simulate_a_dcmotor_set_reports_its_winding_temperature(tmp_path, capsys
     from bam_sim.bench.geometry import Bench
     from bam_sim.bench.rollouts import rollout
     from bam_sim.bench.trajectory import command_log
-    from bam_sim.models.parameter_file import save
+    from bam_sim.models.files.parameter_file import save
     from bam_sim.models.parameter_set import ParameterSet
 
     params = ParameterSet.build("dcmotor", "lugre", {

@@ -12,8 +12,8 @@ from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import batch_mae, batch_rollout, rollout
 from bam_sim.bench.trajectory import TRAJECTORIES, command_log
 from bam_sim.common.errors import BamError
-from bam_sim.models.parameter_file import published
-from bam_sim.models.parameters import from_vector
+from bam_sim.models.files.parameter_file import published
+from bam_sim.models.parameter_vector import from_vector
 
 pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
 

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under l
 SIM_NODES = ("bam_sim.nodes.pendulum_node:PendulumNode", "bam_sim.nodes.arm_node:ArmNode")
 # The drivers (bam_drivers), on their emulators: no /clock (hardware time), plus
 # /diagnostics.
-DRIVER = "bam_drivers.nodes.dynamixel_node:DynamixelNode"
+DRIVER = "bam_drivers.nodes.serial_servo_node:SerialServoNode"
 EROB = "bam_drivers.nodes.erob_node:ErobNode"
 EXTRA = {DRIVER: ("/diagnostics",), EROB: ("/diagnostics",)}
 # The eRob driver as its own tests run it on a busy host: a 5 ms frame timeout, the loop

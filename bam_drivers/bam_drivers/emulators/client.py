@@ -1,6 +1,6 @@
-"""Start and steer a ``dynamixel_emulator`` process from Python.
+"""Start and steer a ``serial_servo_emulator`` process from Python.
 
-The emulator is :mod:`bam_drivers.emulators.dynamixel_emulator`.
+The emulator is :mod:`bam_drivers.emulators.serial_servo_emulator`.
 
 Example::
 
@@ -12,7 +12,7 @@ Example::
         emulator.vanish(1.0)                       # the port disappears for 1 s
 
 The process runs the same interpreter (``sys.executable -m
-bam_drivers.emulators.dynamixel_emulator``); its stderr goes to a temporary file whose tail is
+bam_drivers.emulators.serial_servo_emulator``); its stderr goes to a temporary file whose tail is
 quoted when it fails to start or stops with an error. Control commands are
 JSON lines over the emulator's Unix socket, one connection per call.
 """
@@ -76,7 +76,7 @@ class EmulatorProcess(EmulatorChild):
             args += ["--supply-voltage", repr(float(supply_voltage))]
         for dxl_id, bits in (hardware_error or {}).items():
             args += ["--hardware-error", f"{int(dxl_id)}:{int(bits)}"]
-        super().__init__("bam_drivers.emulators.dynamixel_emulator", args, 2,
+        super().__init__("bam_drivers.emulators.serial_servo_emulator", args, 2,
                          startup_timeout)
         self.port, self.control = self.ready
 

@@ -44,7 +44,7 @@ from bam_drivers.ethercat.registers import AlState
 from bam_sim.bench.geometry import Bench
 from bam_sim.bench.pendulum import step
 from bam_sim.common.errors import BamError
-from bam_sim.models import parameters as P
+from bam_sim.models import parameter_vector as P
 from bam_sim.models.model_registry import EP_FIRST
 from bam_sim.models.parameter_set import ParameterSet
 

@@ -46,46 +46,51 @@ Commands: ``truth``, ``stats``, ``inject`` (``drop``, ``corrupt_wkc``),
 (``seconds``), ``fault`` (``slave``: 1-based position, ``code``),
 ``clear_fault`` (``slave``), ``set_position`` (``slave``, ``position``,
 ``velocity``), ``set_temperature`` (``slave``, ``celsius``), ``stop``.
+
+The control socket, the life cycle and the other exit codes are the emulator
+server's (:mod:`bam_drivers.emulators.emulator_server`), shared with the
+Dynamixel emulator; this module adds the veth link, the slaves and their faults.
 """
 
 from __future__ import annotations
 
-import argparse
 import fcntl
-import json
 import os
-import random
 import select
-import shutil
-import signal
 import socket
 import sys
 import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from bam_drivers.dynamixel.port_lock import command_line
+from bam_drivers.emulators.emulator_server import (
+    EmulatorServer,
+    ServerConfig,
+    add_exit_with_parent,
+    numbered_code,
+    serve,
+)
 from bam_drivers.emulators.erob_drive import ErobDrive
 from bam_drivers.emulators.esc import Chain
 from bam_drivers.ethercat import frames as fr
 from bam_drivers.ethercat.drive_models import MODELS, get_model
 from bam_drivers.ethercat.master import check_interface_name
+from bam_drivers.serial_servo.port_lock import command_line
 from bam_sim.bench.geometry import Bench
 from bam_sim.common.arguments import ArgumentParser
 from bam_sim.common.errors import BamError, one_line
 from bam_sim.common.numbers import number
-from bam_sim.models.parameter_file import load, published
+from bam_sim.models.files.parameter_file import load, published
 
 NO_NAMESPACE = 3  # exit code: the network namespace could not be created
-MAX_CATCH_UP = 0.1  # s of drive cycles replayed after a stall; beyond, time is skipped
 LINK_WAIT = 3.0  # s for the veth pair to come up
 
 
 @dataclass
-class EmulatorConfig:
+class EmulatorConfig(ServerConfig):
     """Everything the command line sets."""
 
     drives: tuple[str, ...] = ("erob80_100",)
@@ -97,23 +102,11 @@ class EmulatorConfig:
     positions: tuple[float, ...] = ()
     temperature: float = 35.0
     cycle_rate: float = 1000.0
-    seed: int = 0
     interface: str | None = None
-    control: str | None = None
     drop: float = 0.0
     corrupt_wkc: float = 0.0
     faults: dict[int, int] = field(default_factory=dict)
     priority: int = 0
-    exit_with_parent: int | None = None  # stop when this process (0: the parent) dies
-
-
-def _fault(text: str) -> tuple[int, int]:
-    try:
-        slave, code = text.split(":")
-        return int(slave), int(code, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"fault {text!r} must be SLAVE:CODE, e.g. 1:0x2310") from None
 
 
 def parse_args(argv: Sequence[str] | None = None) -> EmulatorConfig:
@@ -139,15 +132,14 @@ def parse_args(argv: Sequence[str] | None = None) -> EmulatorConfig:
     parser.add_argument("--drop", type=float, default=0.0, help="probability a frame is lost")
     parser.add_argument("--corrupt-wkc", type=float, default=0.0,
                         help="probability a process-data working counter is wrong")
-    parser.add_argument("--fault", type=_fault, action="append", default=[],
+    parser.add_argument("--fault", action="append", default=[],
+                        type=numbered_code("fault", "SLAVE:CODE", "1:0x2310"),
                         metavar="SLAVE:CODE", help="drive fault at start (repeatable)")
     parser.add_argument("--priority", type=int, default=0,
                         help="SCHED_FIFO priority of the bus and cycle threads, 1..99 (0 = "
                         "normal scheduling): slaves answer in microseconds, a busy host must "
                         "not make the emulator late")
-    parser.add_argument("--exit-with-parent", nargs="?", type=int, const=0, default=None,
-                        metavar="PID", help="stop when the parent process (PID, default the "
-                        "parent at start) dies (set by the client)")
+    add_exit_with_parent(parser)
     a = parser.parse_args(argv)
     return EmulatorConfig(
         drives=tuple(a.drives), physics=a.physics, params_file=a.params_file, mass=a.mass,
@@ -332,12 +324,16 @@ def _quiet_ipv6(interface: str) -> None:
 
 # -- the emulator -------------------------------------------------------------------------
 
-class EthercatEmulator:
+class EthercatEmulator(EmulatorServer):
     """The link, the slaves and the bus, cycle and control threads."""
 
+    PROGRAM = "ethercat_emulator"
+    COMMANDS = ("truth", "stats", "inject", "link", "silence", "fault", "clear_fault",
+                "set_position", "set_temperature", "stop")
+    SWITCH_INTERVAL = 2e-4  # slaves answer within microseconds
+    START_ERRORS = (NamespaceError, BamError, OSError)
+
     def __init__(self, config: EmulatorConfig) -> None:
-        # The parent now, before READY: one exiting right after READY is still seen.
-        self._parent = config.exit_with_parent or os.getppid()
         check_config(config)
         self.config = config
         self.faults = {"drop": float(config.drop), "corrupt_wkc": float(config.corrupt_wkc)}
@@ -346,16 +342,9 @@ class EthercatEmulator:
         self.chain = Chain([d.esc for d in self.drives])
         for slave, code in config.faults.items():
             self._drive(slave).inject_fault(code)
-        self._rng = random.Random(config.seed)
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._wake_r, self._wake_w = os.pipe()
+        super().__init__(config, tempfile.mkdtemp(prefix="bam_ecat_"))
         self._silent_until = 0.0
         self._link_up = True
-        self._threads: list[threading.Thread] = []
-        self._temp_dir = tempfile.mkdtemp(prefix="bam_ecat_")
-        self.control_path = config.control or os.path.join(self._temp_dir, "control.sock")
-        self._listener: socket.socket | None = None
         self._sock: socket.socket | None = None
         self.link = VethLink(config.interface)
         self.stats = dict(frames=0, replies=0, dropped=0, corrupted=0, ignored=0, malformed=0,
@@ -384,54 +373,33 @@ class EthercatEmulator:
                                     serial=1000 + i))
         return drives
 
-    # -- life cycle ------------------------------------------------------------------------
+    # -- the device (EmulatorServer) --------------------------------------------------------
 
-    def start(self) -> None:
+    def _open_device(self) -> None:
         self.link.claim()
         self.link.create()
         if not self.link.wait_running(LINK_WAIT):
             raise BamError(f"veth {self.link.interface} did not come up within {LINK_WAIT:g} s")
         self._sock = self.link.socket()
-        if os.path.lexists(self.control_path):
-            os.unlink(self.control_path)
-        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._listener.bind(self.control_path)
-        self._listener.listen(8)
-        for target, name in ((self._serve_bus, "bus"), (self._run_cycles, "cycle"),
-                             (self._serve_control, "control")):
-            thread = threading.Thread(target=target, name=name, daemon=True)
-            thread.start()
-            self._threads.append(thread)
 
-    def request_stop(self) -> None:
-        self._stop.set()
-        try:
-            os.write(self._wake_w, b"!")
-        except OSError:
-            pass
-
-    def wait(self) -> None:
-        parent = self._parent
-        while not self._stop.wait(0.2):
-            if not all(t.is_alive() for t in self._threads):
-                raise RuntimeError("an emulator thread died")
-            if self.config.exit_with_parent is not None and os.getppid() != parent:
-                return
-
-    def close(self) -> None:
-        self.request_stop()
-        for thread in self._threads:
-            thread.join(timeout=2.0)
-        for sock in (self._listener, self._sock):
-            if sock is not None:
-                sock.close()
-        if os.path.exists(self.control_path):
-            os.unlink(self.control_path)
+    def _close_device(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
         self.link.remove()
         self.link.release()
-        os.close(self._wake_r)
-        os.close(self._wake_w)
-        shutil.rmtree(self._temp_dir, ignore_errors=True)
+
+    def _workers(self) -> list[tuple[Callable[[], None], str]]:
+        return [(self._serve_bus, "bus"), (self._run_cycles, "cycle")]
+
+    def ready_words(self) -> list[str]:
+        return [self.link.interface, self.control_path, self.link.namespace]
+
+    def refusal(self, exc: Exception) -> tuple[int, str]:
+        """Without root the namespace cannot be made: its own exit code, so that tests skip."""
+        if isinstance(exc, NamespaceError):
+            return NO_NAMESPACE, (f"cannot create a network namespace and veth pair ({exc}); "
+                                  "run as root (CAP_NET_ADMIN, CAP_SYS_ADMIN)")
+        return super().refusal(exc)
 
     # -- drive cycles --------------------------------------------------------------------
 
@@ -445,23 +413,13 @@ class EthercatEmulator:
 
     def _run_cycles(self) -> None:
         self._realtime()
-        dt = 1.0 / self.config.cycle_rate
-        deadline = time.monotonic()
-        while not self._stop.is_set():
-            now = time.monotonic()
-            if now < deadline:
-                time.sleep(deadline - now)
-                continue
-            if now - deadline > MAX_CATCH_UP:  # stalled: skip time rather than race
-                skipped = (now - deadline) // dt * dt
-                deadline += skipped
-                self.stats["skipped_s"] += skipped
-            with self._lock:
-                for drive in self.drives:
-                    drive.esc.check_watchdog()
-                    drive.tick()
-            self.stats["cycles"] += 1
-            deadline += dt
+        self._run_clock(self.config.cycle_rate, self._cycle, "cycles", "skipped_s")
+
+    def _cycle(self) -> None:
+        """One drive cycle of every slave (under the lock): SM watchdog, firmware, physics."""
+        for drive in self.drives:
+            drive.esc.check_watchdog()
+            drive.tick()
 
     # -- the bus ----------------------------------------------------------------------------
 
@@ -525,33 +483,7 @@ class EthercatEmulator:
                 d.wkc = max(0, d.wkc - 1)
                 self.stats["corrupted"] += 1
 
-    # -- control -------------------------------------------------------------------------
-
-    def _serve_control(self) -> None:
-        while not self._stop.is_set():
-            ready, _, _ = select.select([self._listener, self._wake_r], [], [], 0.2)
-            if self._listener in ready:
-                connection, _ = self._listener.accept()
-                threading.Thread(target=self._converse, args=(connection,), daemon=True).start()
-
-    def _converse(self, connection: socket.socket) -> None:
-        with connection, connection.makefile("rwb") as stream:
-            for line in stream:
-                try:
-                    reply = {"ok": True, "result": self.command(json.loads(line))}
-                except (BamError, ValueError, KeyError, TypeError, OSError) as exc:
-                    reply = {"ok": False, "error": f"{type(exc).__name__}: {one_line(exc)}"}
-                stream.write(json.dumps(reply).encode() + b"\n")
-                stream.flush()
-
-    def command(self, request: dict) -> object:
-        """Execute one control command (see the module docstring)."""
-        name = request.get("cmd")
-        handler = getattr(self, f"_cmd_{name}", None) if isinstance(name, str) else None
-        if handler is None:
-            raise BamError(f"unknown command {name!r}; use truth, stats, inject, link, silence, "
-                           "fault, clear_fault, set_position, set_temperature or stop")
-        return handler(request)
+    # -- control commands (EmulatorServer.command) ----------------------------------------
 
     def _drive(self, slave: object) -> ErobDrive:
         try:
@@ -616,37 +548,9 @@ class EthercatEmulator:
         with self._lock:
             self._drive(request["slave"]).temperature = float(request["celsius"])
 
-    def _cmd_stop(self, request: dict) -> None:
-        self.request_stop()
-
 
 def main(argv: Sequence[str] | None = None) -> int:
-    sys.setswitchinterval(2e-4)  # the bus thread must not wait for the GIL
-    try:
-        emulator = EthercatEmulator(parse_args(argv))
-    except BamError as exc:
-        print(f"ethercat_emulator: error: {exc}", file=sys.stderr)
-        return 2
-    try:
-        emulator.start()
-    except NamespaceError as exc:
-        emulator.close()
-        print(f"ethercat_emulator: cannot create a network namespace and veth pair ({exc}); "
-              "run as root (CAP_NET_ADMIN, CAP_SYS_ADMIN)", file=sys.stderr)
-        return NO_NAMESPACE
-    except (BamError, OSError) as exc:
-        emulator.close()
-        print(f"ethercat_emulator: error: {one_line(exc)}", file=sys.stderr)
-        return 2
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: emulator.request_stop())
-    try:
-        print(f"READY {emulator.link.interface} {emulator.control_path} "
-              f"{emulator.link.namespace}", flush=True)
-        emulator.wait()
-    finally:
-        emulator.close()
-    return 0
+    return serve(EthercatEmulator, parse_args, argv)
 
 
 if __name__ == "__main__":

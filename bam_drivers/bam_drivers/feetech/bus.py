@@ -1,7 +1,7 @@
 """A Feetech STS bus: the Dynamixel bus bound to ``feetech-servo-sdk`` (``scservo_sdk``).
 
 No ROS import. Everything but the wire is the Dynamixel bus's
-(:class:`bam_drivers.dynamixel.bus.DynamixelBus`): control tables as data, SI
+(:class:`bam_drivers.serial_servo.bus.SerialServoBus`): control tables as data, SI
 joint values with offsets and directions, per-servo counters, port loss and
 reopening, torque off read back. What the SCS protocol changes:
 
@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from scservo_sdk import COMM_RX_CORRUPT, GroupSyncWrite, PacketHandler, PortHandler
 
-from bam_drivers.dynamixel.bus import DynamixelBus, PortMixin, bit_names
 from bam_drivers.feetech.control_table import TABLES
+from bam_drivers.serial_servo.bus import PortMixin, SerialServoBus, bit_names
 
 # scservo_sdk.port_handler.PortHandler.getCFlagBaud
 BAUD_RATES = (4800, 9600, 14400, 19200, 38400, 57600, 115200, 128000, 250000, 500000,
@@ -40,7 +40,7 @@ class _Port(PortMixin, PortHandler):
     """feetech-servo-sdk's port."""
 
 
-class FeetechBus(DynamixelBus):
+class FeetechBus(SerialServoBus):
     """STS servos of one control table on one port (see the module docstring)."""
 
     KIND = "Feetech"

@@ -32,7 +32,7 @@ import math
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from bam_drivers.dynamixel.control_table import (
+from bam_drivers.serial_servo.control_table import (
     POSITION,
     ControlTable,
     Field,

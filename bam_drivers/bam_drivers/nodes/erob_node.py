@@ -25,12 +25,10 @@ disables itself when its process-data watchdog (``sm_watchdog``) expires.
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
-from rclpy.qos import QoSProfile
+from diagnostic_msgs.msg import DiagnosticStatus
 
 from bam_drivers.ethercat import cia402
 from bam_drivers.ethercat import registers as reg
@@ -38,21 +36,27 @@ from bam_drivers.ethercat.drive_models import MODELS, get_model
 from bam_drivers.ethercat.master import EthercatBus, JointSpec
 from bam_drivers.ethercat.supervisor import Counters, Cycle, ErobSupervisor, JointFrame
 from bam_drivers.nodes.driver_node import (
+    ARM_MASS,
+    COMMAND_TIMEOUT,
     CONNECT_TIMEOUT,
+    MASS,
+    THREAD_PRIORITY,
     DriverNode,
     diagnostic_status,
+    driver_main,
+    fill_joint,
     mean_kt,
-    run_driver,
+    stamp,
 )
-from bam_msgs.msg import ActuatorState, BenchInfo
-from bam_sim.bench.geometry import GRAVITY, Bench
+
+# Re-exported (the redundant alias says so): the driver's topics are read from its module.
+from bam_drivers.nodes.driver_node import DIAGNOSTICS_TOPIC as DIAGNOSTICS_TOPIC
+from bam_msgs.msg import ActuatorState
 from bam_sim.common.errors import BamError
-from bam_sim.common.node_parameters import Param, declare, refuse_unknown, usage
-from bam_sim.models.actuators import CURRENT, get_actuator
+from bam_sim.common.node_parameters import Param, declare
+from bam_sim.models.servo.actuators import CURRENT, get_actuator
 
 NODE_NAME = "erob"
-DIAGNOSTICS_TOPIC = "/diagnostics"
-DIAGNOSTICS_PERIOD = 1.0  # s
 MODES = {"cst": cia402.CST, "csp": cia402.CSP}
 # Share of a window's cycles that may lose their frame or working counter before the line is
 # reported degraded: a host without real-time scheduling misses a frame now and then.
@@ -74,8 +78,7 @@ PARAMETERS: tuple[Param, ...] = (
           "csp: goal to target position 0x607A, the drive's own law", read_only=True),
     Param("rate", 1000.0, "bus cycles (exchange, control, publish) per second, Hz",
           read_only=True, low=1.0, high=10000.0),
-    Param("command_timeout", 0.5, "torque off when no command arrived for this long, s "
-          "(0 = no watchdog)", low=0.0, high=1.0e6),
+    COMMAND_TIMEOUT,
     Param("gain", None, "initial gain kp of the current law, A/rad (default the actuator's "
           "second Table I gain); change it with /bam/commands", read_only=True, low=0.0,
           high=1.0e4),
@@ -83,8 +86,8 @@ PARAMETERS: tuple[Param, ...] = (
           "position", read_only=True),
     Param("actuator", None, "bam_sim actuator of the bench (default: the first drive model)",
           read_only=True),
-    Param("mass", 1.0, "point mass at the end of the arm, kg", low=0.0, high=1000.0),
-    Param("arm_mass", 0.0, "mass of the arm (uniform rod), kg", low=0.0, high=1000.0),
+    MASS,
+    ARM_MASS,
     Param("length", 0.5, "distance from the axis to the point mass, m", low=0.001, high=100.0),
     Param("supply_voltage", 0.0, "supply voltage for /bam/bench_info, V (0 = the DC link "
           "voltage the first drive measures)", read_only=True, low=0.0, high=1000.0),
@@ -93,36 +96,26 @@ PARAMETERS: tuple[Param, ...] = (
           low=0.0, high=6.5),
     Param("frame_timeout", 0.002, "longest wait for a frame to come back, s", read_only=True,
           low=0.0001, high=0.1),
-    Param("thread_priority", 0, "SCHED_FIFO priority of the loop thread, 1..99 (0 = normal "
-          "scheduling)", read_only=True, low=0, high=99),
+    THREAD_PRIORITY,
     CONNECT_TIMEOUT,
 )
+
+
 class ErobNode(DriverNode):
     """The driver; keyword arguments go to :class:`rclpy.node.Node`."""
 
-    def __init__(self, **kwargs) -> None:
-        self._supervisor: ErobSupervisor | None = None
-        super().__init__(NODE_NAME, **kwargs)
+    NAME = NODE_NAME
+    PARAMETERS = PARAMETERS
+    CONTROL_UNIT = ActuatorState.CONTROL_UNIT_AMPERE
+    UNIT = "drive"
+    TORQUE_OFF_LINE = ("torque off on every drive (operation disabled, SAFE-OP), read back; "
+                       "EtherCAT master closed")
+    _supervisor: ErobSupervisor | None
 
-    # -- set-up ------------------------------------------------------------------------
-
-    def _setup(self) -> None:
-        values = self._declare()
-        refuse_unknown(self)  # a typo is refused before the line opens
-        self._configure(values)
-        self._make_interfaces()
-        if self._supply_voltage > 0.0:
-            self._publish_bench_info()
-        self._follow_parameters()
-        bus = self._supervisor.bus
-        self.get_logger().info(
-            f"{len(self.joint_names)} eRob drive(s) on {bus.interface}: "
-            + ", ".join(f"{j} ({s.model.title})" for j, s in zip(self.joint_names, bus.joints))
-            + f", {self._rate:g} Hz, mode {self._mode_name}")
-        self._start_loop("erob-loop", self._rate, 1.0, self._priority)
+    # -- set-up (DriverNode) ---------------------------------------------------------
 
     def _declare(self) -> dict:
-        by_name = {p.name: p for p in PARAMETERS}
+        by_name = {p.name: p for p in self.PARAMETERS}
         values = declare(self, [by_name["drive_models"]])
         models = [get_model(m) for m in values["drive_models"]]
         if not models:
@@ -134,7 +127,7 @@ class ErobNode(DriverNode):
             "joint_names": ["pendulum"] if n == 1 else [f"joint{k + 1}" for k in range(n)],
             "offsets": [0.0] * n, "directions": [1] * n, "actuator": models[0].name,
             "gain": float(get_actuator(models[0].name).gains[1])}
-        rest = [p for p in PARAMETERS if p.name not in values]
+        rest = [p for p in self.PARAMETERS if p.name not in values]
         values.update(declare(self, rest, defaults))
         return values
 
@@ -160,10 +153,7 @@ class ErobNode(DriverNode):
                            "driver's bench actuator is an eRob (erob80_50, erob80_100)")
         self.joint_names = joints
         self._mode_name = str(v["mode"]).lower()
-        self._bench = Bench(mass=v["mass"], length=v["length"], arm_mass=v["arm_mass"])
-        self._rate = float(v["rate"])
-        self._priority = int(v["thread_priority"])
-        self._supply_voltage = float(v["supply_voltage"])
+        self._configure_loop(v)
         self._kt = mean_kt(self._actuator.name)
         specs = [JointSpec(j, m, p or None) for j, m, p in
                  zip(joints, self._models, v["slave_positions"], strict=True)]
@@ -178,18 +168,13 @@ class ErobNode(DriverNode):
             bus, frames, gain=float(v["gain"]), enabled=bool(v["torque_enable_on_start"]),
             command_timeout=float(v["command_timeout"]), log=self._log, now=now,
             connect_timeout=float(v["connect_timeout"]))
-        self._cycles = 0
-        self._info_published = False
-        self._diag_previous = (now, Counters(), self._supervisor.link.stats.copy(),
-                               [0] * n)
+        self._diag_previous = (now, (Counters(), self._supervisor.link.stats.copy(), [0] * n))
 
-    def _make_interfaces(self) -> None:
-        n = len(self.joint_names)
-        self._create_topics([ActuatorState.CONTROL_UNIT_AMPERE] * n, [math.nan] * n,
-                            publish_clock=False)
-        self._diag_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC,
-                                               QoSProfile(depth=10))
-        self.create_timer(DIAGNOSTICS_PERIOD, self._publish_diagnostics)
+    def _describe(self) -> str:
+        bus = self._supervisor.bus
+        return (f"{len(self.joint_names)} eRob drive(s) on {bus.interface}: "
+                + ", ".join(f"{j} ({s.model.title})" for j, s in zip(self.joint_names, bus.joints))
+                + f", {self._rate:g} Hz, mode {self._mode_name}")
 
     # -- public helpers ------------------------------------------------------------------
 
@@ -202,106 +187,42 @@ class ErobNode(DriverNode):
         return self._supervisor is not None and self._supervisor.connected
 
     @property
-    def watchdog_tripped(self) -> bool:
-        return self._supervisor.watchdog_tripped
-
-    @property
-    def tick_count(self) -> int:
-        return self._cycles
-
-    def stop(self) -> None:
-        """Stop the loop thread, then torque off (disable operation, SAFE-OP) and close."""
-        super().stop()
-        if self._supervisor is None:
-            return
-        confirmed = self._supervisor.shutdown()
-        if confirmed:
-            self.get_logger().info("torque off on every drive (operation disabled, SAFE-OP), "
-                                   "read back; EtherCAT master closed")
-        elif confirmed is not None:
-            self.get_logger().error("could not confirm the torque off of every drive on "
-                                    f"{self._supervisor.bus.interface}; check the drives")
-
-    def _log(self, level: str, text: str) -> None:
-        logger = self.get_logger()
-        # One call site per severity: rclpy refuses a call site changing severity.
-        if level == "error":
-            logger.error(text)
-        elif level == "warning":
-            logger.warning(text)
-        else:
-            logger.info(text)
-
-    # -- the loop (one bus cycle per tick) ---------------------------------------------
-
-    def _tick(self) -> None:
-        self._cycles += 1
-        stamp = self.get_clock().now().nanoseconds
-        cycle = self._supervised_cycle()
-        if cycle is not None:
-            self._publish(stamp, cycle)
-            if not self._info_published:
-                self._publish_bench_info(cycle.readings[0].voltage)
+    def _location(self) -> str:
+        return self._supervisor.bus.interface
 
     # -- publishing --------------------------------------------------------------------
 
-    def _publish(self, stamp_ns: int, cycle: Cycle) -> None:
+    def _publish(self, stamp_ns: int, cycle: Cycle) -> float:
         topics, command = self.topics, cycle.command
-        sec, nsec = divmod(stamp_ns, 1_000_000_000)
-        joint, msg = topics.joint_msg, topics.state_msg
-        joint.header.stamp.sec = msg.header.stamp.sec = sec
-        joint.header.stamp.nanosec = msg.header.stamp.nanosec = nsec
+        joint = topics.joint_msg
+        stamp(stamp_ns, joint, topics.state_msg)
         for i, r in enumerate(cycle.readings):
-            torque = self._kt * r.current
-            goal = command.goals[i]
-            joint.position[i] = r.position
-            joint.velocity[i] = r.velocity
-            joint.effort[i] = torque
-            a = topics.states[i]
-            a.goal_position = float(goal) if goal is not None else r.position
-            a.torque_enable = r.state is cia402.State.OPERATION_ENABLED
-            a.gain = float(command.gains[i])
-            a.control = cycle.controls[i]
-            a.current = r.current
-            a.input_voltage = r.voltage
-            a.temperature = r.temperature
-            a.motor_torque = torque
-            a.error_flags = int(r.error_code)
-        topics.publish_states(joint, msg)
+            fill_joint(joint, topics.states[i], i, position=r.position, velocity=r.velocity,
+                       torque=self._kt * r.current, goal=command.goals[i],
+                       enabled=r.state is cia402.State.OPERATION_ENABLED,
+                       gain=float(command.gains[i]), control=cycle.controls[i],
+                       current=r.current, voltage=r.voltage, temperature=r.temperature,
+                       error_flags=int(r.error_code))
+        topics.publish_states(joint, topics.state_msg)
+        return cycle.readings[0].voltage
 
-    def _publish_bench_info(self, measured: float | None = None) -> None:
-        voltage = self._supply_voltage if self._supply_voltage > 0.0 else measured
-        if voltage is None:
-            return
-        bench = self._bench
-        msg = BenchInfo(
-            actuator=self._actuator.name, joint_name=self.joint_names[0],
-            mass=float(bench.mass), arm_mass=float(bench.arm_mass),
-            length=float(bench.length), gravity=GRAVITY, supply_voltage=float(voltage),
-            damping=float(self._actuator.damping), control_unit=ActuatorState.CONTROL_UNIT_AMPERE,
-            source=BenchInfo.SOURCE_HARDWARE, control_rate=self._rate, model="",
-            parameters="")
-        self.topics.publish_info(msg, self.get_clock().now().nanoseconds)
-        self._info_voltage = float(voltage)
-        self._info_published = True
+    def _damping(self) -> float:
+        """The actuator's damping: the current law of the paper uses it."""
+        return float(self._actuator.damping)
 
     # -- diagnostics -------------------------------------------------------------------
 
-    def _publish_diagnostics(self) -> None:
+    def _diagnostics_snapshot(self) -> tuple[Counters, dict, list[int]]:
         sup = self._supervisor
-        now = time.monotonic()
-        t0, counters0, link0, al_errors0 = self._diag_previous
-        counters = Counters(**vars(sup.counters))
-        link = dict(sup.link.stats)
-        al_errors = [h.al_errors for h in sup.health]
-        self._diag_previous = (now, counters, link, al_errors)
-        window = max(now - t0, 1e-9)
-        msg = DiagnosticArray()
-        msg.header.stamp = self.get_clock().now().to_msg()
-        msg.status = [self._bus_status(counters, counters0, link, link0, window)]
-        for i in range(len(self.joint_names)):
-            msg.status.append(self._joint_status(i, al_errors[i] - al_errors0[i], window))
-        self._diag_pub.publish(msg)
+        return (Counters(**vars(sup.counters)), dict(sup.link.stats),
+                [h.al_errors for h in sup.health])
+
+    def _diagnostics(self, now: tuple, before: tuple, window: float) -> list[DiagnosticStatus]:
+        """The line, then each joint."""
+        (counters, link, al_errors), (counters0, link0, al_errors0) = now, before
+        return [self._bus_status(counters, counters0, link, link0, window)] + [
+            self._joint_status(i, al_errors[i] - al_errors0[i], window)
+            for i in range(len(self.joint_names))]
 
     def _bus_status(self, c: Counters, c0: Counters, link: dict, link0: dict,
                     window: float) -> DiagnosticStatus:
@@ -374,9 +295,7 @@ class ErobNode(DriverNode):
 
 
 def main(args: list[str] | None = None) -> int:
-    return run_driver("erob", ErobNode, usage(
-        "erob", "eRob drives on EtherCAT (bam_drivers)", PARAMETERS,
-        computed="see the description"), args)
+    return driver_main(ErobNode, "eRob drives on EtherCAT (bam_drivers)", args)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ Example (an SO-101 arm's bus adapter shows up as a USB modem)::
     ros2 run bam_drivers feetech --ros-args -p port:=/dev/ttyACM0 \\
         -p ids:=[1] -p actuator:=sts3215 -p rate:=200.0
 
-The Dynamixel driver node (:class:`bam_drivers.nodes.dynamixel_node.DynamixelNode`:
+The Dynamixel driver node (:class:`bam_drivers.nodes.serial_servo_node.SerialServoNode`:
 supervisor, watchdog, reconnection, torque off read back, ``/diagnostics``)
 bound to the Feetech bus (:class:`bam_drivers.feetech.bus.FeetechBus`, over
 ``feetech-servo-sdk``): the same parameters but ``protocol`` (the SCS
@@ -23,10 +23,11 @@ from dataclasses import replace
 
 from bam_drivers.feetech.bus import FeetechBus
 from bam_drivers.feetech.control_table import TABLES
-from bam_drivers.nodes.driver_node import run_driver
-from bam_drivers.nodes.dynamixel_node import PARAMETERS as DYNAMIXEL_PARAMETERS
-from bam_drivers.nodes.dynamixel_node import DynamixelNode
-from bam_sim.common.node_parameters import Param, usage
+from bam_drivers.nodes.driver_node import driver_main
+from bam_drivers.nodes.serial_servo_node import PARAMETERS as DYNAMIXEL_PARAMETERS
+from bam_drivers.nodes.serial_servo_node import SerialServoNode
+from bam_sim.common.node_parameters import Param
+from bam_sim.models.servo.actuators import driven_by
 
 NODE_NAME = "feetech"
 
@@ -37,7 +38,7 @@ _CHANGED = {
     "gain": dict(description="initial P coefficient kp (the register is the model's kp; "
                  "default the actuator's second gain); change it with /bam/commands"),
     "actuator": dict(default="sts3215", description="bam_sim actuator of the bench "
-                     "(sts3215, sts3215_12v)"),
+                     f"({', '.join(driven_by('feetech'))})"),
     "latency_timer_ms": dict(description="latency timer of the serial adapter, ms, for the "
                              "packet timeout (0 = detect: 1 for a pseudo-terminal, the USB "
                              "adapter's sysfs latency_timer, else the SDK's 16)"),
@@ -46,20 +47,18 @@ PARAMETERS: tuple[Param, ...] = tuple(
     replace(p, **_CHANGED.get(p.name, {})) for p in DYNAMIXEL_PARAMETERS if p.name != "protocol")
 
 
-class FeetechNode(DynamixelNode):
+class FeetechNode(SerialServoNode):
     """The Dynamixel driver node on the Feetech bus."""
 
     NAME = NODE_NAME
     PARAMETERS = PARAMETERS
     BUS = FeetechBus
-    ACTUATORS = ("sts3215", "sts3215_12v")
+    ACTUATORS = driven_by("feetech")
     SUPPLY_VARIANTS = ACTUATORS  # one model number: told apart by the voltage measured
 
 
 def main(args: list[str] | None = None) -> int:
-    return run_driver("feetech", FeetechNode, usage(
-        "feetech", "Feetech STS servos on a serial bus (bam_drivers)", PARAMETERS,
-        computed="see the description"), args)
+    return driver_main(FeetechNode, "Feetech STS servos on a serial bus (bam_drivers)", args)
 
 
 if __name__ == "__main__":

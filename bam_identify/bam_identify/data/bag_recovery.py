@@ -27,7 +27,7 @@ from bam_identify.data.bag_folder import METADATA
 from bam_identify.data.bag_topics import ROSBAG2_VERSION, STORAGES
 from bam_identify.data.typestore import typestore
 from bam_sim.common.errors import BamError, one_line
-from bam_sim.common.output_paths import publish
+from bam_sim.common.output_paths import check_output, publish
 
 MAGIC = b"\x89MCAP0\r\n"
 OP_HEADER, OP_FOOTER, OP_DATA_END = 0x01, 0x02, 0x0F
@@ -104,6 +104,17 @@ def recover_bag(path: str | Path, output: str | Path | None = None) -> Recovery:
         # no-replace: a bag another command put there meanwhile is kept (output_paths)
         publish(Path(tmp) / "bag", output, "--output")
     return Recovery(path, output, counts, dropped)
+
+
+def recover(bag: Path, output: Path | None = None) -> str:
+    """What ``recover`` does: the new bag checked (not the bag itself, not over a file), the
+    bag checked to be unterminated, then recovered; the recovery's summary."""
+    output = output or bag.with_name(f"{bag.stem}_recovered")
+    check_output(output, "--output", force=None, inputs=[("bag", bag)], folder=True)
+    if not needs_recovery(bag):
+        raise BamError(f"{bag} is not an unterminated mcap bag (it has its metadata and "
+                       "end, or is not an mcap recording); nothing to recover")
+    return recover_bag(bag, output).summary()
 
 
 def _has_footer(file: Path) -> bool:

@@ -39,9 +39,9 @@ from bam_identify.data.plausibility import (
 )
 from bam_sim.bench.bench_log import BenchLog
 from bam_sim.common.errors import BamError
-from bam_sim.models import actuators
-from bam_sim.models.actuators import Actuator, get_actuator
-from bam_sim.models.parameter_file import write_atomic
+from bam_sim.models.files.parameter_file import write_atomic
+from bam_sim.models.servo import actuators
+from bam_sim.models.servo.actuators import Actuator, get_actuator
 
 REQUIRED = ("mass", "length", "kp", "motor", "entries")
 ENTRY_REQUIRED = ("timestamp", "position", "goal_position", "torque_enable")

@@ -25,8 +25,8 @@ import numpy as np
 from bam_sim.bench.geometry import Bench
 from bam_sim.common.errors import BamError
 from bam_sim.common.numbers import number
-from bam_sim.models import actuators
-from bam_sim.models.actuators import Actuator
+from bam_sim.models.servo import actuators
+from bam_sim.models.servo.actuators import Actuator
 
 # Bench geometry: Table I benches carry up to 20 kg at 0.5 m; a pendulum beyond these is
 # no servo bench (and 1e6 m is a unit or typing error).

@@ -16,8 +16,8 @@ from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import rollout
 from bam_sim.bench.trajectory import command_log
 from bam_sim.common.errors import BamError
+from bam_sim.models.files.parameter_file import published
 from bam_sim.models.model_registry import get_model
-from bam_sim.models.parameter_file import published
 from bam_sim.models.parameter_set import ParameterSet
 
 PAPER_TRAJECTORIES = ("accelerated_oscillations", "slow_oscillations", "raise_lower", "lift_drop")

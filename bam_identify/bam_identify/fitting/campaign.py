@@ -104,7 +104,7 @@ def own_outputs(job, campaign: str, number: int, outputs: list[str]):
 
 def _study_of(path: Path) -> str | None:
     """The study a parameter file was fitted in (its provenance), None if not one."""
-    from bam_sim.models.parameter_file import load
+    from bam_sim.models.files.parameter_file import load
 
     try:
         return load(path).provenance.get("study")

@@ -19,7 +19,7 @@ fixed constants), the bench offset q_offset and the friction parameters of
 the model, each within the registry's bounds; any of them can be held fixed.
 The optional groups of MuJoCo's DC-motor model asked for
 (``SearchSpace.build(groups=...)``, ``fit --groups``) add their identified
-parameters (:mod:`bam_sim.models.motor_groups`): inductance L, saturation
+parameters (:mod:`bam_sim.models.dcmotor.groups`): inductance L, saturation
 current, the thermal R_T, C and α, cogging amplitude and phase, the dcmotor
 controller's k_i and k_d. The thermal parameters are identified from the
 recorded winding temperature: the objective adds its MAE, weighted by
@@ -28,7 +28,7 @@ the position MAE.
 
 LuGre (``lugre``) is searched like the elasto-plastic models below: a
 candidate whose bristle spring-damper is unstable on the joint at the logs'
-step (:func:`bam_sim.models.ep_validity.lugre_violation`) is not simulated and
+step (:func:`bam_sim.models.elastoplastic.validity.lugre_violation`) is not simulated and
 gets the graded ``INFEASIBLE`` score.
 
 Elasto-plastic models (``ep_*``, Cisneros et al.): F_C, F_S − F_C, v_S, D,
@@ -62,19 +62,19 @@ from bam_identify.fitting.study_record import open_record
 from bam_sim.bench.bench_log import BenchLog, LogBatch
 from bam_sim.bench.rollouts import batch_errors, batch_mae, batch_rollout, batch_violation
 from bam_sim.common.errors import BamError
-from bam_sim.models import parameters as P
-from bam_sim.models.actuators import FAMILY_NAMES, get_actuator
-from bam_sim.models.model_registry import get_model
-from bam_sim.models.motor_groups import (
+from bam_sim.models import parameter_vector as P
+from bam_sim.models.dcmotor.groups import (
     DEFAULT_TEMPERATURE_WEIGHT,
     DEFAULT_VOLTAGE_WEIGHT,
     get_group,
 )
+from bam_sim.models.model_registry import get_model
 from bam_sim.models.parameter_set import (
     ParameterSet,
     allowed_names,
     identification_bounds,
 )
+from bam_sim.models.servo.actuators import FAMILY_NAMES, get_actuator
 
 Q_OFFSET_BOUNDS = (-0.2, 0.2)  # rad: a bench mounting error, not a free rotation
 # Score of an elasto-plastic candidate that violates (14) or the coupling limit
@@ -96,7 +96,7 @@ class SearchSpace:
     def build(cls, actuator: str, model: str, fixed: dict[str, float] | None = None,
               identify_offset: bool = True, groups: tuple[str, ...] = ()) -> SearchSpace:
         """``groups``: optional groups of the DC-motor model whose parameters are
-        identified too (:data:`bam_sim.models.motor_groups.GROUPS`; their other
+        identified too (:data:`bam_sim.models.dcmotor.groups.GROUPS`; their other
         parameters are held at ``fixed``, where the group needs them)."""
         act, mdl = get_actuator(actuator), get_model(model)
         bounds = dict(identification_bounds(act, mdl))

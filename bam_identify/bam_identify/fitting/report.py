@@ -24,7 +24,7 @@ from bam_sim.bench.bench_log import BenchLog
 from bam_sim.bench.rollouts import rollout
 from bam_sim.common.command import stop_requested
 from bam_sim.common.errors import BamError
-from bam_sim.models.parameter_file import write_atomic
+from bam_sim.models.files.parameter_file import write_atomic
 from bam_sim.models.parameter_set import ParameterSet
 
 LOAD_DEPENDENT = ("m3", "m4", "m5", "m6", "ep_load")
@@ -324,7 +324,7 @@ def _plot_diagrams(path: Path, results: list[ModelResult]) -> Path:
 
 
 def _uses_motor(params: ParameterSet) -> bool:
-    from bam_sim.models.motor_model import uses_motor
+    from bam_sim.models.dcmotor.motor_model import uses_motor
 
     return bool(uses_motor(params.actuator_def.family, params.model_id, params.vector()))
 
@@ -332,9 +332,9 @@ def _uses_motor(params: ParameterSet) -> bool:
 def envelope_voltage(params: ParameterSet) -> float:
     """The largest voltage the drive applies: v_max of its controller, else the supply's
     (times the largest duty of a PWM servo)."""
-    from bam_sim.models import dcmotor
-    from bam_sim.models.actuators import VOLTAGE
-    from bam_sim.models.motor_model import dcmotor_parameters
+    from bam_sim.models.dcmotor import model as dcmotor
+    from bam_sim.models.dcmotor.motor_model import dcmotor_parameters
+    from bam_sim.models.servo.actuators import VOLTAGE
 
     vmax = float(dcmotor_parameters(params)[dcmotor.P_VMAX])
     if vmax > 0.0:
@@ -345,8 +345,8 @@ def envelope_voltage(params: ParameterSet) -> float:
 
 def _plot_dcmotor(path: Path, results: list[ModelResult]) -> Path:
     """The DC-motor document's Fig. 2-3 envelope, Fig. 6 Stribeck curve and Fig. 5 loop."""
-    from bam_sim.models.dcmotor_curves import plot_curves
-    from bam_sim.models.motor_model import dcmotor_parameters
+    from bam_sim.models.dcmotor.curves import plot_curves
+    from bam_sim.models.dcmotor.motor_model import dcmotor_parameters
 
     plt = _pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
@@ -364,8 +364,8 @@ def _plot_dcmotor(path: Path, results: list[ModelResult]) -> Path:
 
 
 def _ep_params(params: ParameterSet, max_load: float = 0.0):
-    from bam_sim.models.elastoplastic import ElastoPlasticParams
-    from bam_sim.models.ep_validity import ep_form
+    from bam_sim.models.elastoplastic.model import ElastoPlasticParams
+    from bam_sim.models.elastoplastic.validity import ep_form
 
     return ElastoPlasticParams.from_vector(ep_form(params.model_def), params.vector(), max_load)
 
@@ -401,12 +401,12 @@ def pre_sliding_curve(params: ParameterSet, dt: float, inertia: float,
                       steps: int = 4000) -> tuple[np.ndarray, np.ndarray]:
     """(displacement, applied torque) of a joint under a slow torque ramp to 1.5·F_S.
 
-    The core's 1-DOF joint (:func:`bam_sim.models.elastoplastic.simulate_joint`)
+    The core's 1-DOF joint (:func:`bam_sim.models.elastoplastic.model.simulate_joint`)
     at the fit's step and the smallest inertia of its logs, starting at rest:
     elastic up to F_S, then breakaway. For ``ep_load`` the ramp is the motor
     torque, so F_S grows along it as the load does.
     """
-    from bam_sim.models.elastoplastic import EP_LOAD, simulate_joint
+    from bam_sim.models.elastoplastic.model import EP_LOAD, simulate_joint
 
     ep = _ep_params(params)
     growth = ep.K_l + ep.K_ls if ep.form == EP_LOAD else 0.0

@@ -16,8 +16,8 @@ import numpy as np
 
 from bam_sim.bench.geometry import Bench
 from bam_sim.common.errors import BamError
-from bam_sim.models import actuators
-from bam_sim.models.actuators import Actuator
+from bam_sim.models.servo import actuators
+from bam_sim.models.servo.actuators import Actuator
 
 
 def _check_series(name: str, values: np.ndarray, n: int, where: str) -> np.ndarray:

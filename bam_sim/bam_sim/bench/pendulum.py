@@ -29,7 +29,7 @@ static for ever (no drift, no chattering).
 The elasto-plastic models (``ep_*``, :func:`step_ep`) replace lines (4)-(5)
 by Algorithm 1 of Cisneros et al. (``reference/chattering-free-stiction.md``)
 and carry its deflection e_k from step to step; the joint is integrated as
-:func:`bam_sim.models.elastoplastic.simulate_joint` does, semi-implicit Euler
+:func:`bam_sim.models.elastoplastic.model.simulate_joint` does, semi-implicit Euler
 without the ½q̈Δt² term, the integration for which the core's holding tests
 and its stability bound T·(K·T + 2B) < 4J (the sticking spring-damper read
 explicitly) were derived::
@@ -43,8 +43,8 @@ spring-damper (K, B), which neither drifts nor chatters.
 
 A set that runs through MuJoCo's DC-motor model (the dcmotor family, the
 ``lugre`` friction model, or any optional group of
-:mod:`bam_sim.models.motor_groups`) is stepped by :func:`step_motor`: the motor
-torque of :func:`bam_sim.models.motor_model.motor_torque` (with its states)
+:mod:`bam_sim.models.dcmotor.groups`) is stepped by :func:`step_motor`: the motor
+torque of :func:`bam_sim.models.dcmotor.motor_model.motor_torque` (with its states)
 replaces S(q, q̇, q_d) and the friction model applies as above; LuGre, a
 friction force of the motor model, gets MuJoCo's Euler joint (semi-implicit,
 σ2 implicit), so that the bench is MuJoCo's pendulum.
@@ -55,12 +55,12 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from bam_sim.models import parameters as P
-from bam_sim.models.elastoplastic import ep_step
-from bam_sim.models.friction import applied_friction, friction_budget
+from bam_sim.models import parameter_vector as P
+from bam_sim.models.bam.friction import applied_friction, friction_budget
+from bam_sim.models.dcmotor.motor_model import motor_torque
+from bam_sim.models.elastoplastic.model import ep_step
 from bam_sim.models.model_registry import EP_FIRST, LUGRE_ID
-from bam_sim.models.motor_model import motor_torque
-from bam_sim.models.servo import _clip, servo_torque, torque_from_control
+from bam_sim.models.servo.laws import _clip, servo_torque, torque_from_control
 
 MAX_VELOCITY = 100.0  # rad/s, velocity clip of the published implementation
 
@@ -139,7 +139,7 @@ def step_ep(
 
     ``e`` is the deflection e_k−1 of the previous step (0 at the start,
     Algorithm 1 line 1). The velocity and position updates are written as in
-    :func:`bam_sim.models.elastoplastic.simulate_joint`, operation for
+    :func:`bam_sim.models.elastoplastic.model.simulate_joint`, operation for
     operation, so both give the same trajectory to the last bit.
     """
     tau_m, applied = _motor(family, p, c, kp, q, dq, goal, enabled, replay, control)
@@ -196,7 +196,7 @@ def step_motor(
 ) -> tuple[float, float, float, float, float, float]:
     """One step through the DC-motor model: (q_k+1, q̇_k+1, e_k, τ_m, control, current).
 
-    ``pd`` holds the set's dcmotor rows (:func:`bam_sim.models.motor_model.fill_motor`)
+    ``pd`` holds the set's dcmotor rows (:func:`bam_sim.models.dcmotor.motor_model.fill_motor`)
     and ``state`` its states (slew, integral, temperature, bristle, current),
     advanced in place. The friction is the model's: LuGre inside the motor
     model with MuJoCo's Euler joint (:func:`_lugre_joint`), an ``ep_*`` model

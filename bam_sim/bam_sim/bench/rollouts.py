@@ -24,9 +24,9 @@ Cisneros et al.), so a log's rollout still depends on nothing but its own
 inputs. The loop branches once per step on the model id, the same way for the
 whole log, and M1..M6 run exactly the arithmetic they ran without it. A set
 that violates condition (14) or the coupling limit at the logs' step is
-refused before any simulation (:mod:`bam_sim.models.ep_validity`).
+refused before any simulation (:mod:`bam_sim.models.elastoplastic.validity`).
 
-The STS firmware's target (:func:`bam_sim.models.servo.firmware_target`) is a
+The STS firmware's target (:func:`bam_sim.models.servo.laws.firmware_target`) is a
 local too, at the first goal at the start; every other servo's target is the goal.
 
 With the ``latency`` group, the commands reach the servo L_c late and its states
@@ -39,13 +39,13 @@ before the log). The fit therefore frees L_c and holds L_r; the bench
 simulator keeps them apart (:mod:`bam_sim.bench.stepper`).
 
 A set that runs through MuJoCo's DC-motor model (dcmotor family, LuGre, or an
-optional group; :func:`bam_sim.models.motor_model.uses_motor`) carries its
+optional group; :func:`bam_sim.models.dcmotor.motor_model.uses_motor`) carries its
 five states the same way, as locals of the loop: slew (at the first goal),
 integral, temperature rise (from the log's first recorded temperature),
 bristle, current. Such a rollout also yields the motor current and the
 winding temperature, and is scored on the recorded temperature when both
 exist (:func:`batch_errors`). A LuGre set must hold a stable stick at the
-step (:func:`bam_sim.models.ep_validity.lugre_violation`).
+step (:func:`bam_sim.models.elastoplastic.validity.lugre_violation`).
 """
 
 from __future__ import annotations
@@ -58,12 +58,9 @@ import numpy as np
 from bam_sim.bench.bench_log import BenchLog, LogBatch
 from bam_sim.bench.pendulum import step_any, step_motor
 from bam_sim.common.errors import BamError
-from bam_sim.models import actuators
-from bam_sim.models import dcmotor as D
-from bam_sim.models import parameters as P
-from bam_sim.models.ep_validity import check_step, violation
-from bam_sim.models.model_registry import FrictionModel, get_model
-from bam_sim.models.motor_model import (
+from bam_sim.models import parameter_vector as P
+from bam_sim.models.dcmotor import model as D
+from bam_sim.models.dcmotor.motor_model import (
     N_MODES,
     ON,
     REPLAY,
@@ -72,8 +69,11 @@ from bam_sim.models.motor_model import (
     motor_torque,
     uses_motor,
 )
+from bam_sim.models.elastoplastic.validity import check_step, violation
+from bam_sim.models.model_registry import FrictionModel, get_model
 from bam_sim.models.parameter_set import ParameterSet
-from bam_sim.models.servo import (
+from bam_sim.models.servo import actuators
+from bam_sim.models.servo.laws import (
     firmware_target,
     input_voltage,
     servo_torque,
@@ -120,7 +120,7 @@ def _simulate(
     a set with the thermal group starts from its first value and is scored
     on it. ``voltage`` is the input voltage the bus reported (V, NaN where
     missing; empty: not scored), against the one of the servo model
-    (:func:`bam_sim.models.servo.input_voltage`, sagged with the supply group).
+    (:func:`bam_sim.models.servo.laws.input_voltage`, sagged with the supply group).
     """
     q, dq, e = q0, dq0, 0.0  # e: elasto-plastic deflection (ep_* only)
     target = goal[0]  # the servo firmware's target (the goal but on an STS)

@@ -28,10 +28,10 @@ from bam_sim.common.command import record_written, run_command, shielded
 from bam_sim.common.errors import BamError
 from bam_sim.common.numbers import option
 from bam_sim.common.output_paths import check_output, output_file
-from bam_sim.models.actuators import ACTUATORS, get_actuator
+from bam_sim.models.files.parameter_file import load, published
 from bam_sim.models.model_registry import MODELS
-from bam_sim.models.parameter_file import load, published
 from bam_sim.models.parameter_set import ParameterSet
+from bam_sim.models.servo.actuators import ACTUATORS, get_actuator
 
 # Physically plausible benches (Table I spans 0.05..19.6 kg, 0.05..0.5 m) and steps: the
 # explicit step of the servo loop is unstable far above a few ms, and below 0.1 ms a

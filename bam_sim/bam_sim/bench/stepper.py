@@ -12,7 +12,7 @@ t_k = k·Δt:
 
 1. the latest command is taken;
 2. the control (V or A) and the motor torque τ_m are computed for state k and
-   that command (:func:`bam_sim.models.servo.servo_torque`, evaluated inside
+   that command (:func:`bam_sim.models.servo.laws.servo_torque`, evaluated inside
    :func:`bam_sim.bench.pendulum.step`, which returns both);
 3. the sample of t_k is produced: measured position and velocity of state k,
    goal, torque enable, gain, control and τ_m;
@@ -38,17 +38,17 @@ which only sees their sum, the two stay apart here: a controller closing its
 loop through this bench meets each where it is.
 
 An STS servo's firmware target follows the goal at its rate
-(:func:`bam_sim.models.servo.firmware_target`), from the initial goal, as in a
+(:func:`bam_sim.models.servo.laws.firmware_target`), from the initial goal, as in a
 rollout.
 
 With an elasto-plastic model (``ep_*``) the state also holds the friction
 element's deflection e (:func:`bam_sim.bench.pendulum.step_ep`), 0 at the
 start like a rollout's; it is kept when only the values of the set change and
 reset when the model changes. Such a set must satisfy condition (14) and the
-coupling limit at this Δt and bench (:func:`bam_sim.models.ep_validity.check_step`),
+coupling limit at this Δt and bench (:func:`bam_sim.models.elastoplastic.validity.check_step`),
 checked whenever the set or the bench changes.
 
-A set through MuJoCo's DC-motor model (:func:`bam_sim.models.motor_model.uses_motor`)
+A set through MuJoCo's DC-motor model (:func:`bam_sim.models.dcmotor.motor_model.uses_motor`)
 keeps its states the same way (:func:`bam_sim.bench.pendulum.step_motor`): kept
 when only values change, reset (slew at the goal, the winding at ambient) when
 the model or the groups do. Its samples carry the motor current and the winding
@@ -67,14 +67,20 @@ from bam_sim.bench.geometry import Bench
 from bam_sim.bench.pendulum import step_any, step_motor
 from bam_sim.common.errors import BamError
 from bam_sim.common.numbers import number
-from bam_sim.models import actuators
-from bam_sim.models import dcmotor as D
-from bam_sim.models import parameters as P
-from bam_sim.models.actuators import Actuator
-from bam_sim.models.ep_validity import check_step
-from bam_sim.models.motor_model import ON, init_state, motor_rows, temperature_of, uses_motor
+from bam_sim.models import parameter_vector as P
+from bam_sim.models.dcmotor import model as D
+from bam_sim.models.dcmotor.motor_model import (
+    ON,
+    init_state,
+    motor_rows,
+    temperature_of,
+    uses_motor,
+)
+from bam_sim.models.elastoplastic.validity import check_step
 from bam_sim.models.parameter_set import ParameterSet
-from bam_sim.models.servo import firmware_target, input_voltage
+from bam_sim.models.servo import actuators
+from bam_sim.models.servo.actuators import Actuator
+from bam_sim.models.servo.laws import firmware_target, input_voltage
 
 _NOISE_BLOCK = 1024  # normal draws generated at once (deterministic for a seed)
 
@@ -99,7 +105,7 @@ class Sample(NamedTuple):
     gain: float
     control: float  # V or A (the actuator's control unit); 0 with torque off
     motor_torque: float  # N·m; 0 with torque off
-    # Through the DC-motor model (bam_sim.models.motor_model): the motor current (A) and
+    # Through the DC-motor model (bam_sim.models.dcmotor.motor_model): the motor current (A) and
     # the winding temperature (°C, with the thermal group); NaN when not modelled.
     current: float = math.nan
     temperature: float = math.nan

@@ -19,7 +19,7 @@ velocity-shifted boundaries drawn with lower opacity in the paper's Fig. 4.
 
 The elasto-plastic models (``ep_*``) hold the joint while |τ_m + τ_e| ≤ F_S
 at that load, and slide steadily at |q̇| where the applied torque equals Φ(|q̇|)
-(:func:`bam_sim.models.elastoplastic.friction_level`): that level takes the
+(:func:`bam_sim.models.elastoplastic.model.friction_level`): that level takes the
 budget's place, so their diagrams read the same way.
 """
 
@@ -31,14 +31,14 @@ from pathlib import Path
 import numba as nb
 import numpy as np
 
-from bam_sim.models import dcmotor as D
-from bam_sim.models import parameters as P
-from bam_sim.models.dcmotor import stribeck_curve
-from bam_sim.models.elastoplastic import friction_level
-from bam_sim.models.ep_validity import stall_torque
-from bam_sim.models.friction import friction_budget
+from bam_sim.models import parameter_vector as P
+from bam_sim.models.bam.friction import friction_budget
+from bam_sim.models.dcmotor import model as D
+from bam_sim.models.dcmotor.model import stribeck_curve
+from bam_sim.models.dcmotor.motor_model import motor_rows
+from bam_sim.models.elastoplastic.model import friction_level
+from bam_sim.models.elastoplastic.validity import stall_torque
 from bam_sim.models.model_registry import EP_FIRST, LUGRE_ID
-from bam_sim.models.motor_model import motor_rows
 from bam_sim.models.parameter_set import ParameterSet
 
 

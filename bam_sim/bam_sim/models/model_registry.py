@@ -1,7 +1,7 @@
 """The registry of friction models: their ids, parameters, bounds and defaults.
 
 Plain data, no numerics: the CLI, the parameter files and the drivers read
-it without loading numba. The kernels of :mod:`bam_sim.models.friction`
+it without loading numba. The kernels of :mod:`bam_sim.models.bam.friction`
 branch on the integer ids.
 
 Three families share the registry:
@@ -9,7 +9,7 @@ Three families share the registry:
 * BAM's extended friction models M1..M6 (ids 1..6, Duclusaud, Passault et
   al., equations 3, 6-10): a friction *budget* applied by Algorithm 1's clip;
 * the chattering-free elasto-plastic models ``ep_*`` (ids ``EP_FIRST`` + the
-  form of :mod:`bam_sim.models.elastoplastic`; Cisneros et al.,
+  form of :mod:`bam_sim.models.elastoplastic.model`; Cisneros et al.,
   ``reference/chattering-free-stiction.md``): a friction *force* from Φ_Z
   (17) with a deflection state e carried between steps (Algorithm 1 of that
   paper). Their parameters reuse BAM's names where the meaning is the same
@@ -17,7 +17,7 @@ Three families share the registry:
   virtual spring-damper K, B (``contact_stiffness``, ``contact_damping``);
 * LuGre (``lugre``, id ``LUGRE_ID``; "MuJoCo DC Motor Model", (9)-(11)): the
   friction force of MuJoCo's dcmotor with its bristle state, computed by the
-  motor model (:mod:`bam_sim.models.motor_groups`), its parameters named as the
+  motor model (:mod:`bam_sim.models.dcmotor.groups`), its parameters named as the
   document's ``lugre`` attribute (Table 12) plus σ2 as ``lugre.viscous``.
 """
 

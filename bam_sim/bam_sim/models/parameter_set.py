@@ -1,7 +1,7 @@
 """A complete, validated parameter set: actuator + friction model + values.
 
 This is the one object every consumer (simulator, nodes, identification,
-reports) receives; files are turned into it by :mod:`bam_sim.models.parameter_file`.
+reports) receives; files are turned into it by :mod:`bam_sim.models.files.parameter_file`.
 """
 
 from __future__ import annotations
@@ -13,15 +13,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bam_sim.common.errors import BamError
-from bam_sim.models import parameters as P
-from bam_sim.models.actuators import Actuator, get_actuator
-from bam_sim.models.model_registry import FrictionModel, get_model
-from bam_sim.models.motor_groups import (
+from bam_sim.models import parameter_vector as P
+from bam_sim.models.dcmotor.groups import (
     allowed_group_names,
     carried,
     check_groups,
     group_error,
 )
+from bam_sim.models.model_registry import FrictionModel, get_model
+from bam_sim.models.servo.actuators import Actuator, get_actuator
 
 
 def required_names(actuator: Actuator, model: FrictionModel) -> tuple[str, ...]:
@@ -31,7 +31,7 @@ def required_names(actuator: Actuator, model: FrictionModel) -> tuple[str, ...]:
 
 def allowed_names(actuator: Actuator, model: FrictionModel) -> frozenset[str]:
     """Every parameter a set of (actuator, model) may hold: required, fixed, q_offset and
-    the optional groups of the DC-motor model (:mod:`bam_sim.models.motor_groups`).
+    the optional groups of the DC-motor model (:mod:`bam_sim.models.dcmotor.groups`).
 
     The one definition used by files, nodes, ``--set`` and the fit.
     """

@@ -9,7 +9,7 @@ driver applies the voltage that yields it, v = R/K·τ* + K θ̇, clipped to
 
     τ = clip( clip(τ*, K/R(−V_max − Kθ̇), K/R(V_max − Kθ̇)), ±τ_max )
 
-This expresses both servo laws of :mod:`bam_sim.models.servo` (paper IV-B, IV-C):
+This expresses both servo laws of :mod:`bam_sim.models.servo.laws` (paper IV-B, IV-C):
 
 * voltage law (Dynamixel), equations (12)-(13), exactly, duty clip included:
   k_p = k_t/R · kp·k_duty·V_in, k_d = k_t²/R (the brake-mode back-EMF the
@@ -28,7 +28,7 @@ counterpart and is dropped; :func:`losses` lists what a given set loses.
 (dcmotor's LuGre friction has a Stribeck curve, but with bristle dynamics and
 a fixed exponent 2: not the paper's static budget, so it is not used for M2..M6.)
 
-Sets of the DC-motor model family (:mod:`bam_sim.models.motor_groups`) export
+Sets of the DC-motor model family (:mod:`bam_sim.models.dcmotor.groups`) export
 without loss: their groups become the dcmotor attributes of the same names
 (``inductance`` as its time constant, ``saturation`` with the current rate,
 ``thermal``, ``cogging``), the ``lugre`` friction model its ``lugre`` attribute
@@ -55,14 +55,14 @@ from bam_sim.common.arguments import ArgumentParser
 from bam_sim.common.errors import BamError, one_line
 from bam_sim.common.numbers import number
 from bam_sim.common.output_paths import check_output, write_new
-from bam_sim.models import actuators
-from bam_sim.models import dcmotor as dc
-from bam_sim.models import parameters as P
-from bam_sim.models.dcmotor import read_mjcf_text
+from bam_sim.models import parameter_vector as P
+from bam_sim.models.dcmotor import model as dc
+from bam_sim.models.dcmotor.model import read_mjcf_text
+from bam_sim.models.dcmotor.motor_model import dcmotor_parameters, uses_motor
 from bam_sim.models.diagram import static_level
 from bam_sim.models.model_registry import get_model
-from bam_sim.models.motor_model import dcmotor_parameters, uses_motor
 from bam_sim.models.parameter_set import ParameterSet
+from bam_sim.models.servo import actuators
 from bam_sim.mujoco_arm.servo_arm import STIFF_IMPEDANCE
 
 M1_PARAMS = get_model("m1").params
@@ -134,7 +134,8 @@ class DcMotorExport:
 
 
 def consts(params: ParameterSet, supply_voltage: float | None = None) -> np.ndarray:
-    """The servo constant vector of :mod:`bam_sim.models.servo`, with a supply voltage override."""
+    """The servo constant vector of :mod:`bam_sim.models.servo.laws`, with a supply voltage
+    override."""
     c = params.actuator_def.consts()
     if supply_voltage is not None:
         c[actuators.C_SUPPLY] = number(supply_voltage, "supply voltage (V)", low=0.0,
@@ -298,7 +299,7 @@ def _check_stable(model: mujoco.MjModel, joints: Sequence[ExportJoint]) -> None:
     (ServoArm, the bench, eval): an unstable LuGre bristle or an ep_* set beyond its
     coupling limit is refused, not exported to blow up in someone's simulator. The
     joint's inertia is the compiled one, armature included."""
-    from bam_sim.models.ep_validity import check_step
+    from bam_sim.models.elastoplastic.validity import check_step
     from bam_sim.mujoco_arm.servo_arm import _joint_index
 
     for spec in joints:
@@ -445,7 +446,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _parse_joint(item: str) -> ExportJoint:
-    from bam_sim.models.parameter_file import load
+    from bam_sim.models.files.parameter_file import load
 
     name, sep, rest = item.partition("=")
     if not sep or not name or not rest:

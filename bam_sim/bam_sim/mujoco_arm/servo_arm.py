@@ -34,8 +34,8 @@ armature included) and, for ``ep_load``, the load bound of the stall torque
 alone (the external torques of an arm are not known in advance).
 
 Joints whose set runs through MuJoCo's DC-motor model (the ``dcmotor`` family,
-the ``lugre`` friction model or any group of :mod:`bam_sim.models.motor_groups`)
-get their motor torque from :func:`bam_sim.models.motor_model.motor_torque`,
+the ``lugre`` friction model or any group of :mod:`bam_sim.models.dcmotor.groups`)
+get their motor torque from :func:`bam_sim.models.dcmotor.motor_model.motor_torque`,
 with the motor's states (slew, integral, temperature, bristle, current) kept
 per joint; an M1..M6 budget then applies as above, while LuGre's force (9b)
 goes through the motor with σ2 as the joint's damping, as MuJoCo's native
@@ -58,15 +58,16 @@ import numpy as np
 
 from bam_sim.common.errors import BamError, one_line
 from bam_sim.common.numbers import number
-from bam_sim.models import actuators, servo
-from bam_sim.models import dcmotor as D
-from bam_sim.models import parameters as P
-from bam_sim.models.elastoplastic import ep_step, friction_level
-from bam_sim.models.ep_validity import check_step
-from bam_sim.models.friction import friction_budget
+from bam_sim.models import parameter_vector as P
+from bam_sim.models.bam.friction import friction_budget
+from bam_sim.models.dcmotor import model as D
+from bam_sim.models.dcmotor.motor_model import ON, init_state, motor_rows, motor_torque, uses_motor
+from bam_sim.models.elastoplastic.model import ep_step, friction_level
+from bam_sim.models.elastoplastic.validity import check_step
 from bam_sim.models.model_registry import EP_FIRST, LUGRE_ID
-from bam_sim.models.motor_model import ON, init_state, motor_rows, motor_torque, uses_motor
 from bam_sim.models.parameter_set import ParameterSet
+from bam_sim.models.servo import actuators
+from bam_sim.models.servo import laws as servo
 
 FRICTION_DOF = int(mujoco.mjtConstraint.mjCNSTR_FRICTION_DOF)
 # Stiffest friction constraint MuJoCo accepts (see the module docstring).

@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 from bam_sim.bench.geometry import GRAVITY, Bench
 from bam_sim.common.errors import BamError
-from bam_sim.models.parameter_file import load, published
+from bam_sim.models.files.parameter_file import load, published
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.mujoco_arm.servo_arm import ArmJoint, ServoArm
 

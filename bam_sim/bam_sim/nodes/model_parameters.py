@@ -4,7 +4,7 @@ A parameter file written by the fit is a ROS 2 parameter file (``actuator``,
 ``model``, ``kt``, ``R``, ...). Given to a simulation node with
 ``--params-file`` (or as ``-p`` values), its entries arrive as parameter
 overrides. They are one parameter set, validated by the same loader as a file
-(:func:`bam_sim.models.parameter_file.parse_mapping`): complete or refused, NaN
+(:func:`bam_sim.models.files.parameter_file.parse_mapping`): complete or refused, NaN
 refused, an unknown or misspelt name refused with the closest valid one. The
 node declares one parameter per name of the model registry (NaN: none given)
 so that ``ros2 param set`` can change a value of the running set, and the
@@ -21,11 +21,11 @@ from rclpy.node import Node
 
 from bam_sim.common.errors import BamError
 from bam_sim.common.node_parameters import Param, declare, refuse_unknown
-from bam_sim.models import parameters as P
-from bam_sim.models.actuators import DCMOTOR, get_actuator
+from bam_sim.models import parameter_vector as P
+from bam_sim.models.files.parameter_file import parse_mapping, published
 from bam_sim.models.model_registry import get_model
-from bam_sim.models.parameter_file import parse_mapping, published
 from bam_sim.models.parameter_set import ParameterSet
+from bam_sim.models.servo.actuators import DCMOTOR, get_actuator
 
 SOURCE = "ROS parameters"
 WHERE = "the ROS parameters (--params-file, -p)"  # where an error in the set lies

@@ -43,10 +43,10 @@ from bam_sim.common.node_parameters import (
 )
 from bam_sim.common.numbers import finite_non_negative, number
 from bam_sim.common.runner import run_node
-from bam_sim.models.actuators import ACTUATORS, CURRENT, get_actuator
+from bam_sim.models.files.parameter_file import load
 from bam_sim.models.model_registry import get_model
-from bam_sim.models.parameter_file import load
 from bam_sim.models.parameter_set import ParameterSet
+from bam_sim.models.servo.actuators import ACTUATORS, CURRENT, get_actuator
 from bam_sim.nodes import model_parameters
 
 NODE_NAME = "pendulum"

@@ -1,0 +1,136 @@
+"""The options of ``fit``, shared by ``fit``, ``eval`` and ``campaign add``.
+
+The argparse types apply the library's own checks (the ranges of
+:data:`~bam_identify.fitting.job.NUMBERS`, the ``--set`` rule of
+:func:`~bam_identify.fitting.held.held_item`, the storage URL), so a bad
+value is refused as the command line is parsed, in one line, exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+
+from bam_identify.fitting.held import held_item
+from bam_identify.fitting.job import DEFAULT_OUTPUT, NUMBERS, FitJob
+from bam_sim.common.arguments import ArgumentParser
+from bam_sim.common.errors import BamError
+from bam_sim.common.numbers import option
+from bam_sim.models.dcmotor.groups import DEFAULT_TEMPERATURE_WEIGHT, GROUPS
+from bam_sim.models.model_registry import MODELS
+
+
+def number_option(field: str) -> Callable[[str], float]:
+    """The argparse type of the numeric option of FitJob field ``field``."""
+    return option(**NUMBERS[field])
+
+
+def argument_type(check: Callable[[str], object]) -> Callable[[str], object]:
+    """An argparse ``type=`` from a check that raises BamError: one line, argparse's exit 2."""
+    def parse(text: str):
+        try:
+            return check(text)
+        except BamError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = getattr(check, "__name__", "value")
+    return parse
+
+
+def _storage(text: str) -> str:
+    # Imported when a --storage is given: the study record pulls in sqlalchemy.
+    from bam_identify.fitting.study_record import storage_url
+
+    return storage_url(text)
+
+
+STORAGE_OPTION = argument_type(_storage)
+
+
+def data_arguments(parser: argparse.ArgumentParser) -> None:
+    """The recordings to read (fit, eval)."""
+    parser.add_argument("--bags", nargs="+", type=Path, default=[], metavar="BAG",
+                        help="rosbag2 bags (folders or .mcap/.db3 files) or folders of bags")
+    parser.add_argument("--logs", nargs="+", type=Path, default=[], metavar="PATH",
+                        help="legacy BAM JSON logs (files or folders)")
+    parser.add_argument("--actuator", help="keep the logs of this actuator (mx64, ...)")
+    parser.add_argument("--dt", type=number_option("dt"), default=0.005,
+                        help="resampling step, s")
+
+
+def fit_parser() -> argparse.ArgumentParser:
+    """``fit``'s options; they parse into a :class:`FitJob` (``FitJob.from_args``)."""
+    parser = ArgumentParser(
+        prog="fit", description="Identify friction models (M1..M6, elasto-plastic ep_*) from "
+        "bench recordings "
+        "(CMA-ES on the simulated-control position error).")
+    data_arguments(parser)
+    _search_arguments(parser)
+    _sharing_arguments(parser)
+    parser.add_argument("--output", default=DEFAULT_OUTPUT,
+                        help="parameter file per model; {actuator} and {model} are replaced")
+    parser.add_argument("--report", type=Path, default=FitJob.report,
+                        help="report folder")
+    parser.add_argument("--force", action="store_true", help="overwrite existing outputs")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    return parser
+
+
+def _search_arguments(parser: argparse.ArgumentParser) -> None:
+    """What is searched, and how."""
+    parser.add_argument("--models", nargs="+", default=list(FitJob.models),
+                        choices=sorted(MODELS), metavar="MODEL",
+                        help=f"among {', '.join(MODELS)}")
+    parser.add_argument("--trials", type=number_option("trials"),
+                        default=FitJob.trials, help="candidates per model")
+    parser.add_argument("--seed", type=number_option("seed"), default=0)
+    parser.add_argument("--jobs", type=number_option("jobs"),
+                        help="threads for the simulation (default: cores)")
+    parser.add_argument("--popsize", type=number_option("popsize"),
+                        help="CMA-ES population (default 4 + 3 ln n)")
+    parser.add_argument("--target-mae", type=number_option("target_mae"),
+                        help="stop a model once its training "
+                        "MAE is at most this (rad)")
+    parser.add_argument("--set", action="append", metavar="NAME=VALUE",
+                        type=argument_type(held_item),
+                        help="hold a parameter fixed (repeatable)")
+    parser.add_argument("--groups", nargs="+", default=[], choices=list(GROUPS),
+                        metavar="GROUP", help="optional parameter groups to identify too, "
+                        f"among {', '.join(GROUPS)} (thermal: R_T, C and α from "
+                        "the recorded winding temperature; hold thermal.ambient and "
+                        "thermal.reftemp with --set, else both are the coolest first "
+                        "temperature of the training logs; supply: the series resistance of "
+                        "a sagging supply; latency: the command delay, and the report gives "
+                        "the delays to randomize over)")
+    parser.add_argument("--temperature-weight", type=number_option("temperature_weight"),
+                        default=DEFAULT_TEMPERATURE_WEIGHT, metavar="RAD_PER_K",
+                        help="weight of the winding-temperature MAE added to the position MAE "
+                        f"(rad/K, default {DEFAULT_TEMPERATURE_WEIGHT:g}: 1 K counts as 1 mrad)")
+    parser.add_argument("--no-offset", action="store_true", help="do not identify q_offset")
+    parser.add_argument("--no-warm-start", action="store_true",
+                        help="start every model from scratch, not from a nested simpler "
+                        "model fitted in the same run")
+    parser.add_argument("--no-polish", action="store_true",
+                        help="CMA-ES only: no Levenberg-Marquardt finish on the position "
+                        "residuals once CMA-ES has found the basin")
+    parser.add_argument("--validation-fraction", type=number_option("validation_fraction"),
+                        default=FitJob.validation_fraction)
+    parser.add_argument("--validation-kp", type=number_option("validation_kp"),
+                        help="validate on every log of this gain instead")
+
+
+def _sharing_arguments(parser: argparse.ArgumentParser) -> None:
+    """A study recorded in a storage: resumed, or shared between workers."""
+    parser.add_argument("--storage", type=STORAGE_OPTION,
+                        help="optuna storage URL (sqlite:///fit.db, "
+                        "postgresql+psycopg://user@host/db) to record, resume or share the "
+                        "study")
+    parser.add_argument("--study", help="study name in --storage (default "
+                        "bam_<actuator>_<model>_seed<seed>; with several models, "
+                        "<study>_<model>)")
+    parser.add_argument("--workers", type=number_option("workers"),
+                        help="fit processes (on any machines) that "
+                        "run this same command on the study: each generation is cut into "
+                        "this many shares, each evaluated by one of them (default 1; a "
+                        "stored study keeps the number it was started with)")

@@ -1,0 +1,26 @@
+"""How every bam_identify executable runs: its command line parsed, then its work under
+:func:`bam_sim.common.command.run_command`.
+
+argparse answers ``--help`` (0) and a bad option (one line, 2) itself; everything
+after is run_command's: the work's text on stdout, a BamError as one line on
+stderr (2), Ctrl-C or SIGTERM as a clean interruption (128 + signal): what a fit
+has found is kept, a campaign job goes back to its queue.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from bam_sim.common.command import run_command
+
+
+def run_executable(parser: argparse.ArgumentParser,
+                   work: Callable[[argparse.Namespace], str | None],
+                   argv: list[str] | None) -> int:
+    """Parse ``argv`` with ``parser``, run ``work`` on the options; the exit code."""
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # argparse: --help (0) or one line on a bad option (2)
+        return int(exit_.code or 0)
+    return run_command(parser.prog, lambda stop: work(args))

@@ -1,0 +1,84 @@
+"""Parameter sets scored on recordings: what ``eval`` prints and writes.
+
+The score of a set is the step-weighted mean absolute position error of its
+simulated-control rollouts (recorded control with ``replay``), and for sets
+with the thermal group, on logs that recorded it, that of the winding
+temperature.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from bam_identify.fitting.inputs import DataRequest, load_data
+from bam_identify.fitting.provenance import version
+from bam_sim.common.command import record_written, shielded
+from bam_sim.common.errors import BamError
+from bam_sim.common.output_paths import check_output, write_new
+from bam_sim.models.files.parameter_file import load
+
+
+class EvalRequest(DataRequest, Protocol):
+    """``eval``'s options: the sets, the data, the rollouts, the scores' file."""
+
+    params: list[Path]
+    replay: bool
+    json: Path | None
+    force: bool
+
+
+def evaluate(request: EvalRequest) -> str:
+    """Score every set of ``request`` on its logs: the table (and ``--json`` written)."""
+    from bam_identify.fitting.fit import Objective, SearchSpace
+
+    if request.json:
+        inputs = ([("--params", p) for p in request.params]
+                  + [("--bags", p) for p in request.bags] + [("--logs", p) for p in request.logs])
+        check_output(request.json, "--json", force=request.force, inputs=inputs)
+    sets = [(path, load(path)) for path in request.params]
+    dataset = load_data(request)
+    weights = [len(log) for log in dataset.logs]
+    scores = {}
+    rows = []
+    for path, params in sets:
+        if params.actuator != dataset.actuator:
+            raise BamError(f"{path} is for {params.actuator} but the logs are of "
+                           f"{dataset.actuator}; pass matching --params or --actuator")
+        space = SearchSpace.build(params.actuator, params.model, params.values, False)
+        objective = Objective(space, dataset.logs, request.replay)
+        per_log = objective.per_log({})
+        mae = float(np.average(per_log, weights=weights))
+        _, temperature = objective.errors({})
+        scores[str(path)] = {"model": params.model, "mae": mae,
+                             "per_log": dict(zip([log.name for log in dataset.logs],
+                                                 per_log.tolist(), strict=True))}
+        if temperature is not None:
+            scores[str(path)]["temperature_mae"] = temperature
+        rows.append((f"{str(path):<40} {params.model:<6} {mae:>10.3e}", temperature))
+    lines = _table(rows)
+    if request.json:
+        summary = {"logs": len(dataset.logs), "actuator": dataset.actuator,
+                   "replay": request.replay, "scores": scores, "version": version()}
+        with shielded():  # written whole or not at all, and named if a stop follows
+            write_new(request.json, json.dumps(summary, indent=2) + "\n", "--json",
+                      request.force)
+            record_written(request.json)
+        lines.append(f"wrote {request.json}")
+    return "\n".join(lines)
+
+
+def _table(rows: list[tuple[str, float | None]]) -> list[str]:
+    """The score table; the winding-temperature column only when a set was scored on it."""
+    heated = any(t is not None for _, t in rows)
+    lines = [f"{'file':<40} {'model':<6} {'MAE [rad]':>10}" + (f" {'MAE [K]':>8}" if heated
+                                                               else "")]
+    lines += [row + (f" {_kelvin(t):>8}" if heated else "") for row, t in rows]
+    return lines
+
+
+def _kelvin(value: float | None) -> str:
+    return f"{value:.3f}" if value is not None else "-"

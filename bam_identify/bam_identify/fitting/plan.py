@@ -1,0 +1,105 @@
+"""A fit, checked and resolved before any search runs: :func:`plan_fit`.
+
+Every problem a job can hold (sharing options without a storage, an output
+that exists or is an input, an unreadable recording, a ``--set`` name no model
+has, a group of another family, ...) is found here, in the order the command
+line has always reported them, and before anything is written. The names of
+the job (actuator, models, groups) are resolved into objects once; the run
+(:mod:`bam_identify.fitting.run`) only reads the plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from bam_identify.data.dataset import Dataset, split
+from bam_identify.fitting.fit import SearchSpace, parse_assignments
+from bam_identify.fitting.held import group_defaults, held_per_model
+from bam_identify.fitting.inputs import load_data
+from bam_identify.fitting.job import FitJob, output_paths, study_name
+from bam_identify.fitting.provenance import fit_provenance
+from bam_identify.fitting.report import identifiability_warnings
+from bam_sim.common.errors import BamError
+from bam_sim.common.output_paths import check_output
+from bam_sim.models.model_registry import MODELS, FrictionModel, get_model
+from bam_sim.models.servo.actuators import Actuator, get_actuator
+
+
+@dataclass(frozen=True)
+class ModelPlan:
+    """One model's share of the fit: what it searches, where it is written, its study."""
+
+    model: FrictionModel
+    space: SearchSpace
+    output: Path
+    held: dict[str, float]  # the --set values this model has (its provenance's "fixed")
+    study: str
+
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+
+@dataclass(frozen=True)
+class FitPlan:
+    """A checked fit: the job, its data split, and one :class:`ModelPlan` per model,
+    simpler models first (each richer one can start from a nested simpler fit)."""
+
+    job: FitJob
+    actuator: Actuator
+    models: tuple[ModelPlan, ...]
+    train: Dataset
+    validation: Dataset
+    warnings: tuple[str, ...]  # what the training data cannot tell apart
+    provenance: dict
+
+
+def plan_fit(job: FitJob) -> FitPlan:
+    """The plan of ``job``; a one-line BamError for the first problem found."""
+    _check_sharing(job)
+    models = _resolve_models(job.models)
+    names = [m.name for m in models]
+    _check_outputs(job, job.actuator or "actuator", names)  # before loading the data
+    fixed = parse_assignments(job.set)
+    dataset = load_data(job)
+    outputs = _check_outputs(job, dataset.actuator, names)
+    actuator = get_actuator(dataset.actuator)
+    held = held_per_model(fixed, actuator, models, job.groups)
+    train, validation = split(dataset, job.validation_fraction, job.seed, job.validation_kp)
+    defaults = group_defaults(job.groups, train.logs)
+    plans = tuple(ModelPlan(model, SearchSpace.build(actuator.name, model.name,
+                                                     {**defaults, **held[model.name]},
+                                                     not job.no_offset, job.groups),
+                            outputs[model.name], held[model.name],
+                            study_name(job, dataset.actuator, model.name, len(models)))
+                  for model in models)
+    return FitPlan(job, actuator, plans, train, validation,
+                   tuple(identifiability_warnings(train.logs, names)),
+                   fit_provenance(job, dataset, train, validation))
+
+
+def _resolve_models(names: tuple[str, ...]) -> list[FrictionModel]:
+    """The job's models, each once, simpler first (the registry's order)."""
+    models = {model.name: model for model in map(get_model, names)}
+    return sorted(models.values(), key=lambda m: list(MODELS).index(m.name))
+
+
+def _check_sharing(job: FitJob) -> None:
+    """A study to share or resume is named in a storage: --study/--workers need one."""
+    if (job.study is not None or job.workers is not None) and job.storage is None:
+        raise BamError("--study and --workers name a study in a storage: give --storage too "
+                       "(e.g. sqlite:///fit.db or postgresql+psycopg://user@host/db)")
+    if job.study is not None and not job.study.strip():
+        raise BamError("--study must not be empty")
+
+
+def _check_outputs(job: FitJob, actuator: str, models: list[str]) -> dict[str, Path]:
+    """The parameter file of each model and the report folder, checked (output_paths)."""
+    inputs = [("--bags", p) for p in job.bags] + [("--logs", p) for p in job.logs]
+    outputs = output_paths(job.output, actuator, models)
+    for path in outputs.values():
+        check_output(path, "--output", force=job.force,
+                     inputs=[*inputs, ("--report", job.report)])
+    check_output(job.report, "--report", force=job.force, inputs=inputs, folder=True)
+    return outputs

@@ -1,0 +1,173 @@
+"""The fit as a library: :func:`fit` plans a :class:`~bam_identify.fitting.job.FitJob` and
+runs it; :func:`run_plan` runs a plan already made.
+
+Every model of the plan is searched in turn (simpler first, each richer one
+warm-started from the best nested simpler fit), its parameter file written
+as soon as it is fitted, then the report. ``fit``, ``campaign work``, the
+bench session and the benchmarks all fit through here.
+
+Ctrl-C (or SIGTERM, under :func:`bam_sim.common.command.run_command`) during
+a search keeps the best set found: it is written, beside an existing file
+rather than over it, and :class:`~bam_identify.fitting.outcome.FitInterrupted`
+names what was written.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from bam_identify.fitting.figure_pool import FigurePool
+from bam_identify.fitting.fit import (
+    NESTED_IN,
+    FitResult,
+    FitSettings,
+    Objective,
+    SearchSpace,
+    identify,
+    nested_start,
+)
+from bam_identify.fitting.job import FitJob
+from bam_identify.fitting.latency import latency_range
+from bam_identify.fitting.outcome import FitOutcome, conclude, write_fit_report
+from bam_identify.fitting.plan import FitPlan, ModelPlan, plan_fit
+from bam_identify.fitting.report import ModelResult
+from bam_sim.bench.bench_log import BenchLog
+from bam_sim.common.command import shielded, stop_requested
+from bam_sim.common.output_paths import write_new
+from bam_sim.models.files.parameter_file import dump_yaml
+from bam_sim.models.parameter_set import ParameterSet
+
+
+def fit(job: FitJob) -> FitOutcome:
+    """Check ``job`` whole (a one-line BamError before anything is written), then fit."""
+    return run_plan(plan_fit(job))
+
+
+def run_plan(plan: FitPlan) -> FitOutcome:
+    """Fit every model of ``plan`` and write its parameter files and report."""
+    job = plan.job
+    for warning in plan.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    _use_threads(job.jobs)
+    results: list[ModelResult] = []
+    stopped = False
+    # Figure-drawing processes, started once the fit has run for a second (figure_pool).
+    pool = FigurePool()
+    try:
+        for model in plan.models:
+            base = _warm_start(job, model.name, results)
+            settings = _settings(job, model, base)
+            fitted = _fit_one(model.space, plan.train.logs, settings, job.quiet, identify,
+                              plan.validation.logs, pool.tick)
+            with shielded():  # a finished fit is saved whole, whatever signal comes
+                results.append(_save_result(plan, model, settings, fitted, base))
+            if fitted.interrupted or stop_requested():
+                break
+    except KeyboardInterrupt:  # between two searches: the models fitted so far are kept
+        if not results:
+            raise
+        stopped = True
+    finally:
+        # Written whole, whatever signal comes (the first one stopped the fit; later ones
+        # are absorbed by bam_sim.common.command); then the figure workers end.
+        with shielded():
+            report = write_fit_report(job.report, results, plan.validation.logs,
+                                      plan.train.logs, list(plan.warnings), plan.provenance,
+                                      pool, job.force)
+    return conclude(results, report, stopped)
+
+
+def _use_threads(jobs: int | None) -> None:
+    """``--jobs``: numba's threads for the simulation (at most those it started with)."""
+    if jobs:
+        import numba
+
+        numba.set_num_threads(max(1, min(jobs, numba.config.NUMBA_NUM_THREADS)))
+
+
+def _settings(job: FitJob, model: ModelPlan, base: ModelResult | None) -> FitSettings:
+    """The search of ``model``: the job's budget and options, its study, its warm start."""
+    return FitSettings(trials=job.trials, seed=job.seed, popsize=job.popsize,
+                       target=job.target_mae, storage=job.storage, study_name=model.study,
+                       shares=job.workers,
+                       start=nested_start(model.space, base.params.values) if base else None,
+                       temperature_weight=job.temperature_weight, polish=not job.no_polish)
+
+
+def _warm_start(job: FitJob, model: str, results: list[ModelResult]) -> ModelResult | None:
+    """The best nested simpler model fitted so far, to start from (None: start cold)."""
+    simpler = [r for r in results if r.model in NESTED_IN.get(model, ())]
+    if job.no_warm_start or not simpler:
+        return None
+    return min(simpler, key=lambda r: r.train_mae)
+
+
+def _fit_one(space: SearchSpace, logs: list[BenchLog], settings: FitSettings, quiet: bool,
+             identify: Callable[..., FitResult], check_logs: list[BenchLog] | None = None,
+             tick: Callable[[], None] | None = None) -> FitResult:
+    """One model's fit with its progress bar; ``tick`` is called at every generation."""
+    from tqdm import tqdm
+
+    with tqdm(total=settings.trials, desc=f"fit {space.model}", unit="trial", disable=quiet,
+              mininterval=0.5, file=sys.stderr) as bar:
+        def progress(count: int, best: float) -> None:
+            bar.update(count)
+            bar.set_postfix_str(f"best MAE {best:.3e} rad", refresh=False)
+            if tick is not None:
+                tick()
+
+        # The validation logs are checked too: an ep_* set valid on every training
+        # bench must also run on the validation ones.
+        return identify(space, logs, settings, progress, check_logs=check_logs or None)
+
+
+def _save_result(plan: FitPlan, model: ModelPlan, settings: FitSettings, fitted: FitResult,
+                 base: ModelResult | None) -> ModelResult:
+    """Score the set found on both splits, write it with its provenance; its result."""
+    job, space = plan.job, model.space
+    train = Objective(space, plan.train.logs)
+    train_mae, train_t = train.errors(fitted.values)
+    val_mae, val_t = (Objective(space, plan.validation.logs).errors(fitted.values)
+                      if plan.validation.logs else (None, None))
+    record = {**plan.provenance, "model": model.name, "trials": fitted.trials,
+              "seconds": round(fitted.seconds, 3), "train_mae": train_mae,
+              "interrupted": fitted.interrupted}
+    if job.storage:  # the others were read from the study (resumed, other workers)
+        record.update(study=settings.study_name, evaluated_here=fitted.evaluated)
+    if val_mae is not None:
+        record["validation_mae"] = val_mae
+    if train_t is not None:
+        record.update(train_temperature_mae=train_t, temperature_weight=job.temperature_weight,
+                      objective=fitted.train_mae)
+    if val_t is not None:
+        record["validation_temperature_mae"] = val_t
+    if job.groups:
+        record["groups"] = list(job.groups)
+    delays = latency_range(Objective(space, plan.train.logs), fitted.values)
+    if delays is not None:
+        record["latency_range"] = [delays["low"], delays["high"]]
+    if model.held:
+        record["fixed"] = model.held
+    if base is not None:
+        record["warm_start"] = base.model
+    params = space.parameter_set(fitted.values, record)
+    output = save_fit(params, model.output, job.force, fitted.interrupted)
+    return ModelResult(params, train_mae, val_mae, fitted.trials, fitted.seconds, output,
+                       fitted.interrupted, train_t, val_t, delays)
+
+
+def save_fit(params: ParameterSet, output: Path, force: bool, interrupted: bool) -> Path:
+    """Write a fitted set; an interrupted fit never replaces an existing file, even with
+    ``force``: it goes beside it, as ``<name>.interrupted.yaml``."""
+    if interrupted and output.exists():
+        kept = output
+        output = output.with_name(f"{output.stem}.interrupted{output.suffix or '.yaml'}")
+        print(f"interrupted: the best {params.model} parameters found are in {output}; "
+              f"{kept} is kept", file=sys.stderr)
+    elif interrupted:
+        print(f"interrupted: the best {params.model} parameters found are in {output}",
+              file=sys.stderr)
+    # Through a temporary file, never over a file another command wrote meanwhile.
+    return write_new(output, dump_yaml(params), "--output", force=force or interrupted)

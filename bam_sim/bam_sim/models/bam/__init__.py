@@ -1,0 +1,1 @@
+"""The BAM paper's friction models M1..M6 (Table II)."""

@@ -1,0 +1,1 @@
+"""MuJoCo's DC-motor model and its composition with the servo laws."""

@@ -1,0 +1,1 @@
+"""Chattering-free elasto-plastic stiction (Kikuuwe; Cisneros et al.) and its numerics."""

@@ -1,0 +1,1 @@
+"""Parameter files: ROS 2 YAML, BAM JSON, the published sets."""

@@ -1,0 +1,1 @@
+"""The servos: actuator records and their control laws."""
