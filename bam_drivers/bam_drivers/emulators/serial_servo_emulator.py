@@ -183,12 +183,16 @@ def load_physics(config: EmulatorConfig) -> ParameterSet:
 
 
 def _default_physics(servo_model: str) -> str:
-    """The registry's actuator of ``servo_model`` (its control table, or a table named for
-    it; an MX-64 otherwise) with the model its record gives the emulator."""
+    """The registry's actuator of ``servo_model`` (named so, or whose control table it is, or
+    whose name it starts with; an MX-64 otherwise) with the model its record gives the
+    emulator."""
     serial = [a for a in REGISTRY.values() if a.driver in ACTUATORS]
-    record = next((a for a in serial if servo_model == a.control_table
-                   or servo_model.startswith(a.name)), REGISTRY["mx64"])
-    return f"{record.name}:{record.emulator_model}"
+    for matches in (lambda a: servo_model == a.name, lambda a: servo_model == a.control_table,
+                    lambda a: servo_model.startswith(a.name)):
+        record = next((a for a in serial if matches(a)), None)
+        if record is not None:
+            return f"{record.name}:{record.emulator_model}"
+    return f"mx64:{REGISTRY['mx64'].emulator_model}"
 
 
 def _check_physics(actuator: str, table) -> None:

@@ -141,8 +141,8 @@ STS_TARGET_RATE = 3400.0 * 2.0 * math.pi / 4096.0
 def _feetech_sts(name: str, title: str, supply: float) -> Actuator:
     return Actuator(
         name=name, title=title, family=VOLTAGE, supply_voltage=supply,
-        # One register map at either supply; only an M1 set is published.
-        driver="feetech", control_table="sts3215", emulator_model="m1",
+        # Only an M1 set is published.
+        driver="feetech", control_table=name, emulator_model="m1",
         duty_gain=0.166, max_duty=0.97,
         # The release frees the duty gain's ratio and the target rate with the motor.
         motor_bounds={"kt": (0.05, 2.5), "R": (0.1, 10.0), "armature": (1e-5, 0.04),
