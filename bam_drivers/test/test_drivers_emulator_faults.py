@@ -123,11 +123,15 @@ def test_corrupted_checksum(emulator, link) -> None:
 
 def test_added_latency_beyond_the_sdk_timeout(emulator, link) -> None:
     port, ph = link
+    replies = emulator.stats()["replies"]
     emulator.inject(latency=0.4)  # 400 ms > the 122 ms the SDK waits
     assert ph.ping(port, 1)[1] == sdk.COMM_RX_TIMEOUT
     emulator.inject(latency=0.0)
-    # The late status still arrives: a ping may read it (the SDK then fails on its short
-    # data) until the port is clear again.
+    # The late status still arrives. Once the emulator has written it, it is dropped from
+    # the port: left there, the next exchange (of this test or the next) would read it as
+    # its own reply (a protocol 2.0 status does not say which instruction it answers).
+    assert wait_for(lambda: emulator.stats()["replies"] > replies)
+    port.ser.reset_input_buffer()
     assert wait_for(lambda: _pings(ph, port, 1))
 
 
