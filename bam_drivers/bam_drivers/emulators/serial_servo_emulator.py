@@ -406,11 +406,13 @@ class Emulator(EmulatorServer):
 
     def _vanish(self) -> None:
         seconds, self._vanish_for = self._vanish_for, None
+        # The return time is set before the port closes: a restore sent as soon as a client
+        # sees the port gone must find it (set after, it was lost and the port never came back).
+        self._restore_at = time.monotonic() + seconds
         if self.port.is_open:
             self.port.close()
             self.stats["vanished"] += 1
         self._parser.clear()
-        self._restore_at = time.monotonic() + seconds
 
     # -- control commands (EmulatorServer.command) ------------------------------------
 
@@ -424,7 +426,9 @@ class Emulator(EmulatorServer):
         self._wake()
 
     def _cmd_restore(self, request: dict) -> None:
-        """A port that vanished returns now."""
+        """A port that vanished returns now (one about to vanish returns at once)."""
+        if self._vanish_for is not None:
+            self._vanish_for = 0.0
         if self._restore_at is not None:
             self._restore_at = time.monotonic()
 
