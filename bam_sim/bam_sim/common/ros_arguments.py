@@ -25,6 +25,7 @@ from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.node import Node
 
 from bam_sim.common.errors import BamError, one_line
+from bam_sim.common.input_files import read_text
 
 # What rclpy raises on ROS arguments our check let through: the last resort of run_node.
 RCL_ERRORS: tuple[type[Exception], ...] = (_rclpy.RCLError, _rclpy.UnknownROSArgsError)
@@ -137,12 +138,7 @@ def _params_file(path_text: str) -> list[Given]:
     """The parameters of a ``--params-file``: a mapping of node names to
     ``ros__parameters`` blocks, as rcl reads it."""
     path = Path(path_text)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BamError(f"--params-file {path} does not exist; check the path") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BamError(f"--params-file {path} cannot be read: {one_line(exc)}") from None
+    text = read_text(path, "--params-file")
     where = f"--params-file {path}"
     try:
         doc = yaml.safe_load(text)

@@ -29,6 +29,7 @@ from pathlib import Path
 import yaml
 
 from bam_sim.common.errors import BamError
+from bam_sim.common.input_files import read_text
 from bam_sim.common.numbers import number
 from bam_sim.models.dcmotor.groups import INPUT_MODES, effective_constant, thermal_pair
 from bam_sim.models.model_registry import BAM_PAPER
@@ -46,12 +47,7 @@ _META = ("actuator", "model", "provenance")
 def load(path: str | os.PathLike) -> ParameterSet:
     """Read a parameter file (ROS 2 YAML, or legacy BAM JSON) into a ParameterSet."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BamError(f"parameter file {path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BamError(f"cannot read parameter file {path}: {exc}") from None
+    text = read_text(path, "parameter file")
     if path.suffix.lower() == ".json":
         from bam_sim.models.files.bam_json import parameters_from_json
 
