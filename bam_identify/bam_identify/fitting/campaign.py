@@ -120,7 +120,12 @@ class Campaign:
         does not exist is a mistyped path, refused rather than created empty."""
         import sqlalchemy as sa
 
-        from bam_identify.fitting.study_record import WORKER, fit_tables, open_storage
+        from bam_identify.fitting.study_record import (
+            WORKER,
+            ShieldedEngine,
+            fit_tables,
+            open_storage,
+        )
 
         if not create:
             where = sa.engine.make_url(url)
@@ -132,7 +137,7 @@ class Campaign:
         self.sa, self.name, self.url = sa, name, url
         # The studies' own storage: its schema, its engine, the same one-line errors.
         self.storage = open_storage(url)
-        self.engine = self.storage.engine
+        self.engine = ShieldedEngine(self.storage.engine)
         self.jobs = fit_tables()[0].tables["bam_fit_jobs"]
         # The fits of this process sign their claims and heartbeats with the same name, so
         # a job stays this worker's while its fit runs.
