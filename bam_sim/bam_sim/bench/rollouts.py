@@ -116,7 +116,7 @@ def _simulate(
 
     Outputs are written only where the arrays are non-empty, so the error
     kernel runs the same loop without storing anything. ``temperature`` is
-    the recorded winding temperature (°C, NaN where missing; empty: none):
+    the recorded temperature (°C, the servo's sensor; NaN where missing; empty: none):
     a set with the thermal group starts from its first value and is scored
     on it. ``voltage`` is the input voltage the bus reported (V, NaN where
     missing; empty: not scored), against the one of the servo model
@@ -181,23 +181,27 @@ def _simulate(
             out_current[k] = current
         q, dq = q_next, dq_next
     if store_all:
-        # The command of the last entry acts after the log ends: report the
-        # torque it would produce, as a servo reading would.
-        last = n - 1
-        out_dq[last] = dq
-        if motor:
-            tau_m, _, applied, current = motor_torque(
-                family, p, c, pd, state.copy(), kp, q, dq, target, enabled_k, replay,
-                control_k, dt)
-            out_tau[last], out_control[last], out_current[last] = tau_m, applied, current
-        elif replay:
-            out_control[last] = control_k if enabled_k else 0.0
-            out_tau[last] = torque_from_control(family, p, c, control_k, dq, enabled_k)
-        else:
-            out_tau[last], out_control[last] = servo_torque(
-                family, p, c, kp, q, dq, target, enabled_k
-            )
+        _last_entry(motor, family, p, c, pd, state, kp, q, dq, target, enabled_k, replay,
+                    control_k, dt, n - 1, out_dq, out_tau, out_control, out_current)
     return error, error_t, count_t, error_v, count_v
+
+
+@nb.njit(cache=True)
+def _last_entry(motor, family, p, c, pd, state, kp, q, dq, target, enabled, replay, control,
+                dt, last, out_dq, out_tau, out_control, out_current):
+    """The command of the last entry acts after the log ends: report the torque it would
+    produce, as a servo reading would. Once a log, so compiled apart (not inlined)."""
+    out_dq[last] = dq
+    if motor:
+        tau_m, _, applied, current = motor_torque(
+            family, p, c, pd, state.copy(), kp, q, dq, target, enabled, replay, control, dt)
+        out_tau[last], out_control[last], out_current[last] = tau_m, applied, current
+    elif replay:
+        out_control[last] = control if enabled else 0.0
+        out_tau[last] = torque_from_control(family, p, c, control, dq, enabled)
+    else:
+        out_tau[last], out_control[last] = servo_torque(family, p, c, kp, q, dq, target,
+                                                        enabled)
 
 
 @nb.njit(cache=True)
