@@ -4,12 +4,15 @@ format an RL stack reads.
 Examples::
 
     ros2 run bam_identify export fitted.yaml --format bam-json --output model.json
+    ros2 run bam_identify export fitted.yaml --for isaaclab --kp 400 --output model.json
     ros2 run bam_identify export fitted.yaml --format dcmotor-mjcf --output servo.xml
     ros2 run bam_identify export fitted.yaml --format dcmotor-mjcf --mjcf robot.xml \
         --joint elbow --gain 32 --output robot_bam.xml
 
-``bam-json`` is the legacy BAM JSON parameter file that ``bam.model.load_model``
-reads, and through it Isaac Lab's ``BamActuatorCfg`` and mjlab's BAM actuator
+``bam-json`` is the BAM JSON parameter file that ``bam.model.load_model`` reads (and
+through it mjlab's BAM actuator), with the firmware constants and the gain ``--kp`` that
+Isaac Lab's ``BamActuatorCfg`` also reads; ``--for isaaclab`` writes an M3 or M4 set as
+its exact M5 and refuses what Isaac Lab's law cannot run
 (:func:`bam_sim.models.files.bam_json.parameters_to_json`). ``dcmotor-mjcf`` is MuJoCo's own
 ``dcmotor`` actuator (:mod:`bam_sim.mujoco_arm.dcmotor_export`, what it cannot express
 written in the file's leading comment): on ``--joint`` of ``--mjcf``, else on a one-joint
@@ -28,13 +31,14 @@ from bam_sim.common.arguments import ArgumentParser
 from bam_sim.common.errors import BamError
 from bam_sim.common.numbers import option
 from bam_sim.common.output_paths import check_output, write_new
-from bam_sim.models.files.bam_json import parameters_to_json
+from bam_sim.models.bam.equivalence import EQUIVALENT
+from bam_sim.models.files.bam_json import BAM, ISAACLAB, TARGETS, parameters_to_json
 from bam_sim.models.files.parameter_file import load
 from bam_sim.models.parameter_set import ParameterSet
 
 
 def _bam_json(params: ParameterSet, args: argparse.Namespace) -> str:
-    return parameters_to_json(params)
+    return parameters_to_json(params, args.kp, args.target or BAM)
 
 
 def _dcmotor_mjcf(params: ParameterSet, args: argparse.Namespace) -> str:
@@ -56,7 +60,9 @@ def _dcmotor_mjcf(params: ParameterSet, args: argparse.Namespace) -> str:
 FORMATS = {"bam-json": _bam_json, "dcmotor-mjcf": _dcmotor_mjcf}
 # The options that only some formats read: given with another, they would be ignored.
 FORMAT_OPTIONS = {"gain": ("dcmotor-mjcf",), "mjcf": ("dcmotor-mjcf",),
-                  "joint": ("dcmotor-mjcf",)}
+                  "joint": ("dcmotor-mjcf",), "kp": ("bam-json",), "target": ("bam-json",)}
+# How the messages name an option whose dest is another word.
+OPTION_NAMES = {"target": "for"}
 # A servo gain is > 0 (0 holds nothing) and at most the largest any actuator accepts;
 # the actuator's own gain_limit is checked once the set is read.
 GAIN = option(low=0.0, high=1.0e4, low_open=True)
@@ -76,6 +82,12 @@ def export_parser() -> argparse.ArgumentParser:
     parser.add_argument("--joint", help="dcmotor-mjcf: the hinge joint of --mjcf")
     parser.add_argument("--gain", type=GAIN, help="dcmotor-mjcf: the servo gain baked into "
                         "the controller (default: the actuator's second Table I gain)")
+    parser.add_argument("--kp", type=GAIN, help="bam-json: the servo gain the set is meant "
+                        "for, its \"kp\" (default: the gain of a set read from BAM JSON, else "
+                        "the actuator's second Table I gain, as --gain)")
+    parser.add_argument("--for", dest="target", choices=TARGETS, help="bam-json: the reader "
+                        "(default bam: BAM's load_model and mjlab, every model; isaaclab: "
+                        "Isaac Lab's BamMotorParams, m1 m2 m5 m6 with M3/M4 as their exact M5)")
     parser.add_argument("--output", type=Path, required=True, help="the file to write")
     parser.add_argument("--force", action="store_true", help="overwrite --output")
     return parser
@@ -85,26 +97,34 @@ def check_export_args(args: argparse.Namespace) -> None:
     """Options the format reads, and an output that is none of the inputs (output_paths)."""
     for name, formats in FORMAT_OPTIONS.items():
         if getattr(args, name) is not None and args.format not in formats:
-            raise BamError(f"--{name} means nothing to --format {args.format}; it applies to "
+            raise BamError(f"--{OPTION_NAMES.get(name, name)} means nothing to --format "
+                           f"{args.format}; it applies to "
                            f"{', '.join(formats)} only: leave it out or change the format")
     inputs = [("params", args.params)] + ([("--mjcf", args.mjcf)] if args.mjcf else [])
     check_output(args.output, "--output", force=args.force, inputs=inputs)
 
 
-def _check_gain(params: ParameterSet, gain: float | None) -> None:
+def _check_gain(params: ParameterSet, gain: float | None, option: str) -> None:
     limit = params.actuator_def.gain_limit
     if gain is not None and limit > 0.0 and gain > limit:
-        raise BamError(f"--gain {gain:g} is above the largest gain {limit:g} the "
+        raise BamError(f"{option} {gain:g} is above the largest gain {limit:g} the "
                        f"{params.actuator} accepts; give a gain in (0, {limit:g}]")
 
 
 def run_export(args: argparse.Namespace) -> str:
     check_export_args(args)
     params = load(args.params)
-    _check_gain(params, args.gain)
+    _check_gain(params, args.gain, "--gain")
+    _check_gain(params, args.kp, "--kp")
     text = FORMATS[args.format](params, args)
     write_new(args.output, text, "--output", args.force)
-    return f"wrote {args.output} ({params.actuator} {params.model}, {args.format})"
+    return f"wrote {args.output} ({params.actuator} {_model_written(params, args)}, {args.format})"
+
+
+def _model_written(params: ParameterSet, args: argparse.Namespace) -> str:
+    if args.target == ISAACLAB and params.model in EQUIVALENT:
+        return f"{params.model} as its exact {EQUIVALENT[params.model]}, for {ISAACLAB}"
+    return params.model
 
 
 def export_main(argv: list[str] | None = None) -> int:

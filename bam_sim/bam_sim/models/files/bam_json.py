@@ -4,27 +4,43 @@ Parameter files there are one flat JSON object: each parameter by the names of
 ``reference/identified-parameters.md`` plus ``"model"`` and ``"actuator"``.
 They are read with ``json.loads`` and validated exactly like our YAML files.
 
-The same layout is what RL stacks load an identified servo from: the reference's
-``bam.model.load_model`` (better-actuator-models 1.0.2), which Isaac Lab's
-``BamActuatorCfg`` and mjlab's BAM actuator call. ``load_model_from_dict`` there
-builds ``models[data["model"]]`` on ``actuators[data["actuator"]]`` and copies
-every key that names one of the model's ``Parameter`` attributes (motor: kt, R,
-armature, and on the STS3215 error_gain_ratio and max_velocity; q_offset; the
-friction parameters of M1..M6); other keys are ignored silently, so
-:func:`parameters_to_json` refuses what would be lost instead. Their registry
-has the STS3215 at 7.4 V only: a 12 V set exports as ``sts3215`` with a
-``"vin": 12.0`` key, which tells it apart on import here; the reference ignores it,
-so its readers must be given the 12 V supply themselves.
+Two readers load an identified servo from this layout, and the file is written for both:
+
+* BAM itself: ``bam.model.load_model`` (Rhoban/bam ``bam/model.py``, read at commit
+  17d9addc7825539b7ef224228e0d51ab81b64bc0), which BAM's mjlab actuator calls.
+  ``load_model_from_dict`` builds ``models[data["model"]]`` on
+  ``actuators[data["actuator"]]`` and copies every key that names one of the model's
+  ``Parameter`` attributes: kt, R, armature, q_offset, ``command_delay`` (s, the delay
+  of the goal positions: our ``latency.command``), the STS3215's ``error_gain_ratio``
+  and ``max_velocity``, the friction parameters of M1..M6. Other keys are ignored
+  silently, so :func:`parameters_to_json` refuses what would be lost instead.
+* Isaac Lab's ``BamActuatorCfg`` (Newton ``DriveBam``): ``BamMotorParams.from_json``
+  (isaac-sim/IsaacLab ``source/isaaclab/isaaclab/actuators/bam_model.py``, read at
+  commit 82c9059eacf0daf4429f12a6e783b409b55b6b02) also requires the constants BAM
+  keeps in code: ``error_gain``, ``max_pwm``, ``max_current`` (null: no limit), ``kp``
+  and ``vin`` (:func:`law_constants`), and knows m1, m2, m5 and m6 only. Its law is
+  the voltage law without the STS firmware's ratio and target slew. ``target=
+  "isaaclab"`` writes an M3 or M4 set as its exact M5
+  (:mod:`bam_sim.models.bam.equivalence`) and refuses what that law cannot run.
+
+Every file carries the law's constants and ``kp``, the gain the set is meant for; a
+set read from a file keeps that gain in its provenance (``provenance.kp``), so a round
+trip writes it again. BAM's registry has the STS3215 at 7.4 V only: a 12 V set
+exports as ``sts3215`` with ``"vin": 12.0``, which tells it apart on import here; the
+reference ignores it, so its readers must be given the 12 V supply themselves.
 """
 
 from __future__ import annotations
 
 import json
+import math
 
 from bam_sim.common.errors import BamError
+from bam_sim.common.numbers import number
+from bam_sim.models.bam.equivalence import EQUIVALENT, as_directional
 from bam_sim.models.model_registry import BAM_MODELS
 from bam_sim.models.parameter_set import ParameterSet, required_names
-from bam_sim.models.servo.actuators import get_actuator
+from bam_sim.models.servo.actuators import ACTUATORS, VOLTAGE, Actuator, get_actuator
 
 # The actuator names of the reference's registry (bam/actuators.py of
 # better-actuator-models 1.0.2); only these load there.
@@ -33,17 +49,54 @@ REFERENCE_ACTUATORS = ("mx64", "mx106", "xl320", "xl330", "xl330i", "erob80_100"
 # Actuator names of the authors' files that are another name here: the 12 V STS3215 set of
 # their branch add_sts3215_12v_params names an actuator their registry does not have.
 _ACTUATOR_NAMES = {"sts321512v": "sts3215_12v"}
-# The same law at another supply: the reference's actuator of the same servo, and the
-# supply ("vin", which the reference's loader ignores) that tells them apart here.
+# The same law at another supply: the reference's actuator of the same servo ("vin"
+# then tells them apart here).
 _EXPORT_NAMES = {"sts3215_12v": "sts3215"}
-_SUPPLIES = {("sts3215", 7.4): "sts3215", ("sts3215", 12.0): "sts3215_12v"}
 # Parameter attributes every reference model has besides its friction ones
 # (Model.set_actuator and the actuators' initialize()).
 _REFERENCE_COMMON = ("kt", "R", "armature", "q_offset")
+# The latency group's parameter that BAM calls command_delay (Model.set_actuator).
+COMMAND_DELAY = "command_delay"
+_DELAY = "latency.command"
+# Keys of a file that are no parameter of the set: what it is, and the law's constants.
+_LAW_KEYS = ("error_gain", "max_pwm", "max_current", "vin")
+_NOT_VALUES = ("actuator", "model", "kp", COMMAND_DELAY) + _LAW_KEYS
+# Who a file is written for: BAM (every model) or Isaac Lab's BamMotorParams.
+BAM, ISAACLAB = "bam", "isaaclab"
+TARGETS = (BAM, ISAACLAB)
+ISAACLAB_MODELS = ("m1", "m2", "m5", "m6")  # bam_model.py's _BAM_MODEL_FLAGS
+
+
+def law_constants(actuator: Actuator) -> dict[str, float | None]:
+    """The constants of ``actuator``'s control law under BAM's key names.
+
+    ``vin`` is the supply; the voltage law adds its duty gain (``error_gain``), PWM
+    limit (``max_pwm``) and firmware current limit (``max_current``, None: none).
+    """
+    constants: dict[str, float | None] = {"vin": actuator.supply_voltage}
+    if actuator.family == VOLTAGE:
+        constants |= {"error_gain": actuator.duty_gain, "max_pwm": actuator.max_duty,
+                      "max_current": actuator.firmware_current_limit or None}
+    return constants
 
 
 def parameters_from_json(text: str, where: str = "<string>") -> ParameterSet:
-    """Parse a legacy BAM JSON parameter file into a ParameterSet."""
+    """Parse a BAM JSON parameter file into a ParameterSet."""
+    doc = _document(text, where)
+    actuator = _actuator_of(doc, where)
+    _check_law(doc, get_actuator(actuator), where)
+    values = {k: v for k, v in doc.items() if k not in _NOT_VALUES}
+    values |= _delay_of(doc, where)
+    # What a file identified before a parameter existed leaves at the reference's start.
+    for name, value in get_actuator(actuator).legacy_defaults.items():
+        values.setdefault(name, value)
+    provenance: dict[str, object] = {"source": "legacy BAM JSON", "imported_from": where}
+    if "kp" in doc:
+        provenance["kp"] = _gain(doc["kp"], f"\"kp\" in {where}")
+    return ParameterSet.build(actuator, doc["model"], values, provenance, where)
+
+
+def _document(text: str, where: str) -> dict:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -54,13 +107,7 @@ def parameters_from_json(text: str, where: str = "<string>") -> ParameterSet:
         if not isinstance(doc.get(key), str):
             raise BamError(f"{where} has no \"{key}\" entry; add it (e.g. \"{key}\": "
                            f"\"{'mx64' if key == 'actuator' else 'm4'}\")")
-    values = {k: v for k, v in doc.items() if k not in ("actuator", "model", "vin")}
-    actuator = _actuator_of(doc, where)
-    # What a file identified before a parameter existed leaves at the reference's start.
-    for name, value in get_actuator(actuator).legacy_defaults.items():
-        values.setdefault(name, value)
-    provenance = {"source": "legacy BAM JSON", "imported_from": where}
-    return ParameterSet.build(actuator, doc["model"], values, provenance, where)
+    return doc
 
 
 def _actuator_of(doc: dict, where: str) -> str:
@@ -68,8 +115,9 @@ def _actuator_of(doc: dict, where: str) -> str:
     actuator = _ACTUATOR_NAMES.get(doc["actuator"], doc["actuator"])
     if "vin" not in doc:
         return actuator
-    supplies = {v: name for (a, v), name in _SUPPLIES.items() if a == actuator}
-    vin = doc["vin"]
+    supplies = {a.supply_voltage: a.name for a in ACTUATORS.values()
+                if _EXPORT_NAMES.get(a.name, a.name) == actuator}
+    vin = number(doc["vin"], f"\"vin\" in {where}")
     if vin not in supplies:
         known = " and ".join(f"{v:g} V" for v in supplies) or "none"
         raise BamError(f"{where}: no {actuator} at vin = {vin!r} V here (known: {known}); "
@@ -77,22 +125,67 @@ def _actuator_of(doc: dict, where: str) -> str:
     return supplies[vin]
 
 
-def parameters_to_json(params: ParameterSet) -> str:
-    """A legacy BAM JSON parameter file of ``params``, as ``bam.model.load_model`` reads it.
+def _check_law(doc: dict, actuator: Actuator, where: str) -> None:
+    """A file's firmware constants must be the law's here: they are the servo's, not fitted."""
+    constants = law_constants(actuator)
+    for key in (k for k in _LAW_KEYS if k in doc and k != "vin"):
+        if key not in constants:
+            raise BamError(f"{where}: \"{key}\" is no constant of the {actuator.name}'s "
+                           "current law here; remove it")
+        if not _same_constant(doc[key], constants[key], f"\"{key}\" in {where}"):
+            raise BamError(f"{where}: \"{key}\" = {doc[key]!r}, but the {actuator.name}'s "
+                           f"firmware here has {json.dumps(constants[key])}; fix the file or "
+                           "its \"actuator\"")
 
-    Raises a one-line BamError for a set the reference cannot hold (another actuator or
+
+def _same_constant(given: object, own: float | None, name: str) -> bool:
+    """The same constant, to the digits a file may round it to (None: no limit)."""
+    if given is None or own is None:
+        return given is own
+    return math.isclose(number(given, name), own, rel_tol=1e-9)
+
+
+def _delay_of(doc: dict, where: str) -> dict[str, float]:
+    """BAM's command_delay as our latency group (none where it is 0)."""
+    if COMMAND_DELAY not in doc:
+        return {}
+    delay = number(doc[COMMAND_DELAY], f"\"{COMMAND_DELAY}\" in {where}", low=0.0)
+    return {_DELAY: delay} if delay > 0.0 else {}
+
+
+def _gain(value: object, name: str) -> float:
+    return number(value, name, low=0.0, low_open=True)
+
+
+def parameters_to_json(params: ParameterSet, kp: float | None = None,
+                       target: str = BAM) -> str:
+    """A BAM JSON parameter file of ``params`` for ``target`` (module docstring).
+
+    ``kp`` is the gain the set is meant for: by default the one the set was read with,
+    else the actuator's default gain (its second Table I gain, as every tool here).
+    Raises a one-line BamError for a set the target cannot hold (another actuator or
     model family, DC-motor groups, a fixed constant it hard-codes at another value).
     """
     _check_exportable(params)
+    if target == ISAACLAB:
+        params = _for_isaaclab(params)
     act, mdl = params.actuator_def, params.model_def
     names = [n for n in _REFERENCE_COMMON if n in params.values]
     names += [n for n in required_names(act, mdl) if n not in names]
     doc: dict[str, object] = {n: float(params.values[n]) for n in names}
+    doc[COMMAND_DELAY] = float(params.values.get(_DELAY, 0.0))
+    doc |= law_constants(act)
+    doc["kp"] = _gain(kp, "kp") if kp is not None else _default_gain(params)
     doc["model"] = params.model
     doc["actuator"] = _EXPORT_NAMES.get(params.actuator, params.actuator)
-    if params.actuator in _EXPORT_NAMES:
-        doc["vin"] = params.actuator_def.supply_voltage
     return json.dumps(doc, indent=4) + "\n"
+
+
+def _default_gain(params: ParameterSet) -> float:
+    """The gain of the file the set was read from, else the actuator's default gain."""
+    if "kp" in params.provenance:
+        return _gain(params.provenance["kp"], "provenance.kp of the set")
+    return float(params.actuator_def.gains[1])
 
 
 def _check_exportable(params: ParameterSet) -> None:
@@ -105,12 +198,41 @@ def _check_exportable(params: ParameterSet) -> None:
     if mdl.name not in BAM_MODELS:
         raise BamError(f"model {mdl.name} ({what}) has no BAM JSON counterpart (its readers "
                        f"know {', '.join(BAM_MODELS)}); fit one of those to export it")
-    if params.groups:
-        raise BamError(f"the optional group{'s' if len(params.groups) > 1 else ''} "
-                       f"{', '.join(params.groups)} of this {what} set have no BAM JSON "
-                       "counterpart; fit without --groups, or export as a MuJoCo dcmotor MJCF")
+    _check_groups(params, what)
     for name, value in act.fixed.items():
         # constants the reference hard-codes (the eRob's 12 A) rather than reads
         if name not in _REFERENCE_COMMON and params.values[name] != value:
             raise BamError(f"{name} = {params.values[name]:g} in this {what} set, but BAM "
                            f"JSON readers fix it at {value:g}; set it back to export")
+
+
+def _check_groups(params: ParameterSet, what: str) -> None:
+    """Only the latency group travels, as command_delay: its reading delay cannot."""
+    groups = [g for g in params.groups if g != "latency"]
+    if groups:
+        raise BamError(f"the optional group{'s' if len(groups) > 1 else ''} "
+                       f"{', '.join(groups)} of this {what} set have no BAM JSON "
+                       "counterpart; fit without --groups, or export as a MuJoCo dcmotor MJCF")
+    reading = params.values.get("latency.reading", 0.0)
+    if reading != 0.0:
+        raise BamError(f"latency.reading = {reading:g} s in this {what} set, but BAM JSON has "
+                       "only the commands' delay (command_delay); on a bench only the sum "
+                       "shows: add it to latency.command and set latency.reading to 0")
+
+
+def _for_isaaclab(params: ParameterSet) -> ParameterSet:
+    """``params`` as Isaac Lab's BamMotorParams reads it, or a one-line refusal."""
+    act = params.actuator_def
+    if act.family != VOLTAGE:
+        raise BamError(f"Isaac Lab's BAM actuator runs the PWM voltage law only, not the "
+                       f"{act.name}'s current law; export it --for {BAM} or as dcmotor-mjcf")
+    if "max_velocity" in params.values:
+        raise BamError(f"Isaac Lab's BAM actuator has no firmware target slew (max_velocity) "
+                       f"nor error_gain_ratio, which the {act.name}'s law has; export it "
+                       f"--for {BAM} (BAM and its mjlab actuator read them) or as dcmotor-mjcf")
+    if params.model in ISAACLAB_MODELS:
+        return params
+    if params.model not in EQUIVALENT:
+        raise BamError(f"Isaac Lab's BAM actuator has no model {params.model}: it supports "
+                       f"{', '.join(ISAACLAB_MODELS)}; fit one of those or export --for {BAM}")
+    return as_directional(params)
