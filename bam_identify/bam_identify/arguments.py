@@ -98,14 +98,15 @@ def _search_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--groups", nargs="+", default=[], choices=list(GROUPS),
                         metavar="GROUP", help="optional parameter groups to identify too, "
                         f"among {', '.join(GROUPS)} (thermal: R_T, C and α from "
-                        "the recorded winding temperature; hold thermal.ambient and "
+                        "the recorded temperature, the servo's sensor; hold thermal.ambient and "
                         "thermal.reftemp with --set, else both are the coolest first "
                         "temperature of the training logs; supply: the series resistance of "
                         "a sagging supply; latency: the command delay, and the report gives "
                         "the delays to randomize over)")
     parser.add_argument("--temperature-weight", type=number_option("temperature_weight"),
                         default=DEFAULT_TEMPERATURE_WEIGHT, metavar="RAD_PER_K",
-                        help="weight of the winding-temperature MAE added to the position MAE "
+                        help="weight of the temperature MAE (winding model against the servo's "
+                        "sensor) added to the position MAE "
                         f"(rad/K, default {DEFAULT_TEMPERATURE_WEIGHT:g}: 1 K counts as 1 mrad)")
     parser.add_argument("--no-offset", action="store_true", help="do not identify q_offset")
     parser.add_argument("--no-warm-start", action="store_true",

@@ -47,8 +47,9 @@ def _fit(args: argparse.Namespace) -> str:
 def eval_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
         prog="eval", description="Score parameter files (YAML or legacy JSON) on logs: "
-        "mean absolute position error of simulated-control rollouts (and of the winding "
-        "temperature, for sets with the thermal group on logs that recorded it).")
+        "mean absolute position error of simulated-control rollouts (and of the simulated "
+        "winding temperature against the recorded one, the servo's sensor, for sets with "
+        "the thermal group on logs that recorded it).")
     parser.add_argument("--params", nargs="+", type=Path, required=True, metavar="FILE")
     data_arguments(parser)
     parser.add_argument("--replay", action="store_true", help="replay the recorded control")

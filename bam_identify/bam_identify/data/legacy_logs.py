@@ -10,6 +10,25 @@ logs spell it ``"arm_mass"`` and add the PD ``damping``. Each entry holds
 measured current in A). A *processed* log is the same resampled onto
 t = 0, Δt, 2Δt, ... with a top-level ``dt`` and a thresholded torque enable.
 
+Everything a log carries is read; each reading is optional (a log without
+it still reads) and checked where present:
+
+* ``vin``: the supply of the recording (V), the log's condition for the
+  voltage law; a given value is refused when not a plausible voltage, whatever
+  the actuator, never replaced by the actuator's default.
+* ``input_volts``: the bus's reading of the input voltage (V), on which a fit
+  of the supply group is scored.
+* ``temp``: the temperature the servo reports (°C). It is the servo's own
+  sensor (on its board, near the motor), not the winding: it lags the winding
+  and reads in whole degrees. Sets with the thermal group start their winding
+  temperature from its first value and are scored on it.
+* ``speed``: rad/s. Every recorder of the published implementation converts
+  the velocity register (the XL330's 0.229 rpm per count shows as the 0.024
+  rad/s step of its logs), so it is kept as it is.
+* ``load``: a firmware register whose unit the actuator defines
+  (:mod:`bam_identify.data.legacy_load`), read as a signed fraction of its full
+  scale; not read for an actuator that defines none.
+
 :func:`read_legacy_log` turns either into a :class:`BenchLog`;
 :func:`write_legacy_log` writes the processed form, which the published
 implementation loads directly (benchmarks, comparisons).
@@ -26,6 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from bam_identify.data import resample
+from bam_identify.data.legacy_load import LOAD_UNITS, load_counts, load_fraction
 from bam_identify.data.plausibility import (
     MAX_PERIOD,
     MIN_PERIOD,
@@ -47,7 +67,9 @@ REQUIRED = ("mass", "length", "kp", "motor", "entries")
 ENTRY_REQUIRED = ("timestamp", "position", "goal_position", "torque_enable")
 # Entry fields that are bench series, and their kind for the plausibility checks.
 SERIES_KINDS = {"position": "position", "speed": "velocity", "goal_position": "goal position",
-                "control": "control", "input_volts": "input voltage"}
+                "control": "control", "input_volts": "input voltage", "temp": "temperature"}
+# Optional entry fields: a log has each in all its entries or in none.
+OPTIONAL = ("speed", "control", "input_volts", "temp", "load")
 # A processed log's timestamps are k·dt up to the rounding of their recorder.
 DT_TOLERANCE = 0.01
 
@@ -60,7 +82,7 @@ def _column(entries: list, key: str, where: str, required: bool = True) -> np.nd
     if not all(present):
         k = present.index(False)
         raise BamError(f"{where}: entry {k} lacks '{key}'; every entry needs "
-                       f"{', '.join(ENTRY_REQUIRED)} (and speed, control in all or none)")
+                       f"{', '.join(ENTRY_REQUIRED)} (and {', '.join(OPTIONAL)} in all or none)")
     values = np.empty(len(entries))
     for k, entry in enumerate(entries):
         value = entry[key]
@@ -121,19 +143,24 @@ def _entry(k: int) -> str:
     return f"entry {k}"
 
 
-def _series(entries: list, where: str, source: Source) -> tuple[np.ndarray, dict]:
+def _series(entries: list, where: str, source: Source,
+            act: Actuator) -> tuple[np.ndarray, dict]:
     """(timestamps, entry columns by key), each checked for plausibility."""
     time = _column(entries, "timestamp", where)
     check_times(time, "timestamps", source, _entry)
     series = {key: _column(entries, key, where) for key in ("position", "goal_position",
                                                               "torque_enable")}
-    series["speed"] = _column(entries, "speed", where, required=False)
-    series["control"] = _column(entries, "control", where, required=False)
-    # The Dynamixel recorders' bus reading (a fit of the supply group is scored on it).
-    series["input_volts"] = _column(entries, "input_volts", where, required=False)
+    for key in OPTIONAL:
+        series[key] = _column(entries, key, where, required=False)
     for key, kind in SERIES_KINDS.items():
         if series[key] is not None:
             check_series(series[key], kind, f"'{key}'", source, _entry)
+    # Decoded before any resampling: the register's sign is per recorded sample.
+    unit = LOAD_UNITS.get(act.name)
+    if series["load"] is not None and unit is not None:
+        series["load"] = load_fraction(series["load"], unit, source, _entry)
+    else:
+        series["load"] = None  # no unit the actuator defines: the counts mean nothing here
     return time, series
 
 
@@ -161,7 +188,7 @@ def read_legacy_log(path: str | os.PathLike, dt: float = 0.005) -> BenchLog:
         raise BamError(f"{where}: 'entries' must be a list of objects")
     if len(entries) < 2:
         raise BamError(f"{where}: needs at least 2 entries, got {len(entries)}")
-    time, series = _series(entries, where, source)
+    time, series = _series(entries, where, source, act)
 
     processed = "dt" in doc
     if processed:
@@ -178,15 +205,18 @@ def read_legacy_log(path: str | os.PathLike, dt: float = 0.005) -> BenchLog:
                   for key, v in series.items()}
         enabled = resample.interpolate_enable(at, t, series["torque_enable"])
     trajectory = str(doc.get("trajectory", "unknown"))
+    meta = {"trajectory": trajectory, "gain": cond.kp, "source": str(path),
+            "actuator": act.name, "bench_source": "legacy",
+            "format": "processed" if processed else "raw"}
+    if values["load"] is not None:
+        meta["load"] = LOAD_UNITS[act.name].meaning
     return BenchLog(
         bench=cond.bench, kp=cond.kp, dt=float(dt), goal=values["goal_position"],
         enabled=enabled, position=values["position"], velocity=values["speed"],
-        control=values["control"], name=f"{path.stem}:{trajectory}",
-        meta={"trajectory": trajectory, "gain": cond.kp, "source": str(path),
-              "actuator": act.name, "bench_source": "legacy",
-              "format": "processed" if processed else "raw"},
+        control=values["control"], name=f"{path.stem}:{trajectory}", meta=meta,
         supply_voltage=cond.supply_voltage, damping=cond.damping,
-        input_voltage=values["input_volts"],
+        temperature=values["temp"], input_voltage=values["input_volts"],
+        load=values["load"],
     )
 
 
@@ -231,7 +261,9 @@ def write_legacy_log(path: str | os.PathLike, log: BenchLog, actuator: str | Act
 
     Holds both spellings of the arm mass (``arm_mass`` for its bench model and
     loader, ``"arm-mass"`` as its Dynamixel recorder writes it), ``vin`` for
-    voltage-controlled and ``damping`` for current-controlled actuators.
+    voltage-controlled and ``damping`` for current-controlled actuators, and the
+    readings ``log`` holds (``input_volts``, ``temp``, ``load`` in the register counts
+    of the actuator), so that :func:`read_legacy_log` reads them back.
     """
     path = Path(path)
     act = actuator if isinstance(actuator, Actuator) else get_actuator(actuator)
@@ -252,6 +284,8 @@ def write_legacy_log(path: str | os.PathLike, log: BenchLog, actuator: str | Act
                            else act.supply_voltage)
     else:
         doc["damping"] = float(log.damping if log.damping is not None else act.damping)
+    unit = LOAD_UNITS.get(act.name)
+    load = load_counts(log.load, unit) if log.load is not None and unit else None
     entries = []
     for k in range(len(log)):
         entry = {"timestamp": k * log.dt, "position": float(log.position[k])}
@@ -263,6 +297,10 @@ def write_legacy_log(path: str | os.PathLike, log: BenchLog, actuator: str | Act
             entry["control"] = float(log.control[k])
         if log.input_voltage is not None:
             entry["input_volts"] = float(log.input_voltage[k])
+        if log.temperature is not None:
+            entry["temp"] = float(log.temperature[k])
+        if load is not None:
+            entry["load"] = float(load[k])
         entries.append(entry)
     doc["entries"] = entries
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -95,21 +95,23 @@ def conditions(act: Actuator, source: Source, mass: float, length: float, arm_ma
 
     ``supply_voltage`` and ``damping`` are None where the recording does not
     give them (the actuator's constants apply); a value that is given is
-    checked, never replaced. The supply of a servo whose law does not use it
-    (current-controlled) is left out, as it always was.
+    checked, never replaced, whatever the actuator. The supply of a servo whose
+    law does not use it (current-controlled) is then left out, as it always was.
     """
     mass = checked_field(source, "mass", mass, "kg", low=0.0, high=MAX_MASS)
     arm_mass = checked_field(source, "arm_mass", arm_mass, "kg", low=0.0, high=MAX_MASS)
     length = checked_field(source, "length", length, "m", low=0.0, high=MAX_LENGTH, low_open=True)
     limit = act.gain_limit or GAIN_LIMIT
     kp = checked_field(source, "kp", kp, f"{act.name} gain", low=0.0, high=limit)
-    if act.family != actuators.VOLTAGE:
-        supply_voltage = None  # only a voltage-controlled servo's law uses it
     if supply_voltage is not None:
+        # Checked before it is dropped: a -15 V supply is a corrupt recording even where
+        # the law does not read it.
         supply_voltage = checked_field(
             source, "supply_voltage", supply_voltage, "V",
             f" (the {act.name}'s nominal supply is {act.supply_voltage:g} V)", low=0.0,
             high=SUPPLY_FACTOR * act.supply_voltage, low_open=True)
+    if act.family != actuators.VOLTAGE:
+        supply_voltage = None  # only a voltage-controlled servo's law uses it
     if damping is not None:
         damping = checked_field(source, "damping", damping, "factor d of the host PD law", low=0.0,
                            high=MAX_DAMPING, low_open=True)

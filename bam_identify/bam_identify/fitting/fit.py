@@ -226,6 +226,15 @@ class Objective:
         self.evaluations += len(candidates)
         return scores
 
+    @property
+    def scores_temperature(self) -> bool:
+        """Whether the score holds a temperature term: a set with a thermal state (R_T
+        searched or held > 0) on logs that recorded a temperature. Logs that carry one
+        (every legacy Dynamixel log) are scored on positions alone by other sets."""
+        thermal = ("thermal.resistance" in self.space.bounds
+                   or self.space.fixed.get("thermal.resistance", 0.0) > 0.0)
+        return thermal and self.batch.has_temperature and self.temperature_weight > 0.0
+
     def _mean(self, errors_t: np.ndarray) -> np.ndarray:
         """Step-weighted mean over the logs scored on a reading (0 where none is)."""
         scored = np.isfinite(errors_t[0]) if errors_t.size else np.zeros(0, bool)
@@ -334,8 +343,7 @@ def identify(space: SearchSpace, logs: list[BenchLog], settings: FitSettings,
                          _fingerprint(space, objective, settings, popsize0), space.names,
                          list(space.bounds.values()), settings.shares)
     # The residuals hold the positions only: no polish when a reading is scored too.
-    polish = settings.polish and not (objective.batch.has_temperature
-                                      and objective.temperature_weight > 0.0)
+    polish = settings.polish and not objective.scores_temperature
     polish = polish and objective.voltage_weight == 0.0
     search = Search(space.names, space.unit_box(), objective, settings.trials,
                     settings.target, record, polish, progress)

@@ -75,7 +75,7 @@ def group_defaults(groups: tuple[str, ...], logs: list[BenchLog]) -> dict[str, f
         return {}
     first = [float(log.temperature[0]) for log in logs if log.temperature is not None]
     if not first:
-        raise BamError("--groups thermal needs the winding temperature, but no training log "
-                       "recorded one (bam/actuator_states temperature); record it, or leave "
-                       "thermal out")
+        raise BamError("--groups thermal needs a recorded temperature, but no training log "
+                       "recorded one (bam/actuator_states temperature, a legacy log's 'temp'); "
+                       "record it, or leave thermal out")
     return {"thermal.ambient": min(first), "thermal.reftemp": min(first)}

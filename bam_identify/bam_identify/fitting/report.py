@@ -24,6 +24,7 @@ from bam_sim.bench.bench_log import BenchLog
 from bam_sim.bench.rollouts import rollout
 from bam_sim.common.command import stop_requested
 from bam_sim.common.errors import BamError
+from bam_sim.models.dcmotor.groups import get_group
 from bam_sim.models.files.parameter_file import write_atomic
 from bam_sim.models.parameter_set import ParameterSet
 
@@ -57,9 +58,34 @@ class ModelResult:
         return self.params.model
 
 
-def identifiability_warnings(train: list[BenchLog], models: list[str]) -> list[str]:
-    """What the training data cannot tell apart, for the models asked."""
-    warnings = []
+# A span of recorded temperatures below this (K) cannot separate R(T)'s α from R: R moves
+# by at most α·span, a few percent, which the kt/R trade of the position fit absorbs.
+THERMAL_SPAN = 20.0
+
+
+def thermal_warnings(train: list[BenchLog]) -> list[str]:
+    """What the recorded temperatures cannot fix for the thermal group (R(T), R_T, C)."""
+    readings = [log.temperature for log in train if log.temperature is not None]
+    if not readings:
+        return []
+    low = min(float(t.min()) for t in readings)
+    high = max(float(t.max()) for t in readings)
+    if high - low >= THERMAL_SPAN:
+        return []
+    setups = {(log.bench.mass, log.bench.length, log.bench.arm_mass) for log in train}
+    where = "one mass/length setup" if len(setups) == 1 else f"{len(setups)} setups"
+    largest = get_group("thermal").bounds({})["thermal.tempcoef"][1]
+    return [f"the training logs warm the servo by {high - low:.1f} K only ({low:.0f} to "
+            f"{high:.0f} °C, {where}): they fix the heating at the currents they draw, "
+            "not R_T, C and the tempcoef apart (R(T) moves R by under "
+            f"{100 * largest * (high - low):.1f} %); record a long run or a stall that heats "
+            f"the servo by {THERMAL_SPAN:g} K or more, at several loads"]
+
+
+def identifiability_warnings(train: list[BenchLog], models: list[str],
+                             groups: tuple[str, ...] = ()) -> list[str]:
+    """What the training data cannot tell apart, for the models and groups asked."""
+    warnings = thermal_warnings(train) if "thermal" in groups else []
     setups = {(log.bench.mass, log.bench.length, log.bench.arm_mass) for log in train}
     loaded = [m for m in models if m in LOAD_DEPENDENT]
     if len(setups) == 1 and loaded:
@@ -172,7 +198,16 @@ def _data_summary(train: list[BenchLog], validation: list[BenchLog]) -> dict:
         "gains": sorted({float(log.kp) for log in logs}),
         "setups": sorted({(log.bench.mass, log.bench.length, log.bench.arm_mass) for log in logs}),
         "seconds_of_data": float(sum(len(log) * log.dt for log in logs)),
+        "temperature_range": _temperature_range(train),
     }
+
+
+def _temperature_range(logs: list[BenchLog]) -> list[float] | None:
+    """[lowest, highest] temperature the logs recorded (°C, the servo's sensor), or None."""
+    readings = [log.temperature for log in logs if log.temperature is not None]
+    if not readings:
+        return None
+    return [min(float(t.min()) for t in readings), max(float(t.max()) for t in readings)]
 
 
 def _markdown(summary: dict, results: list[ModelResult]) -> str:
@@ -194,11 +229,7 @@ def _markdown(summary: dict, results: list[ModelResult]) -> str:
                    f"{r.seconds:.1f} | `{r.output}` |")
     heated = [r for r in results if r.train_temperature_mae is not None]
     if heated:
-        out += ["", "Winding temperature (thermal group, second objective term): mean "
-                "absolute error on the logs that recorded it, K.", "",
-                "| model | train MAE [K] | validation MAE [K] |", "|---|---|---|"]
-        out += [f"| {r.model} | {_kelvin(r.train_temperature_mae)} | "
-                f"{_kelvin(r.validation_temperature_mae)} |" for r in heated]
+        out += _thermal_section(heated, summary["data"])
     delayed = [r for r in results if r.latency is not None]
     if delayed:
         out += ["", "## Latency", "",
@@ -247,6 +278,38 @@ def _markdown(summary: dict, results: list[ModelResult]) -> str:
                  for r in results]
         out.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
+
+
+# What the recorded temperature is, said wherever a fit is scored on it.
+SENSOR_NOTE = ("The recorded temperature is the servo's own sensor reading (on its board, "
+               "near the motor), not the winding: it lags the winding and reads in steps "
+               "(1 °C on a Dynamixel). The model's winding temperature is scored against "
+               "it, so R_T and C are those of the winding as the sensor sees it.")
+
+
+def _thermal_section(heated: list[ModelResult], data: dict) -> list[str]:
+    """The thermal group's fit: temperature MAE, R(T) and the lumped thermal constants."""
+    span = data.get("temperature_range")
+    recorded = (f" The training logs recorded {span[0]:.1f} to {span[1]:.1f} °C."
+                if span else "")
+    out = ["", "## Temperature (thermal group)", "", SENSOR_NOTE + recorded, "",
+           "Mean absolute error of the simulated winding temperature against that reading "
+           "(second objective term), and R(T) = R·(1 + tempcoef·(T − reftemp)) with the "
+           "lumped model C·dT/dt = R(T)·i² − (T − ambient)/R_T.", "",
+           "| model | train MAE [K] | validation MAE [K] | R [Ω] at reftemp | tempcoef [1/K] "
+           "| R_T [K/W] | C [J/K] | R_T·C [s] | reftemp, ambient [°C] |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for r in heated:
+        v = r.params.values
+        constants = [v.get(n, math.nan) for n in ("thermal.tempcoef", "thermal.resistance",
+                                                  "thermal.capacitance")]
+        out.append(f"| {r.model} | {_kelvin(r.train_temperature_mae)} | "
+                   f"{_kelvin(r.validation_temperature_mae)} | "
+                   f"{v.get('R', v.get('resistance', math.nan)):.4g} | {constants[0]:.3g} | "
+                   f"{constants[1]:.3g} | {constants[2]:.3g} | "
+                   f"{constants[1] * constants[2]:.3g} | {v.get('thermal.reftemp', math.nan):g}, "
+                   f"{v.get('thermal.ambient', math.nan):g} |")
+    return out
 
 
 def _pyplot():

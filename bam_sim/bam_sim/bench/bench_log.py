@@ -50,11 +50,16 @@ class BenchLog:
     # factor d of the host PD law (current-controlled servos).
     supply_voltage: float | None = None
     damping: float | None = None
-    # The winding temperature the actuator reported, °C (sets with the thermal group
-    # start from its first value and are scored on it).
+    # The temperature the actuator reported, °C: a servo's own sensor, which is not the
+    # winding (it lags it); sets with the thermal group start their winding temperature
+    # from its first value and are scored on it.
     temperature: np.ndarray | None = None
     # The input voltage the bus reported, V (a fit of the supply group is scored on it).
     input_voltage: np.ndarray | None = None
+    # The firmware's present load, a signed fraction of its register's full scale; what
+    # it measures depends on the servo (meta["load"] says: the XL330's is its PWM duty).
+    # Evidence only: no simulation reads it.
+    load: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         where = f"log '{self.name}'" if self.name else "log"
@@ -74,7 +79,8 @@ class BenchLog:
             value = getattr(self, name)
             if value is not None and not (np.isfinite(value) and value > 0.0):
                 raise BamError(f"{where}: {name} must be a finite number > 0, got {value}")
-        for name in ("position", "velocity", "control", "temperature", "input_voltage"):
+        for name in ("position", "velocity", "control", "temperature", "input_voltage",
+                     "load"):
             series = getattr(self, name)
             if series is not None:
                 object.__setattr__(self, name, _check_series(name, series, n, where))
@@ -165,7 +171,7 @@ class LogBatch:
 
     @property
     def has_temperature(self) -> bool:
-        """Whether any log recorded the winding temperature."""
+        """Whether any log recorded a temperature (the servo's sensor)."""
         return any(log.temperature is not None for log in self.logs)
 
     @property
