@@ -219,14 +219,18 @@ def _signal(s: Started) -> None:
     """Send the signals of ``s``, each once the one before has been handed to the process
     (a second signal sent before would merge with the first, still pending). A command
     frozen at the moment its stop must hit (``data["frozen"]``, SIGSTOP) gets its first
-    signal while frozen, then SIGCONT."""
+    signal while frozen, then SIGCONT.
+
+    Popen.send_signal signals nothing once the process is reaped: a command that stopped
+    cleanly on the first signal may be gone (reaped by its waiter) before the second, which
+    then has nothing left to hit."""
     pid, first = s.process.pid, s.signals[0]
-    os.kill(pid, first)
+    s.process.send_signal(first)
     if s.data.get("frozen"):
-        os.kill(pid, signal.SIGCONT)
+        s.process.send_signal(signal.SIGCONT)
     _delivered(pid, first)
     for signum in s.signals[1:]:
-        os.kill(pid, signum)
+        s.process.send_signal(signum)
         _delivered(pid, signum)
 
 
