@@ -6,6 +6,8 @@ Examples::
     ros2 run bam_identify export fitted.yaml --format bam-json --output model.json
     ros2 run bam_identify export fitted.yaml --for isaaclab --kp 400 --output model.json
     ros2 run bam_identify export fitted.yaml --format dcmotor-mjcf --output servo.xml
+    ros2 run bam_identify export fitted.yaml --format dcmotor-mjcf --mujoco 3.11 \
+        --output servo_mjlab.xml
     ros2 run bam_identify export fitted.yaml --format dcmotor-mjcf --mjcf robot.xml \
         --joint elbow --gain 32 --output robot_bam.xml
 
@@ -16,9 +18,11 @@ its exact M5 and refuses what Isaac Lab's law cannot run
 (:func:`bam_sim.models.files.bam_json.parameters_to_json`). ``dcmotor-mjcf`` is MuJoCo's own
 ``dcmotor`` actuator (:mod:`bam_sim.mujoco_arm.dcmotor_export`, what it cannot express
 written in the file's leading comment): on ``--joint`` of ``--mjcf``, else on a one-joint
-pendulum of the actuator's middle bench setup. Bad input (a missing or invalid file, a
-set the format cannot hold, an existing output without ``--force``) ends the command
-with one line on stderr and exit code 2, before anything is written.
+pendulum of the actuator's middle bench setup, in the convention of the MuJoCo version
+``--mujoco`` (4, the default: 3.12 and later; 3.11: 3.7 to 3.11, what mjlab pins). Bad
+input (a missing or invalid file, a set the format cannot hold, an existing output
+without ``--force``) ends the command with one line on stderr and exit code 2, before
+anything is written.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ def _bam_json(params: ParameterSet, args: argparse.Namespace) -> str:
 
 def _dcmotor_mjcf(params: ParameterSet, args: argparse.Namespace) -> str:
     from bam_sim.bench.geometry import Bench
-    from bam_sim.mujoco_arm.dcmotor_export import ExportJoint, export_dcmotor
+    from bam_sim.mujoco_arm.dcmotor_export import CURRENT, ExportJoint, export_dcmotor
     from bam_sim.mujoco_arm.shipped_arms import pendulum_mjcf
 
     if args.mjcf is None:
@@ -54,13 +58,17 @@ def _dcmotor_mjcf(params: ParameterSet, args: argparse.Namespace) -> str:
         raise BamError(f"--mjcf {args.mjcf} needs --joint NAME, the hinge the servo drives")
     else:
         source, joint = args.mjcf, args.joint
-    return export_dcmotor(source, [ExportJoint(joint, params, args.gain)]).xml
+    return export_dcmotor(source, [ExportJoint(joint, params, args.gain)],
+                          mujoco_version=args.mujoco or CURRENT).xml
 
 
 FORMATS = {"bam-json": _bam_json, "dcmotor-mjcf": _dcmotor_mjcf}
 # The options that only some formats read: given with another, they would be ignored.
 FORMAT_OPTIONS = {"gain": ("dcmotor-mjcf",), "mjcf": ("dcmotor-mjcf",),
-                  "joint": ("dcmotor-mjcf",), "kp": ("bam-json",), "target": ("bam-json",)}
+                  "joint": ("dcmotor-mjcf",), "mujoco": ("dcmotor-mjcf",),
+                  "kp": ("bam-json",), "target": ("bam-json",)}
+# The MuJoCo versions dcmotor-mjcf writes for (bam_sim.mujoco_arm.dcmotor_export).
+MUJOCO_VERSIONS = ("3.11", "4")
 # How the messages name an option whose dest is another word.
 OPTION_NAMES = {"target": "for"}
 # A servo gain is > 0 (0 holds nothing) and at most the largest any actuator accepts;
@@ -82,6 +90,10 @@ def export_parser() -> argparse.ArgumentParser:
     parser.add_argument("--joint", help="dcmotor-mjcf: the hinge joint of --mjcf")
     parser.add_argument("--gain", type=GAIN, help="dcmotor-mjcf: the servo gain baked into "
                         "the controller (default: the actuator's second Table I gain)")
+    parser.add_argument("--mujoco", choices=MUJOCO_VERSIONS, help="dcmotor-mjcf: the MuJoCo "
+                        "version the file is written for (default 4: MuJoCo 3.12 and later, "
+                        "input=\"pos\" and torque-space gains; 3.11: MuJoCo 3.7 to 3.11, what "
+                        "mjlab and Isaac Lab pin, input=\"position\" and voltage-space gains)")
     parser.add_argument("--kp", type=GAIN, help="bam-json: the servo gain the set is meant "
                         "for, its \"kp\" (default: the gain of a set read from BAM JSON, else "
                         "the actuator's second Table I gain, as --gain)")

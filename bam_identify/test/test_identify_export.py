@@ -98,3 +98,37 @@ def test_dcmotor_mjcf_export_is_mujocos_own_servo(tmp_path, capsys):
     code, _, err = run([src, "--format", "dcmotor-mjcf", "--mjcf", robot, "--output",
                         tmp_path / "r.xml"], capsys)
     assert code == 2 and "needs --joint NAME" in err and not (tmp_path / "r.xml").exists()
+
+
+def test_dcmotor_mjcf_is_written_for_the_mujoco_version_asked(tmp_path, capsys):
+    import mujoco
+
+    from bam_identify.export_cli import MUJOCO_VERSIONS
+    from bam_sim.mujoco_arm import dcmotor_export
+
+    assert MUJOCO_VERSIONS == dcmotor_export.MUJOCO_VERSIONS
+    src = tmp_path / "mx64.yaml"
+    save(published("mx64", "m1").replace(**{"latency.command": 0.006}), src)
+    texts = {}
+    for version in (None, "4", "3.11"):
+        out = tmp_path / f"servo_{version}.xml"
+        extra = ["--mujoco", version] if version else []
+        code, _, err = run([src, "--format", "dcmotor-mjcf", *extra, "--output", out], capsys)
+        assert code == 0, err
+        texts[version] = out.read_text()
+    assert texts[None] == texts["4"] and 'input="pos"' in texts["4"]  # 4 by default
+    assert 'input="position"' in texts["3.11"] and 'delay="0.006"' in texts["3.11"]
+    model = mujoco.MjModel.from_xml_path(str(tmp_path / "servo_4.xml"))
+    assert model.actuator_delay[0] == 0.006
+
+
+def test_bad_mujoco_version_is_refused_in_one_line(tmp_path, capsys):
+    src = _fitted(tmp_path, model="m1")
+    out = tmp_path / "servo.xml"
+    for bad in ("3.12", "5", "3.11.0", ""):
+        code, _, err = run([src, "--format", "dcmotor-mjcf", "--mujoco", bad, "--output", out],
+                           capsys)
+        assert code == 2 and "--mujoco" in err and len(err.strip().splitlines()) == 1
+    code, _, err = run([src, "--format", "bam-json", "--mujoco", "4", "--output", out], capsys)
+    assert code == 2 and "--mujoco means nothing to --format bam-json" in err
+    assert not out.exists()

@@ -3,7 +3,11 @@
 The same sets are simulated twice: by :class:`ServoArm` (the numba motor
 model on ``<motor>`` actuators) and by MuJoCo alone on the MJCF that
 :func:`export_dcmotor` writes (native ``<dcmotor>`` actuators, their inputs
-the goal positions). Both must move the arm the same way.
+the goal positions). Both must move the arm the same way. The export for MuJoCo
+3.11 cannot be loaded by the MuJoCo 4 installed here (it refuses
+``input="position"``): it is read through MuJoCo 3.12.0's migration rule
+(:mod:`bam_sim.testing.dcmotor_versions`); MuJoCo 3.11 itself runs it in
+``benchmarks/mujoco_versions.py``.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from bam_sim.common.share import share_file
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.mujoco_arm.dcmotor_export import ExportJoint, export_dcmotor, losses
 from bam_sim.mujoco_arm.servo_arm import ArmJoint, ServoArm
+from bam_sim.testing.dcmotor_versions import migrate_to_312
 
 MJCF = "mjcf/dynamixel_2r.xml"
 LUGRE = {"lugre.stiffness": 400.0, "lugre.damping": 0.8, "lugre.coulomb": 0.05,
@@ -47,14 +52,16 @@ def goals(t: float) -> tuple[float, float]:
     return 0.8 * math.sin(2.0 * t), -0.6 + 0.5 * math.sin(3.0 * t + 0.4)
 
 
-def run_both(params: list[ParameterSet], gains: list[float], steps: int = 2500):
+def run_both(params: list[ParameterSet], gains: list[float], steps: int = 2500,
+             mujoco_version: str = "4"):
     path = share_file("bam_sim", MJCF)
     names = ("shoulder", "elbow")
     arm = ServoArm.from_mjcf(path, [ArmJoint(n, n, p) for n, p in zip(names, params)],
                              gains=gains)
     export = export_dcmotor(path, [ExportJoint(n, p, g)
-                                   for n, p, g in zip(names, params, gains)])
-    native = mujoco.MjModel.from_xml_string(export.xml)
+                                   for n, p, g in zip(names, params, gains)],
+                            mujoco_version=mujoco_version)
+    native = mujoco.MjModel.from_xml_string(migrate_to_312(export.xml))
     data = mujoco.MjData(native)
     ours, theirs = [], []
     for k in range(steps):
@@ -80,9 +87,18 @@ def test_dcmotor_family_arm_equals_native_dcmotor() -> None:
     assert losses(family_set(0.01)) == []  # nothing is lost for this family
 
 
-def test_voltage_law_with_groups_arm_equals_native_dcmotor() -> None:
-    *_, ours, theirs, _ = run_both([voltage_set(0.01), voltage_set(0.005)], [32.0, 16.0])
+@pytest.mark.parametrize("mujoco_version", ["4", "3.11"])
+def test_voltage_law_with_groups_arm_equals_native_dcmotor(mujoco_version: str) -> None:
+    *_, ours, theirs, _ = run_both([voltage_set(0.01), voltage_set(0.005)], [32.0, 16.0],
+                                   mujoco_version=mujoco_version)
     assert np.ptp(theirs[:, 0]) > 1.0, "the arm hardly moved"
+    np.testing.assert_allclose(ours, theirs, rtol=0.0, atol=POSITION_ATOL)
+
+
+def test_dcmotor_family_export_for_311_read_by_the_312_migration_equals_our_arm() -> None:
+    *_, ours, theirs, export = run_both([family_set(0.01), family_set(0.005)], [6.0, 3.0],
+                                        mujoco_version="3.11")
+    assert 'input="position"' in export.xml
     np.testing.assert_allclose(ours, theirs, rtol=0.0, atol=POSITION_ATOL)
 
 

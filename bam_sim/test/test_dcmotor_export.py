@@ -23,6 +23,7 @@ from bam_sim.mujoco_arm.dcmotor_export import (
 )
 from bam_sim.mujoco_arm.paths import arm_path
 from bam_sim.mujoco_arm.shipped_arms import arm_spec, load_arm
+from bam_sim.testing.dcmotor_versions import migrate_to_312
 
 PENDULUM = """<mujoco model="pendulum">
   <!-- a documented pendulum -->
@@ -186,13 +187,15 @@ def test_cli_writes_the_export_and_prints_the_note(tmp_path, capsys):
         write_dcmotor(source, [ExportJoint("j", published("mx64", "m1"))], out)
 
 
-def _exported_arm(name, model="m1", gains=None):
+def _exported_arm(name, model="m1", gains=None, mujoco_version="4"):
     spec = arm_spec(name)
     params = {j.joint: published(j.actuator, model) for j in spec.joints}
     gains = gains or [None] * len(spec.joints)
     result = export_dcmotor(spec.mjcf, [ExportJoint(j, p, g)
-                                        for (j, p), g in zip(params.items(), gains)])
-    return spec, params, result, mujoco.MjModel.from_xml_string(result.xml)
+                                        for (j, p), g in zip(params.items(), gains)],
+                            mujoco_version=mujoco_version)
+    # MuJoCo 4 refuses the 3.11 convention: read it through 3.12's migration rule
+    return spec, params, result, mujoco.MjModel.from_xml_string(migrate_to_312(result.xml))
 
 
 @pytest.mark.parametrize("name", ["dynamixel", "erob"])
@@ -218,12 +221,13 @@ def test_exported_m1_arm_reaches_a_position_goal_and_holds_it_by_friction(name):
     assert np.all(np.abs(error) < 0.05)
 
 
+@pytest.mark.parametrize("mujoco_version", ["4", "3.11"])
 @pytest.mark.parametrize("name", ["dynamixel", "erob", "feetech"])
-def test_exported_m1_arm_moves_like_the_servo_arm_with_m1(name):
+def test_exported_m1_arm_moves_like_the_servo_arm_with_m1(name, mujoco_version):
     # Independent implementations of the same physics: MuJoCo's dcmotor with
     # joint friction versus bam_sim.mujoco_arm.servo_arm's servo law in Python/numba with the M1
     # budget written to the joint every step.
-    spec, params, _, model = _exported_arm(name)
+    spec, params, _, model = _exported_arm(name, mujoco_version=mujoco_version)
     data = mujoco.MjData(model)
     arm = load_arm(name, params)
     path = arm_path("triangle_wave", *spec.link_lengths, duration=2.0, rate=1000.0)

@@ -1,4 +1,4 @@
-"""Export an identified servo model to MuJoCo's own ``dcmotor`` actuator (MuJoCo 4.x).
+"""Export an identified servo model to MuJoCo's own ``dcmotor`` actuator (MuJoCo 3.11 or 4).
 
 What MuJoCo 4.0's ``dcmotor`` computes with ``input="pos"`` (checked on the
 compiled model, see the tests): the ``controller`` gains are in *torque
@@ -36,6 +36,16 @@ with σ2 as the actuator's ``damping`` (the joint then gets no frictionloss or
 damping), and the ``dcmotor`` family's controller its ``controller`` (the
 servo gain is k_p). :class:`~bam_sim.mujoco_arm.servo_arm.ServoArm` simulates the
 same sets with the numba kernel; a test checks both give the same motion.
+
+Two conventions (``mujoco_version``): ``"4"`` writes the above (MuJoCo 3.12 and
+later); ``"3.11"`` the dcmotor of MuJoCo 3.7 to 3.11, which mjlab and Isaac Lab
+pin: ``input="position"`` and gains in *voltage* space, the controller asking
+for the voltage v = k_p^V (u − θ) + k_i^V x_I − k_d^V θ̇ with back-EMF felt on
+top (:func:`voltage_space_gains`, the inverse of the migration rule of MuJoCo
+3.12.0's changelog). Both give the same drive voltage, hence the same motion.
+The identified command latency L_c is the actuator's native ``delay`` (with
+``nsample`` samples of history, interpolated linearly, as our rollouts do),
+which both versions read (MuJoCo >= 3.5).
 """
 
 from __future__ import annotations
@@ -66,6 +76,12 @@ from bam_sim.models.servo import actuators
 from bam_sim.mujoco_arm.servo_arm import STIFF_IMPEDANCE
 
 M1_PARAMS = get_model("m1").params
+# The MuJoCo versions an export is written for: the dcmotor before 3.12 (3.7..3.11),
+# and the one of 3.12 and later (4.x).
+PRE_312, CURRENT = "3.11", "4"
+MUJOCO_VERSIONS = (PRE_312, CURRENT)
+# The dcmotor's position input, by version (3.12.0 renamed it).
+_POSITION_INPUT = {PRE_312: "position", CURRENT: "pos"}
 # What each group of richer-model parameters models (paper section III).
 _EFFECTS = {
     "friction_stribeck": "Stribeck static friction K_c^s (eq. 6)",
@@ -113,11 +129,37 @@ class DcMotorSettings:
     slewmax: float = 0.0
     imax: float = 0.0
     groups: tuple[tuple[str, str], ...] = ()  # (dcmotor attribute, value), e.g. thermal
+    delay: float = 0.0     # s, the command latency L_c (the actuator's native delay)
 
-    def controller(self) -> str:
-        """The ``controller`` attribute: kp ki kd slewmax Imax Vmax."""
-        return " ".join(_num(v) for v in (self.kp, self.ki, self.kd, self.slewmax, self.imax,
-                                          self.vmax))
+    def controller(self, mujoco_version: str = CURRENT) -> str:
+        """The ``controller`` attribute of ``mujoco_version``: kp ki kd slewmax Imax Vmax."""
+        gains = (self.kp, self.ki, self.kd)
+        if mujoco_version == PRE_312:
+            gains = voltage_space_gains(*gains, self.resistance, self.motorconst)
+        return " ".join(_num(v) for v in (*gains, self.slewmax, self.imax, self.vmax))
+
+
+def torque_space_gains(kp: float, ki: float, kd: float, resistance: float,
+                       motorconst: float) -> tuple[float, float, float]:
+    """The dcmotor gains of MuJoCo <= 3.11 (voltage space) as those of >= 3.12 (torque space).
+
+    MuJoCo 3.12.0's changelog, Actuation, item 5 (breaking change, commit 2f1843f4):
+    multiply the gains by K/R, then add K²/R (the back-EMF damping the new driver
+    compensates) to the converted kd.
+    """
+    per_volt = motorconst / resistance
+    return kp * per_volt, ki * per_volt, kd * per_volt + motorconst * motorconst / resistance
+
+
+def voltage_space_gains(kp: float, ki: float, kd: float, resistance: float,
+                        motorconst: float) -> tuple[float, float, float]:
+    """The inverse of :func:`torque_space_gains`: gains of MuJoCo >= 3.12 for MuJoCo <= 3.11.
+
+    A k_d of exactly K²/R (the voltage law's back-EMF brake) gives exactly 0.
+    """
+    per_torque = resistance / motorconst
+    back_emf = motorconst * motorconst / resistance
+    return kp * per_torque, ki * per_torque, (kd - back_emf) * per_torque
 
 
 @dataclass(frozen=True)
@@ -127,10 +169,11 @@ class DcMotorExport:
     xml: str
     settings: tuple[DcMotorSettings, ...]
     losses: tuple[str, ...]
+    mujoco_version: str = CURRENT
 
     def note(self) -> str:
         """A readable summary: the attributes of each joint, then the losses."""
-        return _note(self.settings, self.losses)
+        return _note(self.settings, self.losses, self.mujoco_version)
 
 
 def consts(params: ParameterSet, supply_voltage: float | None = None) -> np.ndarray:
@@ -177,7 +220,8 @@ def dcmotor_settings(joint: str, params: ParameterSet, gain: float | None = None
         if params.model_def.lugre:  # friction is the actuator's (σ2 its damping)
             damping = frictionloss = 0.0
     return DcMotorSettings(joint, resistance, kt, kp_t, kd_t, vmax, limit, float(vec[P.ARMATURE]),
-                           damping, frictionloss, ki, slew, imax, groups)
+                           damping, frictionloss, ki, slew, imax, groups,
+                           float(v.get("latency.command", 0.0)))
 
 
 def _group_attributes(params: ParameterSet, row: np.ndarray) -> tuple[tuple[str, str], ...]:
@@ -208,16 +252,24 @@ GENERAL_LOSSES = (
     "the servo gain is baked into kp and kd: to change it, rewrite actuator_gainprm[i, 4] "
     "and [i, 6] at run time",
 )
+# The same for the 3.11 file, whose voltage-space kd of 0 leaves the back-EMF brake on.
+GENERAL_LOSSES_311 = (
+    "torque off (released H-bridge / zero current) is not in the MJCF: at run time set "
+    "actuator_gainprm[i, 4] (kp) to 0 and [i, 6] (kd) to -K, which gives zero torque while "
+    "|K·q̇| < V_max",
+    GENERAL_LOSSES[1] + " (voltage-space gains: torque-space ones times R/K, kd less K)",
+)
 
 
-def losses(params: ParameterSet) -> list[str]:
+def losses(params: ParameterSet, timestep: float | None = None) -> list[str]:
     """What a dcmotor export of ``params`` cannot express, one line each.
 
     Every parameter beyond M1 (with its value and effect), the richer model's
     friction budget at rest that the export drops, the clip-order corner of
     the current law, a non-zero bench offset. See also GENERAL_LOSSES. The
     DC-motor family (its groups, LuGre, its controller) is MuJoCo's own model:
-    it loses nothing.
+    it loses nothing. ``timestep`` (s, the model's) tells whether the command latency
+    is at least one step, the shortest delay MuJoCo applies.
     """
     v, act = params.values, params.actuator_def
     out = [f"{name} = {_fmt(v[name])}: {_EFFECTS[name]}"
@@ -243,11 +295,7 @@ def losses(params: ParameterSet) -> list[str]:
         out.append(f"supply.resistance = {_fmt(v['supply.resistance'])} Ω: the supply's sag "
                    "under load has no dcmotor counterpart; the export drives at the nominal "
                    "supply")
-    delays = [f"{name} = {_fmt(v[name])} s" for name in ("latency.command", "latency.reading")
-              if v.get(name, 0.0) > 0.0]
-    if delays:
-        out.append(f"{', '.join(delays)}: the link's delays have no dcmotor counterpart; "
-                   "delay ctrl and the readings in the simulation loop")
+    out += _latency_losses(v, timestep)
     if v.get("max_velocity", 0.0) > 0.0:
         out.append(f"max_velocity = {_fmt(v['max_velocity'])} rad/s is the controller's slewmax, "
                    "whose state MuJoCo starts at 0: at a reset set data.act[actuator_actadr] "
@@ -257,8 +305,27 @@ def losses(params: ParameterSet) -> list[str]:
     return out
 
 
+def _latency_losses(v: dict[str, float], timestep: float | None) -> list[str]:
+    """What the native delay changes or leaves out of the latency group (none: nothing)."""
+    out = []
+    command, reading = v.get("latency.command", 0.0), v.get("latency.reading", 0.0)
+    if command > 0.0:
+        out.append(f"latency.command = {_fmt(command)} s is the dcmotor's native delay: MuJoCo "
+                   "starts its history at 0, so after a reset fill it with the initial goal "
+                   "(mj_initCtrlHistory), as the servo held it")
+    if command > 0.0 and timestep is not None and command < timestep:
+        out.append(f"latency.command = {_fmt(command)} s is below the timestep "
+                   f"{_fmt(timestep)} s: MuJoCo delays ctrl by one timestep at least")
+    if reading > 0.0:
+        out.append(f"latency.reading = {_fmt(reading)} s: the readings' delay has no "
+                   "actuator counterpart (qpos is the joint now); read the state that much "
+                   "later in the simulation loop")
+    return out
+
+
 def export_dcmotor(mjcf: str | Path, joints: Sequence[ExportJoint], *,
-                   stiff_friction: bool = True) -> DcMotorExport:
+                   stiff_friction: bool = True,
+                   mujoco_version: str = CURRENT) -> DcMotorExport:
     """Replace the ``<motor>`` of each joint by a dcmotor (or add one) in an MJCF.
 
     ``mjcf`` is a file path or the MJCF text. Each listed hinge joint gets
@@ -267,31 +334,46 @@ def export_dcmotor(mjcf: str | Path, joints: Sequence[ExportJoint], *,
     actuator order is kept. With ``stiff_friction`` the joints also get the
     stiff friction constraint :class:`bam_sim.mujoco_arm.servo_arm.ServoArm` uses
     (``solreffriction`` = 2Δt 1, ``solimpfriction`` = 0.9999 0.9999: no visible
-    creep inside the static friction). The result is compiled by MuJoCo before
-    returning. Asset file paths are left as they are: write the export next to
-    the source when it references files.
+    creep inside the static friction). ``mujoco_version`` is the dcmotor convention
+    written (:data:`MUJOCO_VERSIONS`, module docstring). The export in today's
+    convention is compiled by the MuJoCo installed here before returning (the
+    3.11 form, which MuJoCo 4 refuses, differs from it only in the dcmotor's
+    ``input`` and ``controller``). Asset file paths are left as they are: write the
+    export next to the source when it references files.
     """
+    if mujoco_version not in MUJOCO_VERSIONS:
+        raise BamError(f"MuJoCo version '{mujoco_version}' is not one the dcmotor export "
+                       f"writes for; give {' or '.join(MUJOCO_VERSIONS)}")
     text, where = read_mjcf_text(mjcf)
     timestep = _compile(text, where, "cannot load").opt.timestep
+    if not joints:
+        raise BamError("no joints to export; give at least one joint and its parameters")
+    current = _build(text, where, joints, timestep, stiff_friction, CURRENT)
+    _check_stable(_compile(current.xml, where, "rejects the export of"), joints)
+    if mujoco_version == CURRENT:
+        return current
+    return _build(text, where, joints, timestep, stiff_friction, mujoco_version)
+
+
+def _build(text: str, where: str, joints: Sequence[ExportJoint], timestep: float,
+           stiff_friction: bool, mujoco_version: str) -> DcMotorExport:
+    """The export's MJCF in the convention of ``mujoco_version``, not compiled."""
     root = _parse(text, where)
     if root.find(".//include") is not None:
         raise BamError(f"{where} uses <include>; inline the included files before exporting")
-    if not joints:
-        raise BamError("no joints to export; give at least one joint and its parameters")
     settings, notes = [], []
     for spec in joints:
         s = dcmotor_settings(spec.joint, spec.params, spec.gain, spec.supply_voltage)
         _set_joint(root, s, where, timestep if stiff_friction else None)
-        _set_actuator(root, s, where)
+        _set_actuator(root, s, where, mujoco_version, timestep)
         settings.append(s)
-        notes += [f"{spec.joint}: {line}" for line in losses(spec.params)]
-    notes += GENERAL_LOSSES
-    summary = _note(settings, notes).replace("--", "- -")  # no "--" inside a comment
+        notes += [f"{spec.joint}: {line}" for line in losses(spec.params, timestep)]
+    notes += GENERAL_LOSSES_311 if mujoco_version == PRE_312 else GENERAL_LOSSES
+    summary = _note(settings, notes, mujoco_version).replace("--", "- -")  # none in a comment
     root.insert(0, ET.Comment(f" Exported by bam_sim.mujoco_arm.dcmotor_export.\n{summary}\n"))
     ET.indent(root)
     xml = _prologue(text) + ET.tostring(root, encoding="unicode") + "\n"
-    _check_stable(_compile(xml, where, "rejects the export of"), joints)
-    return DcMotorExport(xml, tuple(settings), tuple(notes))
+    return DcMotorExport(xml, tuple(settings), tuple(notes), mujoco_version)
 
 
 def _check_stable(model: mujoco.MjModel, joints: Sequence[ExportJoint]) -> None:
@@ -314,13 +396,13 @@ def _check_stable(model: mujoco.MjModel, joints: Sequence[ExportJoint]) -> None:
 
 
 def write_dcmotor(mjcf: str | Path, joints: Sequence[ExportJoint], output: str | Path,
-                  overwrite: bool = False) -> DcMotorExport:
+                  overwrite: bool = False, mujoco_version: str = CURRENT) -> DcMotorExport:
     """:func:`export_dcmotor` and write the MJCF to ``output`` (never replaced unless asked)."""
     # the MJCF is text or a file; a file is an input, never overwritten by its export
     is_file = isinstance(mjcf, Path) or "<" not in mjcf
     source = [("mjcf", mjcf)] if is_file else []
     output = check_output(output, "--output", force=overwrite, inputs=source)
-    result = export_dcmotor(mjcf, joints)
+    result = export_dcmotor(mjcf, joints, mujoco_version=mujoco_version)
     write_new(output, result.xml, "--output", overwrite)
     return result
 
@@ -362,7 +444,8 @@ def _set_joint(root: ET.Element, s: DcMotorSettings, where: str,
         found[0].set("solimpfriction", f"{STIFF_IMPEDANCE} {STIFF_IMPEDANCE} 0.001 0.5 2")
 
 
-def _set_actuator(root: ET.Element, s: DcMotorSettings, where: str) -> None:
+def _set_actuator(root: ET.Element, s: DcMotorSettings, where: str, mujoco_version: str,
+                  timestep: float) -> None:
     section = root.find("actuator")
     if section is None:
         section = ET.SubElement(root, "actuator")
@@ -380,7 +463,9 @@ def _set_actuator(root: ET.Element, s: DcMotorSettings, where: str) -> None:
                        "parameters are at the joint output, set gear to 1")
     attrs = {"name": motor.get("name", s.joint) if motor is not None else s.joint,
              "joint": s.joint, "resistance": _num(s.resistance),
-             "motorconst": _num(s.motorconst), "input": "pos", "controller": s.controller()}
+             "motorconst": _num(s.motorconst), "input": _POSITION_INPUT[mujoco_version],
+             "controller": s.controller(mujoco_version)}
+    attrs.update(_delay_attributes(s.delay, timestep))
     groups = dict(s.groups)
     rate = groups.pop("saturation_rate", None)
     if s.torque_limit > 0.0 or rate is not None:
@@ -395,6 +480,16 @@ def _set_actuator(root: ET.Element, s: DcMotorSettings, where: str) -> None:
         section.insert(index, element)
 
 
+def _delay_attributes(delay: float, timestep: float) -> dict[str, str]:
+    """The native actuator delay of ``delay`` s (none for 0): ``nsample`` samples of ctrl
+    history cover it (MuJoCo reads before it writes, so the newest is one step old) and
+    ``interp="linear"`` reads between them, as a rollout's delayed command does."""
+    if not delay > 0.0:
+        return {}
+    samples = max(1, math.ceil(delay / timestep - 1e-9)) + 1  # one spare against rounding
+    return {"delay": _num(delay), "nsample": str(samples), "interp": "linear"}
+
+
 def _compile(xml: str, where: str, verb: str) -> mujoco.MjModel:
     try:
         return mujoco.MjModel.from_xml_string(xml)
@@ -402,14 +497,24 @@ def _compile(xml: str, where: str, verb: str) -> mujoco.MjModel:
         raise BamError(f"MuJoCo {verb} {where}: {one_line(exc)}") from None
 
 
-def _note(settings: Sequence[DcMotorSettings], notes: Sequence[str]) -> str:
-    lines = ["dcmotor export (MuJoCo 4, input=\"pos\", torque-space gains):"]
+_HEADERS = {
+    CURRENT: "dcmotor export for MuJoCo >= 3.12 (4.x): input=\"pos\", torque-space gains",
+    PRE_312: "dcmotor export for MuJoCo 3.7 to 3.11 (mjlab's pin): input=\"position\", "
+             "voltage-space gains (those below are torque-space: kp_V = kp·R/K, "
+             "ki_V = ki·R/K, kd_V = (kd − K²/R)·R/K)",
+}
+
+
+def _note(settings: Sequence[DcMotorSettings], notes: Sequence[str],
+          mujoco_version: str = CURRENT) -> str:
+    lines = [_HEADERS[mujoco_version] + ":"]
     for s in settings:
         lines.append(f"  {s.joint}: R={_fmt(s.resistance)} Ω, K={_fmt(s.motorconst)} N·m/A, "
                      f"kp={_fmt(s.kp)} N·m/rad, kd={_fmt(s.kd)} N·m·s/rad, "
                      f"Vmax={_fmt(s.vmax)} V, saturation={_fmt(s.torque_limit)} N·m, "
                      f"armature={_fmt(s.armature)} kg·m², damping={_fmt(s.damping)} N·m·s/rad, "
-                     f"frictionloss={_fmt(s.frictionloss)} N·m")
+                     f"frictionloss={_fmt(s.frictionloss)} N·m"
+                     + (f", delay={_fmt(s.delay)} s" if s.delay > 0.0 else ""))
     lines.append("lost in the export:")
     lines += [f"  - {line}" for line in notes]
     return "\n".join(lines)
@@ -432,11 +537,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--joint", action="append", required=True, metavar="NAME=PARAMS[@GAIN]",
                         help="a joint, its parameter file and optionally its servo gain")
     parser.add_argument("--output", type=Path, required=True, help="MJCF to write")
+    parser.add_argument("--mujoco", choices=MUJOCO_VERSIONS, default=CURRENT,
+                        help="the MuJoCo version the dcmotor is written for (default 4: "
+                        "3.12 and later; 3.11: 3.7 to 3.11, mjlab's pin)")
     parser.add_argument("--force", action="store_true", help="overwrite --output")
     args = parser.parse_args(argv)
     try:
         result = write_dcmotor(args.mjcf, [_parse_joint(item) for item in args.joint],
-                               args.output, args.force)
+                               args.output, args.force, args.mujoco)
     except BamError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
