@@ -6,13 +6,16 @@
     bench serve sim:=false hardware:=emulated port:=/tmp/ttyDXL  # driver + emulator
     bench session                                       # the README's main job
     bench session --config my_session.yaml --output-dir out/bench --namespace bench1
+    bench session --ideal                               # the noiseless bench (tests)
 
 ``serve`` starts the nodes the launch file would start (launch/bench.launch.py
 or arm.launch.py, read by bam_bringup.launch_file; in one process:
 bam_bringup.process_bench) until Ctrl-C or SIGTERM. ``session`` runs an
 identification session on the simulated bench (bam_bringup.session): it
 records the protocol over the session's setups into one rosbag2 bag, then fits
-the models and writes the report.
+the models and writes the report. Its bench models the actuator's sensor
+(encoder step, read latency, seeded noise, supply sag: the session's
+``sensor``, bam_bringup.bench_sensor); ``--ideal`` turns every effect off.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from bam_bringup.bench_sensor import ideal_session
 from bam_bringup.launch_file import LaunchFile
 from bam_bringup.launch_values import namespace
 from bam_bringup.process_bench import ProcessBench, StopSignal
@@ -107,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     session_parser.add_argument("--output-dir", type=Path, default=Path("out/bench"))
     session_parser.add_argument("--namespace", default="",
                                 help="run the session's bench in this namespace (e.g. bench1)")
+    session_parser.add_argument("--ideal", action="store_true",
+                                help="the noiseless bench: no encoder step, noise, read "
+                                "latency or supply sag (the session's sensor off)")
     session_parser.add_argument("--quiet", action="store_true")
     return parser
 
@@ -127,7 +134,10 @@ def _run(args: argparse.Namespace, stop: StopSignal) -> str:
     # the default: the session of the README's main job
     config = getattr(args, "config", None) or session_config()
     output = getattr(args, "output_dir", Path("out/bench"))
-    return run_session(load_session(config), output, getattr(args, "quiet", False),
+    session = load_session(config)
+    if getattr(args, "ideal", False):
+        session = ideal_session(session)
+    return run_session(session, output, getattr(args, "quiet", False),
                        namespace(getattr(args, "namespace", "")), stop)
 
 

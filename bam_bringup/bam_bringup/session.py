@@ -4,7 +4,11 @@ The session (config/session.yaml, found through the ament index) names the
 simulated actuator, the bench setups and the protocol: for each setup the
 runner plays the protocol through the ``bam/run_trajectory`` action of the
 trajectory node, the recorder writes everything into one rosbag2 bag, then the
-models are fitted to the bag and the report is written.
+models are fitted to the bag and the report is written, with the truth the bench
+ran beside the fit. The bench models the actuator's sensor (the session's
+``sensor``, :mod:`bam_bringup.bench_sensor`; ``--ideal`` turns it off). While the
+progress bar shows, the nodes log to ``session.log`` in the session's folder
+(:mod:`bam_bringup.session_logs`).
 """
 
 from __future__ import annotations
@@ -19,9 +23,12 @@ from pathlib import Path
 
 import yaml
 
+from bam_bringup import bench_sensor
+from bam_bringup.bench_sensor import Sensor
 from bam_bringup.launch_file import LaunchFile
 from bam_bringup.node_spec import NodeSpec
 from bam_bringup.process_bench import ProcessBench, StopSignal
+from bam_bringup.session_logs import logs_to_file
 from bam_sim.common.command import Interrupted, record_written
 from bam_sim.common.errors import BamError, one_line
 from bam_sim.common.numbers import number
@@ -50,7 +57,7 @@ def load_session(path: Path) -> dict:
 
 
 SESSION_KEYS = ("actuator", "truth_model", "rate", "real_time_factor", "arm_mass", "setups",
-                "protocol", "fit")
+                "protocol", "fit", "sensor")
 FIT_KEYS = ("models", "trials", "seed", "validation_fraction")
 
 
@@ -88,6 +95,10 @@ def check_session(config: dict, where: str) -> dict:
     if not isinstance(fit, dict):
         raise BamError(f"{where}: fit must be a mapping of {', '.join(FIT_KEYS)}")
     _known_keys(fit, FIT_KEYS, f"{where}: fit")
+    sensor = bench_sensor.parse_sensor(config, where)
+    # The truth composes with the sensor's supply sag (and is published) before recording.
+    bench_sensor.truth_set(config.get("actuator", "mx64"), config.get("truth_model", "m4"),
+                           sensor)
     return config
 
 
@@ -117,8 +128,10 @@ def _play(client, trajectory: str, gain: float, repetition: int, timeout: float,
 
 
 def session_specs(config: dict, bag: Path, settle: float, duration: float,
-                  bench_namespace: str = "") -> list[NodeSpec]:
-    """The simulated bench of a session: recording to ``bag``, at the session's rate."""
+                  bench_namespace: str = "", truth_file: Path | None = None) -> list[NodeSpec]:
+    """The simulated bench of a session: recording to ``bag``, at the session's rate, its
+    sensor modelled; ``truth_file``: the parameter file the pendulum runs (else the
+    published set of the truth model)."""
     first = (config.get("setups") or [{"mass": 1.0, "length": 0.15}])[0]
     specs = BENCH.compose({
         "actuator": config.get("actuator", "mx64"), "model": config.get("truth_model", "m4"),
@@ -126,7 +139,10 @@ def session_specs(config: dict, bag: Path, settle: float, duration: float,
         "real_time_factor": float(config.get("real_time_factor", 1)),
         "mass": float(first["mass"]), "length": float(first["length"]),
         "arm_mass": float(config.get("arm_mass", 0.0)), "namespace": bench_namespace})
-    extra = {"pendulum": {"rate": float(config.get("rate", 1000.0))},
+    sensor = bench_sensor.parse_sensor(config, "session")
+    pendulum = {"rate": float(config.get("rate", 1000.0)),
+                **bench_sensor.pendulum_parameters(sensor, truth_file)}
+    extra = {"pendulum": pendulum,
              "trajectory": {"duration": duration, "settle": settle}}
     return [dataclasses.replace(s, parameters={**s.parameters, **extra.get(s.name, {})})
             for s in specs]
@@ -136,6 +152,7 @@ def run_session(config: dict, output_dir: Path, quiet: bool = False,
                 bench_namespace: str = "", stop: StopSignal | None = None) -> str:
     """Record the simulated bench over the session's setups, then fit and report."""
     from bam_identify.protocol import parse_protocol
+    from bam_sim.models.files.parameter_file import dump_yaml
 
     stop = stop or StopSignal()
     check_writable(output_dir, "--output-dir")
@@ -145,30 +162,65 @@ def run_session(config: dict, output_dir: Path, quiet: bool = False,
     protocol = parse_protocol(config.get("protocol", {}), "session protocol")
     duration = protocol.duration or 6.0
     settle = protocol.settle if protocol.settle is not None else 1.0
-    bag = folder / "bag"
-    specs = session_specs(config, bag, settle, duration, bench_namespace)
-    job = _fit_job(config, bag, folder, quiet)  # a bad fit request fails before recording
-    try:
+    bag, truth_file = folder / "bag", folder / "truth.yaml"
+    sensor = bench_sensor.parse_sensor(config, "session")
+    actuator = config.get("actuator", "mx64")
+    truth = bench_sensor.truth_set(actuator, config.get("truth_model", "m4"), sensor)
+    specs = session_specs(config, bag, settle, duration, bench_namespace, truth_file)
+    job = _fit_job(config, bag, folder, quiet, bench_sensor.fit_groups(sensor, actuator))
+    try:  # a bad fit request failed above, before recording
         folder.mkdir(parents=True)
+        truth_file.write_text(dump_yaml(truth), encoding="utf-8")
     except OSError as exc:
-        raise BamError(f"cannot create {folder} ({exc.strerror}); choose a writable "
+        raise BamError(f"cannot write {folder} ({exc.strerror}); choose a writable "
                        "--output-dir") from None
+    # A bar on the terminal: the nodes' logs go to the session's log file meanwhile.
+    log = None if quiet else folder / "session.log"
     start = time.monotonic()
-    recorded = _record(specs, config, protocol, duration, quiet, stop)
+    recorded = _record(specs, config, protocol, duration, quiet, stop, log)
     seconds = time.monotonic() - start
     try:
         with stop.interrupting():
-            fit_text = _fit(job)
+            outcome = _fit(job)
     except Interrupted as exc:  # the bag is closed too: the message names all that was written
         raise Interrupted(f"recorded: {bag}\n{exc}") from None
+    _report_truth(outcome, config, sensor, truth, job)
     runs = len(config.get("setups") or [None]) * len(protocol)
     counts = ", ".join(f"{k} {v}" for k, v in recorded.items()) if recorded else "?"
-    return (f"recorded {runs} runs in {seconds:.0f} s: {bag}\n"
-            f"  messages: {counts}\n{fit_text}")
+    logged = f"  node logs: {log}\n" if log is not None else ""
+    return (f"recorded {runs} runs in {seconds:.0f} s ({_bench_label(sensor)}): {bag}\n"
+            f"  messages: {counts}\n{logged}  truth: {truth_file}\n{outcome.summary}")
+
+
+def _bench_label(sensor: Sensor) -> str:
+    if sensor.ideal:
+        return "ideal bench, no sensor effects"
+    return (f"sensor: step {sensor.quantization:.3g} rad, noise {sensor.position_noise:g} "
+            f"rad, latency {1e3 * sensor.latency:g} ms, supply {sensor.supply_resistance:g} "
+            f"ohm, seed {sensor.seed}")
+
+
+def _report_truth(outcome, config: dict, sensor: Sensor, truth, job) -> None:
+    """The truth table beside the fit: report.md's section, summary.json's "truth"."""
+    from bam_identify.fitting.fit import SearchSpace
+    from bam_identify.fitting.truth_report import append_truth, errors, truth_markdown
+
+    if outcome.report is None:
+        return
+    actuator = config.get("actuator", "mx64")
+    identified = {r.model: SearchSpace.build(actuator, r.model, groups=job.groups).bounds
+                  for r in outcome.results}
+    values = bench_sensor.truth_values(truth, sensor)
+    settings = bench_sensor.sensor_rows(sensor, actuator, job.seed)
+    section = truth_markdown(values, truth.model, outcome.results, identified, settings)
+    record = {"model": truth.model, "values": values, "settings": dict(settings),
+              "seeds": {"noise": sensor.seed, "fit": job.seed},
+              "error_percent": errors(values, outcome.results, identified)}
+    append_truth(outcome.report, section, record)
 
 
 def _record(specs: list[NodeSpec], config: dict, protocol, duration: float,
-            quiet: bool, stop: StopSignal) -> dict:
+            quiet: bool, stop: StopSignal, log: Path | None = None) -> dict:
     """Play the protocol on every setup; the recorder's message counts once its bag closed."""
     import rclpy
     from rclpy.action import ActionClient
@@ -188,7 +240,9 @@ def _record(specs: list[NodeSpec], config: dict, protocol, duration: float,
         client = ActionClient(client_node, RunTrajectory, RUN_TRAJECTORY_ACTION)
         _await_server(client, 20.0, stop)
         _await_recorder(bench.nodes["recorder"], 20.0, stop)
-        _play_setups(pendulum, client, config, protocol, 60.0 + 20.0 * duration, quiet, stop)
+        with logs_to_file(log) as terminal:
+            _play_setups(pendulum, client, config, protocol, 60.0 + 20.0 * duration, quiet,
+                         stop, terminal)
         recorder = bench.nodes["recorder"]
         bench.close("recorder")  # writes what it still holds, then closes the bag
         return dict(getattr(recorder, "counts", {}))
@@ -199,14 +253,14 @@ def _record(specs: list[NodeSpec], config: dict, protocol, duration: float,
 
 
 def _play_setups(pendulum, client, config: dict, protocol, timeout: float, quiet: bool,
-                 stop: StopSignal) -> None:
+                 stop: StopSignal, terminal=None) -> None:
     """Each setup of the session in turn, the whole protocol on each."""
     from rclpy.parameter import Parameter
     from tqdm import tqdm
 
     setups = config.get("setups") or [{"mass": 1.0, "length": 0.15}]
     with tqdm(total=len(setups) * len(protocol), desc="bench session", unit="run",
-              disable=quiet, file=sys.stderr) as bar:
+              disable=quiet, file=terminal or sys.stderr) as bar:
         for setup in setups:
             # Atomically: one bench description for the whole new setup.
             result = pendulum.set_parameters_atomically([
@@ -241,7 +295,7 @@ def _await_recorder(recorder, timeout: float, stop: StopSignal) -> None:
         time.sleep(0.01)  # polls the match; orders nothing
 
 
-def _fit_job(config: dict, bag: Path, folder: Path, quiet: bool):
+def _fit_job(config: dict, bag: Path, folder: Path, quiet: bool, groups: tuple[str, ...] = ()):
     """The session's fit, as ``fit`` would run it: one typed job, checked."""
     from bam_identify.fitting.job import FitJob
 
@@ -259,10 +313,11 @@ def _fit_job(config: dict, bag: Path, folder: Path, quiet: bool):
                                    "session fit.validation_fraction", low=0.0, high=1.0,
                                    high_open=True),
         output=str(folder / "params" / "{actuator}_{model}.yaml"),
-        report=folder / "report", quiet=quiet)
+        report=folder / "report", quiet=quiet, groups=groups)
 
 
-def _fit(job) -> str:
+def _fit(job):
+    """The fit's outcome (its results, report and summary)."""
     from bam_identify.fitting.run import fit
 
-    return fit(job).summary
+    return fit(job)

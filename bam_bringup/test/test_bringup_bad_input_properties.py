@@ -451,7 +451,9 @@ def _executables() -> list[Executable]:
                         "setups", "protocol", "fit", "nope", "protocol.trajectories",
                         "protocol.gains", "protocol.duration", "protocol.settle",
                         "protocol.repetitions", "fit.models", "fit.trials", "fit.seed",
-                        "fit.validation_fraction")}},
+                        "fit.validation_fraction", "sensor", "sensor.quantization",
+                        "sensor.position_noise", "sensor.latency", "sensor.supply_resistance",
+                        "sensor.seed")}},
                    check_session, prepare=chain(isolate_ros(3), _stop_recording)),
     ]
 

@@ -77,6 +77,7 @@ def test_serve_help_lists_the_arguments_of_both_launch_files(capsys):
     (["serve", "--colour"], "unrecognized arguments: --colour"),
     (["session", "--config", "/nonexistent/session.yaml"], "cannot read session"),
     (["session", "--namespace", "a b"], "namespace:=a b is not a ROS namespace"),
+    (["session", "--ideal=yes"], "ignored explicit argument 'yes'"),
 ])
 def test_bad_arguments_are_one_line_errors(args, message, capsys):
     try:
@@ -85,7 +86,8 @@ def test_bad_arguments_are_one_line_errors(args, message, capsys):
         code = exc.code
     lines = capsys.readouterr().err.splitlines()
     assert code == 2 and len(lines) == 1, lines
-    assert lines[0].startswith("bench: error:") and message in lines[0], lines
+    assert lines[0].startswith(("bench: error:", "bench session: error:")), lines
+    assert message in lines[0], lines
 
 
 def test_the_command_exits_with_its_codes():
@@ -231,6 +233,9 @@ def test_serve_erob_on_the_ethercat_emulator_turns_torque_off_and_ends_the_emula
     assert not os.path.exists(f"/sys/class/net/{interface}"), "the emulator did not end"
 
 
+STEPS = "session: {protocol: {trajectories: [steps], gains: [8]}"  # a session, left open
+
+
 @pytest.mark.parametrize(("text", "message"), [
     ("session: {actuator: mx64, protcol: {}}", "unknown key 'protcol'; did you mean 'protocol'"),
     ("session: {setups: [{mass: -1.0, length: 0.15}], protocol: {trajectories: [steps], "
@@ -243,6 +248,17 @@ def test_serve_erob_on_the_ethercat_emulator_turns_torque_off_and_ends_the_emula
      "unknown friction model 'm9'"),
     ("session: {protocol: {trajectories: [steps], gains: [8]}, fit: {trails: 10}}",
      "unknown key 'trails'; did you mean 'trials'"),
+    (f"{STEPS}, sensor: {{quantization: fine}}}}", "sensor.quantization must be 'encoder'"),
+    (f"{STEPS}, sensor: {{quantization: -0.001}}}}", "sensor.quantization (rad) must be"),
+    (f"{STEPS}, sensor: {{position_noise: -1}}}}", "sensor.position_noise (rad) must be"),
+    (f"{STEPS}, rate: 200, sensor: {{latency: 0.003}}}}",
+     "sensor.latency 0.003 s is not a whole number of ticks at rate 200 Hz; give a multiple "
+     "of 0.005 s"),
+    (f"{STEPS}, sensor: {{supply_resistance: lots}}}}", "sensor.supply_resistance (Ω) must be"),
+    (f"{STEPS}, sensor: {{seed: 1.5}}}}", "sensor.seed must be a whole number"),
+    (f"{STEPS}, sensor: {{seed: -1}}}}", "sensor.seed must be"),
+    (f"{STEPS}, sensor: {{noise: 0.1}}}}", "unknown sensor key 'noise'"),
+    (f"{STEPS}, sensor: loud}}", "sensor must be a mapping"),
 ])
 def test_a_bad_session_is_refused_before_recording(tmp_path, text, message):
     """One line, exit 2, and nothing recorded: the output folder stays empty."""
@@ -263,3 +279,146 @@ def test_session_output_dir_that_cannot_be_written(tmp_path):
     output, _ = process.communicate(timeout=TIMEOUT)
     assert process.returncode == 2 and "is a file, not a folder" in output, output
     assert (tmp_path / "file").read_text() == "keep me"
+
+
+# -- the session's sensor and its truth table ------------------------------------------------
+
+# A short session: one setup, one run, two models on a small budget (the fit's numbers do not
+# matter here, only that every identified parameter is reported against the truth).
+SHORT_SESSION = """session:
+  rate: 200.0
+  real_time_factor: 5.0
+  setups: [{mass: 1.0, length: 0.15}]
+  protocol: {trajectories: [lift_drop], gains: [32], duration: 2.0, settle: 0.5}
+  fit: {models: [m1, m4], trials: 30, validation_fraction: 0.0}
+"""
+
+
+@pytest.fixture(scope="module")
+def sensed_session(tmp_path_factory):
+    """The short session with the default sensor, its progress bar on (not --quiet)."""
+    root = tmp_path_factory.mktemp("sensed")
+    (root / "session.yaml").write_text(SHORT_SESSION)
+    process = bench("session", "--config", str(root / "session.yaml"), "--output-dir",
+                    str(root / "out"))
+    output, _ = process.communicate(timeout=600)
+    assert process.returncode == 0, output
+    (folder,) = (root / "out").iterdir()
+    return SimpleNamespace(output=output, folder=folder,
+                           config=load_session(root / "session.yaml"))
+
+
+def _truth_table(report: str) -> dict[str, dict[str, str]]:
+    """report.md's truth table read back: parameter -> column -> cell."""
+    lines = report[report.index("## Truth of the simulated bench"):].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| parameter | truth |"))
+    header = [c.strip() for c in lines[start].strip("|").split("|")]
+    rows = {}
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rows[cells[0]] = dict(zip(header, cells, strict=True))
+    return rows
+
+
+def test_the_session_report_holds_the_truth_table(sensed_session):
+    import math
+    import re
+
+    from bam_bringup.bench_sensor import fit_groups, parse_sensor, truth_values
+    from bam_identify.fitting.fit import SearchSpace
+    from bam_identify.fitting.truth_report import NEGLIGIBLE, NOT_COMPARED
+    from bam_sim.models.files.parameter_file import load
+
+    folder, config = sensed_session.folder, sensed_session.config
+    sensor = parse_sensor(config, "test")
+    truth = truth_values(load(folder / "truth.yaml"), sensor)
+    assert truth["supply.resistance"] == 0.25 and truth["latency.command"] == 0.005
+    report = (folder / "report" / "report.md").read_text()
+    table = _truth_table(report)
+    for model in ("m1", "m4"):
+        bounds = SearchSpace.build("mx64", model, groups=fit_groups(sensor, "mx64")).bounds
+        for name, (lo, hi) in bounds.items():
+            if name in NOT_COMPARED or abs(truth[name]) <= NEGLIGIBLE * (hi - lo):
+                continue
+            cell = table[name][model]
+            error = re.fullmatch(r"(\S+) \(([+-][0-9.]+) %\)", cell)
+            assert error and math.isfinite(float(error.group(2))), (name, model, cell)
+            assert float(table[name]["truth"]) == pytest.approx(truth[name], rel=1e-5)
+    # The settings and every seed, for provenance.
+    for text in ("4096 counts/turn", "0.0005 rad", "5 ms (1 tick(s) at 200 Hz)",
+                 "R_s = 0.25 Ω", "| noise seed | 1 |", "| fit seed (CMA-ES, validation "
+                 "split) | 0 |"):
+        assert text in report, text
+
+
+def test_the_recorded_positions_are_whole_encoder_counts(sensed_session):
+    import numpy as np
+
+    from bam_drivers.encoder import encoder_step
+    from bam_identify.data.bag_reader import read_bag
+
+    step = encoder_step("mx64")
+    (log,) = read_bag(sensed_session.folder / "bag", dt=0.005)
+    counts = np.asarray(log.position) / step
+    assert np.abs(counts - np.round(counts)).max() < 1e-6
+    # The step is what the recording shows: its smallest move is one count.
+    moves = np.abs(np.diff(np.round(counts)))
+    assert moves[moves > 0].min() == 1.0
+
+
+def test_the_progress_bar_stays_one_line(sensed_session):
+    """The nodes log while the bar runs: into the session's log file, not through the bar."""
+    bar_lines = [line for line in sensed_session.output.splitlines() if "bench session:" in line]
+    assert bar_lines
+    assert not [line for line in bar_lines if "[INFO]" in line or "[WARN]" in line], bar_lines
+    log = (sensed_session.folder / "session.log").read_text()
+    assert "[trajectory]: trial 1 (lift_drop, kp=32" in log
+    assert "trial 1 (lift_drop" not in sensed_session.output
+
+
+def _readings(config: dict, ticks: int = 2000) -> list[float]:
+    """The positions the session's pendulum reports over ``ticks``, arm held down at rest."""
+    from bam_bringup.bench_sensor import parse_sensor, truth_set
+    from bam_sim.bench.geometry import Bench
+    from bam_sim.bench.stepper import BenchStepper
+
+    parameters = {s.name: s.parameters for s in session_specs(config, Path("bag"), 1.0, 6.0)}
+    p, rate = parameters["pendulum"], float(config["rate"])
+    sim = BenchStepper(truth_set("mx64", "m4", parse_sensor(config, "test")),
+                       Bench(mass=1.0, length=0.15), 1.0 / rate,
+                       quantization=p["quantization"], position_noise=p["position_noise"],
+                       latency=round(p["latency"] * rate), seed=p["seed"])
+    return [sim.tick().position for _ in range(ticks)]
+
+
+def test_the_sensor_noise_is_seeded_and_sized():
+    import numpy as np
+
+    from bam_drivers.encoder import encoder_step
+
+    config = load_session(session_config())
+    first, again = _readings(config), _readings(config)
+    assert first == again  # same seed, same readings
+    other = {**config, "sensor": {**config["sensor"], "seed": config["sensor"]["seed"] + 1}}
+    assert _readings(other) != first
+    # At rest at 0 the reading is off by a count where |noise| > step/2: for the shipped
+    # std of 5e-4 rad and the MX-64's 2π/4096 step that is p = P(|z| > 1.534) = 0.125 of the
+    # 2000 readings, 250 ± 15 (binomial sd); the band is ± 6.7 sd.
+    counts = np.round(np.asarray(first) / encoder_step("mx64"))
+    assert set(np.unique(counts)) <= {-1.0, 0.0, 1.0}
+    assert 150 <= np.count_nonzero(counts) <= 350
+
+
+def test_ideal_gives_the_noiseless_bench():
+    from bam_bringup.bench_sensor import fit_groups, ideal_session, parse_sensor, truth_set
+
+    config = ideal_session(load_session(session_config()))
+    sensor = parse_sensor(config, "test")
+    assert sensor.ideal and fit_groups(sensor, "mx64") == ()
+    assert truth_set("mx64", "m4", sensor).groups == ()
+    pendulum = {s.name: s.parameters for s in session_specs(config, Path("b"), 1.0, 6.0)}
+    assert {pendulum["pendulum"][k] for k in ("quantization", "position_noise", "latency")} \
+        == {0.0}
+    assert set(_readings(config, 50)) == {0.0}  # arm at rest at 0: read exactly

@@ -1,0 +1,42 @@
+"""The step of an actuator's position reading, read from the driver's own tables.
+
+A simulated bench that emulates a servo's sensor rounds the position to the
+step the real driver reads it in. That step is a fact of the hardware tables
+(the present-position register of a Dynamixel or Feetech control table, the
+encoder increments per output turn of an eRob drive model), so it is derived
+from them here rather than written again.
+"""
+
+from __future__ import annotations
+
+import math
+
+from bam_sim.common.errors import BamError
+from bam_sim.models.servo.actuators import get_actuator
+
+
+def encoder_step(actuator: str) -> float:
+    """Radians per count of ``actuator``'s position reading; 0.0 for an actuator no
+    driver runs (simulation only: nothing to emulate)."""
+    record = get_actuator(actuator)
+    if record.driver == "dynamixel":
+        from bam_drivers.serial_servo.control_table import get_table
+
+        return get_table(record.control_table).field("present_position").scale
+    if record.driver == "feetech":
+        from bam_drivers.feetech.control_table import TABLES
+        from bam_drivers.serial_servo.control_table import get_table
+
+        return get_table(record.control_table, TABLES).field("present_position").scale
+    if record.driver == "erob":
+        from bam_drivers.ethercat.drive_models import get_model
+
+        return get_model(record.control_table).position(1)
+    if record.driver:
+        raise BamError(f"no encoder known for driver '{record.driver}' of {record.name}")
+    return 0.0
+
+
+def counts_per_turn(step: float) -> float:
+    """Counts per output turn of a position step (rad); 0 for no step."""
+    return 2.0 * math.pi / step if step > 0.0 else 0.0
