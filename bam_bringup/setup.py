@@ -20,6 +20,7 @@ setup(
         ('share/' + package_name, ['package.xml']),
         (os.path.join('share', package_name, 'launch'), data('launch/*.launch.py')),
         (os.path.join('share', package_name, 'config'), data('config/*.yaml')),
+        (os.path.join('share', package_name, 'urdf'), data('urdf/*.urdf')),
     ],
     install_requires=['setuptools', 'pyyaml', 'tqdm'],
     zip_safe=True,

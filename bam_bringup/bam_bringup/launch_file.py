@@ -37,15 +37,19 @@ READY = "READY"  # the line a process (a driver's emulator) prints once it serve
 _STANDIN = {
     "launch": (standin_actions, ["LaunchDescription"]),
     "launch.actions": (standin_actions, ["DeclareLaunchArgument", "ExecuteProcess",
-                                         "GroupAction", "OpaqueFunction"]),
+                                         "GroupAction", "IncludeLaunchDescription",
+                                         "OpaqueFunction"]),
     "launch.conditions": (standin_substitutions, ["IfCondition", "UnlessCondition"]),
+    "launch.launch_description_sources": (standin_actions, ["PythonLaunchDescriptionSource"]),
     "launch.substitutions": (standin_substitutions, [
-        "AndSubstitution", "EqualsSubstitution", "LaunchConfiguration", "NotEqualsSubstitution",
-        "NotSubstitution", "OrSubstitution", "PythonExpression"]),
+        "AndSubstitution", "EqualsSubstitution", "FileContent", "LaunchConfiguration",
+        "NotEqualsSubstitution", "NotSubstitution", "OrSubstitution", "PythonExpression"]),
     "launch_ros": (standin_actions, []),
     "launch_ros.actions": (standin_actions, ["Node", "SetParameter"]),
-    "launch_ros.parameter_descriptions": (standin_substitutions, ["ParameterValue"]),
-    "launch_ros.substitutions": (standin_substitutions, ["ExecutableInPackage"]),
+    "launch_ros.parameter_descriptions": (standin_substitutions, ["ParameterFile",
+                                                                  "ParameterValue"]),
+    "launch_ros.substitutions": (standin_substitutions, ["ExecutableInPackage",
+                                                         "FindPackageShare"]),
 }
 
 

@@ -10,8 +10,10 @@ class NodeSpec:
     """A node to start (as ros2 launch would), or (``process``) a plain executable.
 
     A node takes ``parameters``, ``namespace`` (absolute, "/bench1", or "" for
-    none) and ``remappings``; a process takes ``arguments``, its command line
-    after the executable, and may print a ``ready`` line once it serves.
+    none) and ``remappings``, and may take ``parameter_files`` (paths, as ros2
+    launch passes them) and ``arguments`` (its command line before the ROS
+    arguments); a process takes ``arguments``, its command line after the
+    executable, and may print a ``ready`` line once it serves.
     """
 
     name: str
@@ -22,4 +24,5 @@ class NodeSpec:
     remappings: tuple[tuple[str, str], ...] = ()
     process: bool = False
     arguments: tuple[str, ...] = ()
+    parameter_files: tuple[str, ...] = ()  # a node's; the runner applies none
     ready: str = ""  # process: the stdout line prefix that says it serves ("" = do not wait)

@@ -5,20 +5,24 @@ for why a stand-in), with launch's meaning: DeclareLaunchArgument gives an
 argument its default, a condition skips its action, GroupAction scopes the
 arguments and SetParameter's global parameters to its actions, OpaqueFunction
 calls a function of the context (a ``RuntimeError`` it raises, a refusal, is a
-one-line BamError), and Node and ExecuteProcess are what starts, evaluated in
-order into :class:`~bam_bringup.node_spec.NodeSpec`.
+one-line BamError), IncludeLaunchDescription evaluates another launch file in
+the same context (its arguments declared there too), and Node and
+ExecuteProcess are what starts, evaluated in order into
+:class:`~bam_bringup.node_spec.NodeSpec`.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 
 from bam_bringup.node_spec import NodeSpec
 from bam_bringup.standin_substitutions import (
     ExecutableInPackage,
     LaunchConfiguration,
     LaunchContext,
+    ParameterFile,
     ParameterValue,
     parameter,
     perform,
@@ -136,27 +140,36 @@ class SetParameter(Action):
 
 
 class Node(Action):
-    """A ROS node of a package: name, namespace, parameters (dicts) and remappings."""
+    """A ROS node of a package: name (default: the executable's), namespace, parameters
+    (dicts, or ParameterFile paths), remappings and command-line arguments."""
 
-    def __init__(self, *, package: str, executable: str, name: str, namespace: object = "",
-                 parameters: Iterable[dict] = (), remappings: Iterable = (),
+    def __init__(self, *, package: str, executable: str, name: str | None = None,
+                 namespace: object = "", parameters: Iterable[dict | ParameterFile] = (),
+                 remappings: Iterable = (), arguments: Iterable = (),
                  **kwargs: object) -> None:
         super().__init__(**kwargs)
-        self.package, self.executable, self.name = package, executable, name
+        self.package, self.executable, self.name = package, executable, name or executable
         self.namespace, self.parameters = namespace, list(parameters)
-        self.remappings = list(remappings)
+        self.remappings, self.arguments = list(remappings), list(arguments)
 
     def execute(self, context: LaunchContext, started: list[NodeSpec]) -> None:
         parameters = dict(context.global_parameters)  # the node's own win over global ones
+        files = []
         for group in self.parameters:
+            if isinstance(group, ParameterFile):
+                files.append(group.evaluate(context))
+                continue
             parameters.update({name: parameter(value, context) for name, value in group.items()})
         remappings = tuple((perform(a, context), perform(b, context)) for a, b in self.remappings)
         started.append(NodeSpec(self.name, self.package, self.executable, parameters,
-                                perform(self.namespace, context), remappings))
+                                perform(self.namespace, context), remappings,
+                                arguments=tuple(perform(a, context) for a in self.arguments),
+                                parameter_files=tuple(files)))
 
     def parameter_values(self) -> Iterator[object]:
         for group in self.parameters:
-            yield from group.values()
+            if isinstance(group, dict):
+                yield from group.values()
 
 
 class ExecuteProcess(Action):
@@ -173,3 +186,34 @@ class ExecuteProcess(Action):
         started.append(NodeSpec(self.name, executable.package, executable.executable,
                                 process=True,
                                 arguments=tuple(perform(a, context) for a in arguments)))
+
+
+class PythonLaunchDescriptionSource:
+    """A Python launch file, by path (substitutions performed when included)."""
+
+    def __init__(self, launch_file_path: object) -> None:
+        self.location = launch_file_path
+
+
+class IncludeLaunchDescription(Action):
+    """Another launch file, evaluated in the same context, as ros2 launch includes one:
+    ``launch_arguments`` set first, then its own entities (its DeclareLaunchArgument
+    defaults only for arguments not given); its arguments join the context's, so each
+    is typed as that file types it."""
+
+    def __init__(self, launch_description_source: PythonLaunchDescriptionSource, *,
+                 launch_arguments: Iterable[tuple[object, object]] = (),
+                 **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self.source, self.launch_arguments = launch_description_source, list(launch_arguments)
+
+    def execute(self, context: LaunchContext, started: list[NodeSpec]) -> None:
+        from bam_bringup.launch_file import LaunchFile  # it imports this module
+
+        path = Path(perform(self.source.location, context))
+        included = LaunchFile(path.name.removesuffix(".launch.py"), path)
+        for name, argument in included.arguments().items():
+            context.arguments.setdefault(name, argument)
+        for name, value in self.launch_arguments:
+            context.launch_configurations[perform(name, context)] = perform(value, context)
+        started += visit(included.description.entities, context)

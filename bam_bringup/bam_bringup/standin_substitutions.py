@@ -13,9 +13,14 @@ parameter. Values are typed as the runner types launch arguments
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
 from bam_bringup.launch_values import Argument, kind_of, typed
 from bam_sim.common.errors import BamError
+from bam_sim.common.share import share_file
+
+# Where a package's share folder is in the source tree (used without an install).
+SOURCE_ROOTS = {"bam_bringup": Path(__file__).resolve().parent.parent}
 
 
 class LaunchContext:
@@ -144,6 +149,30 @@ class ExecutableInPackage(Substitution):
         return self.executable
 
 
+class FindPackageShare(Substitution):
+    """The share folder of a package (installed, else bam_bringup's source folder)."""
+
+    def __init__(self, package: str) -> None:
+        self.package = package
+
+    def perform(self, context: LaunchContext) -> str:
+        return str(share_file(self.package, source_root=SOURCE_ROOTS.get(self.package)))
+
+
+class FileContent(Substitution):
+    """The text of a file (its path performed)."""
+
+    def __init__(self, path: object) -> None:
+        self.path = path
+
+    def perform(self, context: LaunchContext) -> str:
+        path = Path(perform(self.path, context))
+        try:
+            return path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise BamError(f"cannot read {path}: {exc.strerror}") from None
+
+
 class IfCondition:
     """Run the action when the predicate is true."""
 
@@ -173,6 +202,17 @@ class ParameterValue:
             return context.typed(self.value.variable_name, kind)
         text = perform(self.value, context)
         return typed(text, None, _named(self.value), kind) if kind else text
+
+
+class ParameterFile:
+    """A ROS parameter file given to a node (``param_file``, its path performed). The
+    runner applies none: only launch files it does not serve give one."""
+
+    def __init__(self, param_file: object, *, allow_substs: bool = False) -> None:
+        self.param_file, self.allow_substs = param_file, allow_substs
+
+    def evaluate(self, context: LaunchContext) -> str:
+        return perform(self.param_file, context)
 
 
 def _named(value: object) -> str:
