@@ -108,6 +108,12 @@ def _search_arguments(parser: argparse.ArgumentParser) -> None:
                         help="weight of the temperature MAE (winding model against the servo's "
                         "sensor) added to the position MAE "
                         f"(rad/K, default {DEFAULT_TEMPERATURE_WEIGHT:g}: 1 K counts as 1 mrad)")
+    parser.add_argument("--sensitivity", type=number_option("sensitivity"),
+                        default=FitJob.sensitivity, metavar="PERCENT",
+                        help="the report and the parameter files give, for every identified "
+                        "parameter, the interval where the training error stays within this "
+                        f"percentage of the fit's, the others held (in (0, 100], default "
+                        f"{FitJob.sensitivity:g}); export writes them for randomization")
     parser.add_argument("--no-offset", action="store_true", help="do not identify q_offset")
     parser.add_argument("--no-warm-start", action="store_true",
                         help="start every model from scratch, not from a nested simpler "

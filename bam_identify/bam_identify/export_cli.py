@@ -4,6 +4,8 @@ format an RL stack reads.
 Examples::
 
     ros2 run bam_identify export fitted.yaml --format bam-json --output model.json
+    ros2 run bam_identify export fitted.yaml --randomization --sim-dt 0.005 \
+        --output model.json
     ros2 run bam_identify export fitted.yaml --for isaaclab --kp 400 --output model.json
     ros2 run bam_identify export fitted.yaml --format dcmotor-mjcf --output servo.xml
     ros2 run bam_identify export fitted.yaml --format dcmotor-mjcf --mujoco 3.11 \
@@ -13,8 +15,13 @@ Examples::
 
 ``bam-json`` is the BAM JSON parameter file that ``bam.model.load_model`` reads (and
 through it mjlab's BAM actuator), with the firmware constants and the gain ``--kp`` that
-Isaac Lab's ``BamActuatorCfg`` also reads; ``--for isaaclab`` writes an M3 or M4 set as
-its exact M5 and refuses what Isaac Lab's law cannot run
+Isaac Lab's ``BamActuatorCfg`` also reads, and beside it, when the set carries the
+fit's sensitivity intervals (``fit --sensitivity``), ``<stem>_sensitivity.json``, the
+file BAM's mjlab ``BamActuatorCfg(sensitivity_randomization=True)`` reads;
+``--randomization`` also writes ``<stem>_randomization.yaml``, the ranges of mjlab's and
+Isaac Lab's randomization terms (:mod:`bam_sim.models.files.randomization`). ``--for
+isaaclab`` writes an M3 or M4 set as its exact M5 (then without the intervals, which are
+the M3/M4 parameters') and refuses what Isaac Lab's law cannot run
 (:func:`bam_sim.models.files.bam_json.parameters_to_json`). ``dcmotor-mjcf`` is MuJoCo's own
 ``dcmotor`` actuator (:mod:`bam_sim.mujoco_arm.dcmotor_export`, what it cannot express
 written in the file's leading comment): on ``--joint`` of ``--mjcf``, else on a one-joint
@@ -33,11 +40,16 @@ from pathlib import Path
 from bam_identify.executable import run_executable
 from bam_sim.common.arguments import ArgumentParser
 from bam_sim.common.errors import BamError
-from bam_sim.common.numbers import option
+from bam_sim.common.numbers import number, option
 from bam_sim.common.output_paths import check_output, write_new
 from bam_sim.models.bam.equivalence import EQUIVALENT
 from bam_sim.models.files.bam_json import BAM, ISAACLAB, TARGETS, parameters_to_json
 from bam_sim.models.files.parameter_file import load
+from bam_sim.models.files.randomization import (
+    randomization_yaml,
+    sensitivity_json,
+    sensitivity_of,
+)
 from bam_sim.models.parameter_set import ParameterSet
 
 
@@ -66,14 +78,18 @@ FORMATS = {"bam-json": _bam_json, "dcmotor-mjcf": _dcmotor_mjcf}
 # The options that only some formats read: given with another, they would be ignored.
 FORMAT_OPTIONS = {"gain": ("dcmotor-mjcf",), "mjcf": ("dcmotor-mjcf",),
                   "joint": ("dcmotor-mjcf",), "mujoco": ("dcmotor-mjcf",),
-                  "kp": ("bam-json",), "target": ("bam-json",)}
+                  "kp": ("bam-json",), "target": ("bam-json",),
+                  "randomization": ("bam-json",), "sim_dt": ("bam-json",)}
 # The MuJoCo versions dcmotor-mjcf writes for (bam_sim.mujoco_arm.dcmotor_export).
 MUJOCO_VERSIONS = ("3.11", "4")
 # How the messages name an option whose dest is another word.
-OPTION_NAMES = {"target": "for"}
+OPTION_NAMES = {"target": "for", "sim_dt": "sim-dt"}
 # A servo gain is > 0 (0 holds nothing) and at most the largest any actuator accepts;
 # the actuator's own gain_limit is checked once the set is read.
 GAIN = option(low=0.0, high=1.0e4, low_open=True)
+# A simulator's physics step (s): above 0, at most a second.
+SIM_DT = option(low=0.0, high=1.0, low_open=True)
+DEFAULT_SIM_DT = 0.005  # s, where the set does not give the step it was fitted at
 
 
 def export_parser() -> argparse.ArgumentParser:
@@ -100,8 +116,18 @@ def export_parser() -> argparse.ArgumentParser:
     parser.add_argument("--for", dest="target", choices=TARGETS, help="bam-json: the reader "
                         "(default bam: BAM's load_model and mjlab, every model; isaaclab: "
                         "Isaac Lab's BamMotorParams, m1 m2 m5 m6 with M3/M4 as their exact M5)")
+    parser.add_argument("--randomization", action="store_true", default=None,
+                        help="bam-json: also write <output stem>_randomization.yaml, the "
+                        "ranges of mjlab's and Isaac Lab's randomization terms (friction "
+                        "scale, vin range, vin drop, delay steps) from the fit's "
+                        "sensitivity intervals")
+    parser.add_argument("--sim-dt", dest="sim_dt", type=SIM_DT, metavar="SECONDS",
+                        help="bam-json --randomization: the simulator's physics step the "
+                        "delays are counted in (default: the step the set was fitted at, "
+                        f"else {DEFAULT_SIM_DT:g})")
     parser.add_argument("--output", type=Path, required=True, help="the file to write")
-    parser.add_argument("--force", action="store_true", help="overwrite --output")
+    parser.add_argument("--force", action="store_true", help="overwrite --output (and the files "
+                        "written beside it)")
     return parser
 
 
@@ -112,8 +138,38 @@ def check_export_args(args: argparse.Namespace) -> None:
             raise BamError(f"--{OPTION_NAMES.get(name, name)} means nothing to --format "
                            f"{args.format}; it applies to "
                            f"{', '.join(formats)} only: leave it out or change the format")
+    if args.sim_dt is not None and not args.randomization:
+        raise BamError("--sim-dt means nothing without --randomization: add it or leave "
+                       "--sim-dt out")
     inputs = [("params", args.params)] + ([("--mjcf", args.mjcf)] if args.mjcf else [])
     check_output(args.output, "--output", force=args.force, inputs=inputs)
+
+
+def _beside(output: Path, suffix: str) -> Path:
+    """``<output stem><suffix>`` in the output's folder."""
+    return output.with_name(f"{output.stem}{suffix}")
+
+
+def _extra_files(params: ParameterSet, args: argparse.Namespace,
+                 text: str) -> list[tuple[Path, str]]:
+    """The files written beside a BAM JSON: the sensitivity intervals (when the set
+    carries them and its model is written as fitted) and the randomization ranges."""
+    if args.format != "bam-json":
+        return []
+    extra = []
+    converted = args.target == ISAACLAB and params.model in EQUIVALENT
+    if sensitivity_of(params) is not None and not converted:
+        extra.append((_beside(args.output, "_sensitivity.json"),
+                      sensitivity_json(params, text, args.output.name)))
+    if args.randomization:
+        step = args.sim_dt or number(params.provenance.get("dt", DEFAULT_SIM_DT),
+                                     "provenance.dt of the set", low=0.0, low_open=True)
+        extra.append((_beside(args.output, "_randomization.yaml"),
+                      randomization_yaml(params, step, args.output.name)))
+    inputs = [("params", args.params), ("--output", args.output)]
+    for path, _ in extra:
+        check_output(path, "--output", force=args.force, inputs=inputs)
+    return extra
 
 
 def _check_gain(params: ParameterSet, gain: float | None, option: str) -> None:
@@ -129,8 +185,13 @@ def run_export(args: argparse.Namespace) -> str:
     _check_gain(params, args.gain, "--gain")
     _check_gain(params, args.kp, "--kp")
     text = FORMATS[args.format](params, args)
+    extra = _extra_files(params, args, text)
     write_new(args.output, text, "--output", args.force)
-    return f"wrote {args.output} ({params.actuator} {_model_written(params, args)}, {args.format})"
+    for path, body in extra:
+        write_new(path, body, "--output", args.force)
+    written = "".join(f"\nwrote {path}" for path, _ in extra)
+    return (f"wrote {args.output} ({params.actuator} {_model_written(params, args)}, "
+            f"{args.format}){written}")
 
 
 def _model_written(params: ParameterSet, args: argparse.Namespace) -> str:

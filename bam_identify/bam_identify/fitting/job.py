@@ -32,6 +32,8 @@ NUMBERS: dict[str, dict] = {
     "validation_kp": {"low": 0.0, "high": 1.0e4, "low_open": True},
     "workers": {"low": 1, "high": 1000, "whole": True},
     "temperature_weight": {"low": 0.0, "high": 1.0e3},  # rad/K
+    # %: the rise of the training error that bounds each parameter's interval
+    "sensitivity": {"low": 0.0, "high": 100.0, "low_open": True},
 }
 
 
@@ -68,6 +70,7 @@ class FitJob:
     quiet: bool = False
     groups: tuple[str, ...] = ()
     temperature_weight: float = DEFAULT_TEMPERATURE_WEIGHT
+    sensitivity: float = 5.0  # % (bam_identify.fitting.sensitivity.DEFAULT_PERCENT)
 
     def __post_init__(self) -> None:
         # The options' own checks, for jobs built in code as for the command line.

@@ -52,6 +52,8 @@ class ModelResult:
     validation_temperature_mae: float | None = None
     # With latency freed: the delays consistent with the data (fitting/latency.py).
     latency: dict[str, float] | None = None
+    # Each identified parameter's interval within a rise of the error (fitting/sensitivity.py).
+    sensitivity: dict | None = None
 
     @property
     def model(self) -> str:
@@ -140,7 +142,7 @@ def write_report(folder: Path, results: list[ModelResult], validation: list[Benc
                              "validation_temperature_mae": r.validation_temperature_mae,
                              "trials": r.trials, "seconds": r.seconds,
                              "interrupted": r.interrupted, "parameters": r.params.values,
-                             "latency": r.latency,
+                             "latency": r.latency, "sensitivity": r.sensitivity,
                              "file": str(r.output)} for r in results},
         "figures": {k: v.name for k, v in figures.items()},
     }
@@ -242,6 +244,7 @@ def _markdown(summary: dict, results: list[ModelResult]) -> str:
         out += [f"| {r.model} | {1e3 * r.latency['identified']:.2f} | "
                 f"{1e3 * r.latency['low']:.2f} – {1e3 * r.latency['high']:.2f} | "
                 f"{1e3 * r.latency['reading']:.2f} |" for r in delayed]
+    out += _sensitivity_section([r for r in results if r.sensitivity])
     if summary["warnings"]:
         out += ["", "## Warnings", ""] + [f"- {w}" for w in summary["warnings"]]
     if "elastoplastic" in summary:
@@ -285,6 +288,28 @@ SENSOR_NOTE = ("The recorded temperature is the servo's own sensor reading (on i
                "near the motor), not the winding: it lags the winding and reads in steps "
                "(1 °C on a Dynamixel). The model's winding temperature is scored against "
                "it, so R_T and C are those of the winding as the sensor sees it.")
+
+
+def _sensitivity_section(results: list[ModelResult]) -> list[str]:
+    """Each identified parameter's interval within the chosen rise of the training error."""
+    if not results:
+        return []
+    out = ["", "## Sensitivity", "",
+           "Each identified parameter alone, every other one held at the fit: the interval "
+           "where the training error stays within the percentage given of the fit's "
+           "(`fit --sensitivity`); * marks an end at the search bound. `export` writes "
+           "them as BAM's `*_sensitivity.json` and as randomization ranges.", ""]
+    for r in results:
+        found = r.sensitivity
+        out += [f"{r.model}: within {found['percent']:g} % of {found['base_mae']:.3e}", "",
+                "| parameter | fitted | lower | upper |", "|---|---|---|---|"]
+        rows = dict(found["parameters"])
+        if found.get("friction_scale"):
+            rows["friction budget scale"] = found["friction_scale"]
+        out += [f"| {name} | {i['value']:.5g} | {i['lower']:.5g}{'*' * i['lower_clamped']} "
+                f"| {i['upper']:.5g}{'*' * i['upper_clamped']} |" for name, i in rows.items()]
+        out.append("")
+    return out[:-1]
 
 
 def _thermal_section(heated: list[ModelResult], data: dict) -> list[str]:

@@ -29,10 +29,11 @@ from bam_identify.fitting.fit import (
     nested_start,
 )
 from bam_identify.fitting.job import FitJob
-from bam_identify.fitting.latency import latency_range
+from bam_identify.fitting.latency import latency_of
 from bam_identify.fitting.outcome import FitOutcome, conclude, write_fit_report
 from bam_identify.fitting.plan import FitPlan, ModelPlan, plan_fit
 from bam_identify.fitting.report import ModelResult
+from bam_identify.fitting.sensitivity import sensitivity
 from bam_sim.bench.bench_log import BenchLog
 from bam_sim.common.command import shielded, stop_requested
 from bam_sim.common.output_paths import write_new
@@ -127,7 +128,7 @@ def _save_result(plan: FitPlan, model: ModelPlan, settings: FitSettings, fitted:
                  base: ModelResult | None) -> ModelResult:
     """Score the set found on both splits, write it with its provenance; its result."""
     job, space = plan.job, model.space
-    train = Objective(space, plan.train.logs)
+    train = Objective(space, plan.train.logs, temperature_weight=job.temperature_weight)
     train_mae, train_t = train.errors(fitted.values)
     val_mae, val_t = (Objective(space, plan.validation.logs).errors(fitted.values)
                       if plan.validation.logs else (None, None))
@@ -145,7 +146,10 @@ def _save_result(plan: FitPlan, model: ModelPlan, settings: FitSettings, fitted:
         record["validation_temperature_mae"] = val_t
     if job.groups:
         record["groups"] = list(job.groups)
-    delays = latency_range(Objective(space, plan.train.logs), fitted.values)
+    # Each parameter's interval within --sensitivity % of the fit's error (export reads it).
+    intervals = sensitivity(train, fitted.values, job.sensitivity, logs=plan.train.logs)
+    record["sensitivity"] = intervals
+    delays = latency_of(intervals, space)
     if delays is not None:
         record["latency_range"] = [delays["low"], delays["high"]]
     if model.held:
@@ -155,7 +159,7 @@ def _save_result(plan: FitPlan, model: ModelPlan, settings: FitSettings, fitted:
     params = space.parameter_set(fitted.values, record)
     output = save_fit(params, model.output, job.force, fitted.interrupted)
     return ModelResult(params, train_mae, val_mae, fitted.trials, fitted.seconds, output,
-                       fitted.interrupted, train_t, val_t, delays)
+                       fitted.interrupted, train_t, val_t, delays, intervals)
 
 
 def save_fit(params: ParameterSet, output: Path, force: bool, interrupted: bool) -> Path:
