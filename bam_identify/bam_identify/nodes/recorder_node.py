@@ -48,7 +48,8 @@ NODE_NAME = "recorder"
 # name relative to the namespace ("/clock" is "clock").
 KNOWN_TOPICS = {topic.name.lstrip("/"): topic for topic in (
     contract.JOINT_STATES, contract.ACTUATOR_STATES, contract.BENCH_INFO,
-    contract.COMMANDS, contract.POSITION_COMMANDS, contract.TRIAL, contract.CLOCK)}
+    contract.COMMANDS, contract.POSITION_COMMANDS, contract.JOINT_COMMANDS, contract.TRIAL,
+    contract.CLOCK)}
 DEFAULT_TOPICS = [topic.name for topic in contract.RECORDED]
 # Default history depth of the recorder's subscriptions (at least the interface's): room
 # for bursts (a simulator faster than real time) while the callbacks catch up. The

@@ -20,9 +20,11 @@ from collections.abc import Callable, Sequence
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from bam_msgs.msg import ActuatorCommand
+from bam_sim.common import contract
 from bam_sim.common.actuator_topics import ActuatorTopics
 from bam_sim.common.commands import (
     CommandError,
@@ -31,7 +33,9 @@ from bam_sim.common.commands import (
     Rejections,
     check_command,
     parse_command,
+    parse_joint_command,
     parse_position_command,
+    refusal_kind,
 )
 from bam_sim.common.errors import BamError
 from bam_sim.common.sim_time import SimTime
@@ -161,7 +165,8 @@ class ActuatorNode(Node):
         """:attr:`topics` of :attr:`joint_names`, commands to this node's callbacks."""
         self.topics = ActuatorTopics(
             self, self.joint_names, control_units, input_voltages, publish_clock=publish_clock,
-            on_command=self._on_command, on_position_command=self._on_position_command)
+            on_command=self._on_command, on_position_command=self._on_position_command,
+            on_joint_command=self._on_joint_command)
 
     def _start_loop(self, name: str, rate: float, real_time_factor: float,
                     priority: int = 0) -> None:
@@ -194,30 +199,36 @@ class ActuatorNode(Node):
 
     # -- commands ----------------------------------------------------------------------
 
-    def _parse(self, parse: Callable[..., JointCommand], msg) -> JointCommand | None:
-        """``parse(msg, joints)``, or None with the command rejected."""
+    def _take(self, topic: contract.Topic, parse: Callable[..., JointCommand], msg) -> bool:
+        """``parse(msg, joints)`` applied (values checked there, as ``<topic>/value``);
+        False when the parse rejected it. The one path of every command topic."""
         try:
-            return parse(msg, self.joint_names)
+            command = parse(msg, self.joint_names)
         except CommandError as exc:
             self._rejections.reject(exc.kind, str(exc))
-            return None
+            return False
+        self._apply(refusal_kind(topic, "value"), command)
+        return True
 
     def _on_command(self, msg: ActuatorCommand) -> None:
-        command = self._parse(parse_command, msg)
-        if command is not None:
-            self._apply("commands/value", command)
+        self._take(contract.COMMANDS, parse_command, msg)
 
     def _on_position_command(self, msg: Float64MultiArray) -> None:
-        command = self._parse(parse_position_command, msg)
-        if command is None:
-            return
         n = len(self.joint_names)
-        if len(msg.data) > n:
+        if self._take(contract.POSITION_COMMANDS, parse_position_command, msg) \
+                and len(msg.data) > n:
             self._rejections.warn_once(
                 "position_commands/extra",
                 f"/position_commands holds {len(msg.data)} values; this node has {n} "
                 f"joint(s) ({', '.join(self.joint_names)}), using the first {n}")
-        self._apply("position_commands/value", command)
+
+    def _on_joint_command(self, msg: JointState) -> None:
+        """ros2_control's TopicBasedSystem commands (:func:`parse_joint_command`)."""
+        if self._take(contract.JOINT_COMMANDS, parse_joint_command, msg) and len(msg.velocity):
+            self._rejections.warn_once(
+                "joint_commands/velocity",
+                "/joint_commands holds velocities: ignored, this node's actuators follow "
+                "position goals only (drop the joints' 'velocity' command interface)")
 
 
 class SimNode(ActuatorNode):

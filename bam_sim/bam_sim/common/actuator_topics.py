@@ -46,7 +46,8 @@ class ActuatorTopics:
     def __init__(self, node: Node, joints: Sequence[str], control_units: Sequence[str],
                  input_voltages: Sequence[float], *, publish_clock: bool,
                  on_command: Callable[[ActuatorCommand], None],
-                 on_position_command: Callable[[Float64MultiArray], None]) -> None:
+                 on_position_command: Callable[[Float64MultiArray], None],
+                 on_joint_command: Callable[[JointState], None]) -> None:
         def publisher(msg_type, topic):
             return node.create_publisher(msg_type, topic.name, profile(topic.qos))
 
@@ -55,12 +56,13 @@ class ActuatorTopics:
         self._info_pub = publisher(BenchInfo, contract.BENCH_INFO)
         self._clock_pub = publisher(Clock, contract.CLOCK) if publish_clock else None
         self._node = node
+        # In the order of contract.ACTUATOR_SUBSCRIBES.
         self._subscriptions = [
-            node.create_subscription(ActuatorCommand, contract.COMMANDS.name, on_command,
-                                     profile(contract.COMMANDS.qos)),
-            node.create_subscription(Float64MultiArray, contract.POSITION_COMMANDS.name,
-                                     on_position_command,
-                                     profile(contract.POSITION_COMMANDS.qos))]
+            node.create_subscription(msg_type, topic.name, callback, profile(topic.qos))
+            for msg_type, topic, callback in (
+                (ActuatorCommand, contract.COMMANDS, on_command),
+                (Float64MultiArray, contract.POSITION_COMMANDS, on_position_command),
+                (JointState, contract.JOINT_COMMANDS, on_joint_command))]
         self._range = range(len(joints))
         self._stamp = Time()
         self.joint_msg = joint_state(joints)
@@ -117,8 +119,8 @@ class ActuatorTopics:
     @property
     def command_subscriptions(self) -> dict:
         """The subscriptions to the commands, by the contract's (relative) topic name."""
-        return dict(zip((contract.COMMANDS.name, contract.POSITION_COMMANDS.name),
-                        self._subscriptions))
+        return {topic.name: subscription for topic, subscription
+                in zip(contract.ACTUATOR_SUBSCRIBES, self._subscriptions, strict=True)}
 
     def destroy(self) -> None:
         """Destroy the subscriptions, then the publishers (idempotent).

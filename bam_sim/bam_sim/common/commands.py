@@ -1,11 +1,22 @@
-"""Parsing ``/bam/commands`` and ``/position_commands`` for a node's joints.
+"""Parsing the three command topics of a node's joints, with one validation.
 
-``/bam/commands`` arrays are empty (keep) or indexed like ``names``, which
-select this node's joints (names of other nodes' joints are ignored; a command
-naming none of ours is rejected); without names they hold one entry per joint
-in joint order. ``/position_commands`` holds one goal per joint in joint order.
-Rejected commands are logged once per kind and counted, never raised, so one
-bad publisher cannot stop a bench.
+``/bam/commands`` (ActuatorCommand), ``/position_commands`` (Float64MultiArray)
+and ``/joint_commands`` (JointState, as ros2_control's TopicBasedSystem writes
+it) each become one :class:`JointCommand`, refused alike:
+
+* names select this node's joints, in any order, any subset; names of other
+  nodes' joints are ignored, so nodes sharing a namespace share one command; a
+  command naming none of ours, or a joint twice, is refused (``<topic>/joint``);
+* every array is empty (keep) or holds one entry per name (``<topic>/length``);
+  ``/bam/commands`` without names holds one entry per joint in joint order, as
+  ``/position_commands`` always does;
+* the values (goal outside the actuator's range, NaN, inf, gains):
+  :func:`check_command`, which the node runs before anything moves
+  (``<topic>/value``), simulations and drivers alike.
+
+``<topic>`` is the topic's last name (``commands``, ``position_commands``,
+``joint_commands``). Rejected commands are logged once per kind and counted,
+never raised, so one bad publisher cannot stop a bench.
 """
 
 from __future__ import annotations
@@ -15,13 +26,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from bam_sim.common import contract
 from bam_sim.common.errors import BamError
 
 if TYPE_CHECKING:  # messages are read by attribute: the parsing itself needs no ROS
     from rclpy.node import Node
+    from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
 
     from bam_msgs.msg import ActuatorCommand
+
+
+def refusal_kind(topic: contract.Topic, what: str) -> str:
+    """The counted kind of a refusal: the topic's last name, then what was wrong."""
+    return f"{topic.name.rsplit('/', 1)[-1]}/{what}"
 
 
 @dataclass(frozen=True)
@@ -76,46 +94,69 @@ class CommandError(Exception):
         self.kind = kind
 
 
+def _refused(topic: contract.Topic, what: str, reason: str) -> CommandError:
+    """The refusal of a ``topic`` message: kind ``<topic>/<what>``, reason after its name."""
+    return CommandError(refusal_kind(topic, what), f"/{topic.name} {reason}")
+
+
+def _check_lengths(topic: contract.Topic, size: int, arrays: dict[str, Sequence],
+                   expected: str) -> None:
+    """Each of ``arrays`` empty or ``size`` long (CommandError ``<topic>/length``)."""
+    wrong = [f"{key} has {len(v)}" for key, v in arrays.items() if len(v) not in (0, size)]
+    if wrong:
+        raise _refused(topic, "length", f"arrays must be empty or hold {expected} entries, "
+                       f"but {', '.join(wrong)}")
+
+
+def _select(topic: contract.Topic, names: Sequence[str],
+            joints: Sequence[str]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The joints ``names`` select: (joint indices, rows of the arrays); other nodes'
+    names are skipped (CommandError ``<topic>/joint``: a name twice, none of ours)."""
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise _refused(topic, "joint", f"names joint(s) {twice} more than once; give each "
+                       "joint once")
+    pairs = [(joints.index(n), i) for i, n in enumerate(names) if n in joints]
+    if not pairs:
+        what = f"this bench's joint '{joints[0]}'" if len(joints) == 1 else \
+            f"any of this node's joints ({', '.join(joints)})"
+        raise _refused(topic, "joint", f"names {list(names)} do not include {what}")
+    indices, rows = zip(*pairs, strict=True)
+    return tuple(indices), tuple(rows)
+
+
+def _pick(values: Sequence, rows: Sequence[int], convert) -> tuple | None:
+    """``values`` at ``rows``, converted; None (keep) when ``values`` is empty."""
+    return tuple(convert(values[i]) for i in rows) if len(values) else None
+
+
 def parse_command(msg: ActuatorCommand, joints: Sequence[str]) -> JointCommand:
     """The part of a ``/bam/commands`` message for ``joints`` (raises CommandError)."""
-    names = list(msg.names)
+    topic, names = contract.COMMANDS, list(msg.names)
     size = len(names) if names else len(joints)
-    fields = {"goal_positions": msg.goal_positions, "torque_enables": msg.torque_enables,
-              "gains": msg.gains}
-    wrong = [f"{key} has {len(v)}" for key, v in fields.items() if len(v) not in (0, size)]
-    if wrong:
-        if names:
-            expected = f"{size} (as names)"
-        elif len(joints) == 1:
-            expected = "1 (no names: a single entry)"
-        else:
-            expected = f"{size} (no names: one per joint, in order {', '.join(joints)})"
-        raise CommandError("commands/length", f"/bam/commands arrays must be empty or hold "
-                           f"{expected} entries, but {', '.join(wrong)}")
     if names:
-        twice = sorted({n for n in names if names.count(n) > 1})
-        if twice:
-            raise CommandError("commands/joint", f"/bam/commands names joint(s) {twice} more "
-                               "than once; give each joint once")
-        pairs = [(joints.index(n), i) for i, n in enumerate(names) if n in joints]
-        if not pairs:
-            what = f"this bench's joint '{joints[0]}'" if len(joints) == 1 else \
-                f"any of this node's joints ({', '.join(joints)})"
-            raise CommandError("commands/joint", f"/bam/commands names {names} do not "
-                               f"include {what}")
-        indices, rows = zip(*pairs, strict=True)
+        expected = f"{size} (as names)"
+    elif len(joints) == 1:
+        expected = "1 (no names: a single entry)"
+    else:
+        expected = f"{size} (no names: one per joint, in order {', '.join(joints)})"
+    _check_lengths(topic, size, {"goal_positions": msg.goal_positions,
+                                 "torque_enables": msg.torque_enables, "gains": msg.gains},
+                   expected)
+    if names:
+        indices, rows = _select(topic, names, joints)
     else:
         indices = rows = tuple(range(len(joints)))
-
-    def pick(values, convert):
-        return tuple(convert(values[i]) for i in rows) if len(values) else None
-
-    return JointCommand(tuple(indices), pick(msg.goal_positions, float),
-                        pick(msg.torque_enables, bool), pick(msg.gains, float))
+    return JointCommand(indices, _pick(msg.goal_positions, rows, float),
+                        _pick(msg.torque_enables, rows, bool), _pick(msg.gains, rows, float))
 
 
 def parse_position_command(msg: Float64MultiArray, joints: Sequence[str]) -> JointCommand:
-    """Goals of a ``/position_commands`` message, one per joint in order (CommandError)."""
+    """Goals of a ``/position_commands`` message, one per joint in order (CommandError).
+
+    Values past the node's joints are ignored (the node warns once): a forward
+    command controller may drive more joints than this node has.
+    """
     n = len(joints)
     if len(msg.data) < n:
         if n == 1:
@@ -123,8 +164,53 @@ def parse_position_command(msg: Float64MultiArray, joints: Sequence[str]) -> Joi
         else:
             reason = (f"holds {len(msg.data)} values; give one goal per joint, in order "
                       f"{', '.join(joints)}")
-        raise CommandError("position_commands/length", f"/position_commands {reason}")
+        raise _refused(contract.POSITION_COMMANDS, "length", reason)
     return JointCommand(tuple(range(n)), tuple(float(v) for v in msg.data[:n]))
+
+
+# What ros2_control's topic-based system writes on this topic, read in
+# ros-controls/topic_based_hardware_interfaces at d115f23614d7180e54027e8cb7f2df5a9d719d2d,
+# joint_state_topic_hardware_interface/src/joint_state_topic_hardware_interface.cpp
+# (JointStateTopicSystem::write; PickNik's topic_based_ros2_control, src/topic_based_system.cpp
+# at 6bd8d55e1c4ad3188770fe5c8b93b942bcede4a2, TopicBasedSystem::write, does the same):
+# once per controller-manager update, a sensor_msgs/JointState stamped with the node's
+# now(), ``name`` = every joint of the <ros2_control> block in URDF order, ``position``,
+# ``velocity``, ``effort`` = the commands of the joints that have that command interface
+# (a joint without one leaves that array shorter than ``name``: refused here as a length
+# mismatch), on a reliable, volatile, keep-last-1 publisher. It skips the message while
+# the sum over joints of |state - command| stays within trigger_joint_command_threshold
+# (1e-5 by default): set it to -1 so commands keep feeding a node's command watchdog.
+# Command interfaces start at NaN (ros2_control's Handle, hardware_interface/handle.hpp)
+# and NaN passes that test: until a controller writes them, the NaN goals are refused.
+def parse_joint_command(msg: JointState, joints: Sequence[str]) -> JointCommand:
+    """The goals of a ``/joint_commands`` message for ``joints`` (raises CommandError).
+
+    Every actuator here is a position-controlled servo, so of TopicBasedSystem's
+    command interfaces:
+
+    * ``position`` is the goal, one per name (an empty one is refused,
+      ``joint_commands/interface``: there is nothing this node could apply);
+    * ``velocity`` is checked for its length, then ignored (the node warns once):
+      no servo law here takes a velocity feed-forward, and the joint still goes
+      to its position goal; its values are not checked, as an unclaimed
+      velocity interface holds NaN;
+    * a non-empty ``effort`` is refused (``joint_commands/interface``): no
+      actuator here takes a torque command, and applying the position alone
+      would silently drop it.
+
+    ``header.stamp`` is not used (a goal is taken when it arrives, as on the
+    other topics); torque enables and gains are kept.
+    """
+    topic, names = contract.JOINT_COMMANDS, list(msg.name)
+    _check_lengths(topic, len(names), {"position": msg.position, "velocity": msg.velocity,
+                                       "effort": msg.effort}, f"{len(names)} (as name)")
+    if len(msg.effort) or not len(msg.position):
+        held = "effort" if len(msg.effort) else "no position"
+        raise _refused(topic, "interface", f"holds {held}; this node takes position "
+                       "commands only: give its joints a 'position' command interface "
+                       "(velocity is ignored, effort refused)")
+    indices, rows = _select(topic, names, joints)
+    return JointCommand(indices, _pick(msg.position, rows, float))
 
 
 class Rejections:

@@ -13,8 +13,10 @@ QoS choices:
 * bench description (``/bam/bench_info``): reliable, transient local, depth
   1 — published once, received by whoever joins later (a recorder started
   after the bench);
-* commands (``/bam/commands``, ``/position_commands``): reliable, keep last
-  10 — a dropped goal or torque-off must not go unnoticed;
+* commands (``/bam/commands``, ``/position_commands``, ``/joint_commands``):
+  reliable, keep last 10 — a dropped goal or torque-off must not go unnoticed;
+  ros2_control's TopicBasedSystem publishes ``joint_commands`` reliable,
+  volatile, keep last 1, which matches;
 * trial markers (``/bam/trial``): reliable, transient local, depth 100 —
   markers published before a recorder joined are still delivered;
 * ``/clock``: best effort, keep last 1, as rclpy's time source subscribes.
@@ -61,6 +63,10 @@ ACTUATOR_STATES = Topic("bam/actuator_states", "bam_msgs/msg/ActuatorStateArray"
 BENCH_INFO = Topic("bam/bench_info", "bam_msgs/msg/BenchInfo", LATCHED_QOS)
 COMMANDS = Topic("bam/commands", "bam_msgs/msg/ActuatorCommand", COMMAND_QOS)
 POSITION_COMMANDS = Topic("position_commands", "std_msgs/msg/Float64MultiArray", COMMAND_QOS)
+# What ros2_control's topic-based hardware interface (TopicBasedSystem, now
+# joint_state_topic_hardware_interface/JointStateTopicSystem) writes on its
+# ``joint_commands_topic``: joint names with position commands (parsed in commands.py).
+JOINT_COMMANDS = Topic("joint_commands", "sensor_msgs/msg/JointState", COMMAND_QOS)
 TRIAL = Topic("bam/trial", "bam_msgs/msg/Trial", MARKER_QOS)
 CLOCK = Topic("/clock", "rosgraph_msgs/msg/Clock", CLOCK_QOS)
 RUN_TRAJECTORY_ACTION = "bam/run_trajectory"
@@ -68,6 +74,6 @@ RUN_TRAJECTORY_ACTION = "bam/run_trajectory"
 # What an actuator node (simulated or hardware) publishes and subscribes to:
 # the sim/real swap contract.
 ACTUATOR_PUBLISHES = (JOINT_STATES, ACTUATOR_STATES, BENCH_INFO)
-ACTUATOR_SUBSCRIBES = (COMMANDS, POSITION_COMMANDS)
+ACTUATOR_SUBSCRIBES = (COMMANDS, POSITION_COMMANDS, JOINT_COMMANDS)
 # What a bench recording holds (identification reads these).
 RECORDED = (JOINT_STATES, ACTUATOR_STATES, BENCH_INFO, TRIAL)

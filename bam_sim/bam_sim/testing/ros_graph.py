@@ -20,7 +20,7 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import QoSProfile
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -38,6 +38,11 @@ def stamp_ns(msg) -> int:
 
 
 PROBE_DEPTH = 10000  # messages a probe subscription may hold before they are taken
+# The publisher of ros2_control's TopicBasedSystem on its joint_commands_topic,
+# rclcpp::QoS(1): reliable, volatile, keep last 1 (the source is cited in
+# bam_sim.common.commands, above parse_joint_command).
+TOPIC_BASED_SYSTEM_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                                    durability=DurabilityPolicy.VOLATILE)
 
 
 def wait_for(predicate: Callable[[], object], what: str, timeout: float,
@@ -149,8 +154,10 @@ class ActuatorProbe:
 
     The probe records /joint_states and /bam/actuator_states
     (:attr:`joint_states`, :attr:`actuator_states`; with ``received``, as
-    ``(time.monotonic(), msg)`` pairs) and publishes on /bam/commands and
-    /position_commands (:attr:`commands`, :attr:`positions`, :meth:`send`).
+    ``(time.monotonic(), msg)`` pairs) and publishes on /bam/commands,
+    /position_commands and, as ros2_control's TopicBasedSystem does,
+    /joint_commands (:attr:`commands`, :attr:`positions`,
+    :attr:`joint_commands`, :meth:`send`, :meth:`stream_joint_commands`).
     A subclass records more topics with :meth:`record`, then calls
     :meth:`start`. ``name`` prefixes the probe's node names.
     """
@@ -170,6 +177,8 @@ class ActuatorProbe:
         self.positions = self.probe.create_publisher(
             Float64MultiArray, contract.POSITION_COMMANDS.name,
             profile(contract.POSITION_COMMANDS.qos))
+        self.joint_commands = self.probe.create_publisher(
+            JointState, contract.JOINT_COMMANDS.name, TOPIC_BASED_SYSTEM_QOS)
         self.executor = SingleThreadedExecutor(context=node.context)
         self.spinner = Spinner(self.executor, timeout)
 
@@ -216,18 +225,44 @@ class ActuatorProbe:
         wait_for(predicate, what, self.timeout if timeout is None else timeout)
 
     def wait_ready(self) -> None:
-        """States flowing to the probe; both command publishers matched to the node's
-        subscriptions, on both sides, so the first command sent is received."""
+        """States flowing to the probe; every command publisher matched to the node's
+        subscription, on both sides, so the first command sent is received."""
         self.wait_for(lambda: len(self.joint_states) > 2 and len(self.actuator_states) > 2,
                       "states")
         subscriptions = self.node.topics.command_subscriptions
         for topic, publisher in ((contract.COMMANDS, self.commands),
-                                 (contract.POSITION_COMMANDS, self.positions)):
+                                 (contract.POSITION_COMMANDS, self.positions),
+                                 (contract.JOINT_COMMANDS, self.joint_commands)):
             wait_matched(publisher, "the node's command subscription", self.timeout,
                          [subscriptions[topic.name]])
 
-    def send(self, msg: ActuatorCommand | Float64MultiArray) -> None:
-        (self.positions if isinstance(msg, Float64MultiArray) else self.commands).publish(msg)
+    def send(self, msg: ActuatorCommand | Float64MultiArray | JointState) -> None:
+        """``msg`` on its command topic (by its type)."""
+        publisher = {Float64MultiArray: self.positions, JointState: self.joint_commands}.get(
+            type(msg), self.commands)
+        publisher.publish(msg)
+
+    def joint_command(self, names: list[str], position: list[float],
+                      velocity: list[float] | None = None,
+                      effort: list[float] | None = None) -> JointState:
+        """A /joint_commands message as TopicBasedSystem writes it: stamped now (the
+        probe's clock), its joints' names and the arrays of their command interfaces."""
+        msg = JointState(name=list(names), position=[float(v) for v in position],
+                         velocity=[float(v) for v in velocity or ()],
+                         effort=[float(v) for v in effort or ()])
+        msg.header.stamp = self.probe.get_clock().now().to_msg()
+        return msg
+
+    def stream_joint_commands(self, names: list[str], position: list[float], *,
+                              velocity: list[float] | None = None, rate: float = 100.0,
+                              count: int = 20) -> None:
+        """``count`` /joint_commands messages at ``rate`` Hz, as a controller manager
+        updating at ``rate`` sends a held command (each freshly stamped). The pace is the
+        sender's only; what the test checks waits on the node's states."""
+        start = time.monotonic()
+        for k in range(count):
+            self.joint_commands.publish(self.joint_command(names, position, velocity))
+            time.sleep(max(0.0, start + (k + 1) / rate - time.monotonic()))
 
     def send_goals(self, goals: dict[str, float]) -> None:
         """Send ``goals`` (joint → rad) on /bam/commands; return once the node's actuator
