@@ -9,6 +9,7 @@ a flag, so the exit code is 128 + the first signal.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -23,6 +24,7 @@ from bam_sim.common import tick_loop
 from bam_sim.common.contract import POSITION_COMMANDS
 from bam_sim.common.qos import profile
 from bam_sim.nodes.pendulum_node import PendulumNode
+from bam_sim.testing import stop_stress as ss
 from bam_sim.testing.ros_context import private_context, ros_domain
 from bam_sim.testing.ros_graph import wait_for, wait_matched
 
@@ -177,3 +179,42 @@ def test_a_teardown_that_never_ends_is_cut_after_the_node_is_released():
     assert done.stdout.split() == ["released"], done.stdout
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and f"within {TEARDOWN_LIMIT:g} s" in lines[0], done.stderr
+
+
+# The pendulum as installed, with a numba listener that says when its first compilation
+# starts: the stop is sent while the stepper's kernel compiles in an empty cache.
+PENDULUM_COMPILING = """
+import sys
+from numba.core import event
+
+class Said(event.Listener):
+    said = False
+    def on_start(self, ev):
+        if not self.said:
+            self.said = True
+            print("numba compiling", flush=True)
+    def on_end(self, ev):
+        pass
+
+event.register("numba:compile", Said())
+from bam_sim.nodes.pendulum_node import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_simulator_stopped_while_it_compiles_exits_at_once(tmp_path, signum):
+    """A sim node holds no hardware while it is built: a stop cuts its kernel's compilation
+    short (seconds, tens of them on a loaded machine) rather than waiting for it."""
+    env = {**os.environ, "ROS_DOMAIN_ID": str(DOMAIN), "NUMBA_CACHE_DIR": str(tmp_path / "nb"),
+           "PYTHONUNBUFFERED": "1"}
+    started = ss.start("pendulum", [sys.executable, "-c", PENDULUM_COMPILING, "--ros-args",
+                                    "-r", "__ns:=/compiling"], tmp_path / "pendulum.log",
+                       (signum,), env=env)
+    try:
+        started.wait_output("numba compiling", timeout=TIMEOUT)
+        (stop,) = ss.stop_all([started])
+    finally:
+        ss.kill_leftovers([started])
+    assert stop.clean, stop.describe()
+    assert stop.returncode == 128 + signum

@@ -237,7 +237,14 @@ class SimNode(ActuatorNode):
     A subclass also implements :meth:`_command` (apply a :class:`JointCommand`
     to its simulator, raising BamError for bad values), and calls
     :meth:`_start_clock` in :meth:`_setup`.
+
+    Its construction holds no hardware, so a stop signal may cut it short
+    (:data:`INTERRUPTIBLE_START`, read by :func:`bam_sim.common.runner.run_node`): a
+    node stopped while numba compiles its kernel exits at once, not after the
+    compilation (seconds, or tens of seconds on a loaded machine).
     """
+
+    INTERRUPTIBLE_START = True
 
     def __init__(self, default_name: str, **kwargs) -> None:
         self._watchdog = Watchdog(0)
