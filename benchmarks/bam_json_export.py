@@ -1,10 +1,10 @@
 """BAM JSON export checked by its reader: the reference implementation simulates every
 exported set like we do.
 
-For each published parameter set (M1..M6 of the MX, XL and eRob servos, M1 of the
-STS3215 at 7.4 V and 12 V), plus the richest set of each actuator with a bench offset
-q_offset = 0.02 rad (the published MX and eRob sets have 0), the
-set is exported with ``bam_identify export``'s writer
+For each published parameter set (M1..M6 of the MX, XL, eRob and STS3215 (7.4 V)
+servos, M1 of the STS3215 at 12 V, M4 and M6 of the Waveshare ST3025), plus the
+richest set of each actuator with a bench offset q_offset = 0.02 rad (the published
+MX and eRob sets have 0), the set is exported with ``bam_identify export``'s writer
 (:func:`bam_sim.models.files.bam_json.parameters_to_json`), loaded in the reference
 implementation (``better-actuator-models``, ``bam.model.load_model(path)``, in its own
 venv set up by ``setup_reference.sh``, see reference_json_runner.py) and rolled out on
@@ -12,6 +12,12 @@ the same logs as ours (:func:`bam_sim.bench.rollouts.rollout` of the original se
 control recomputed from the simulated state in both. Reported: whether the reference
 read back every parameter value bit for bit, and the largest position difference per
 set (target ≤ 1e-9 rad).
+
+The reference must be the version a set came from (``SOURCE``): the STS3215's M2..M6
+(with their command_delay) come from Rhoban/bam 31e5b97 and the ST3025 (its actuator
+``waveshare_st3025``) from pull request #12 at 27f3fa5, which the pinned
+``better-actuator-models`` 1.0.2 of setup_reference.sh predates: with that venv, pass
+``--actuators`` without them, or point ``.venv-ref`` at an install of those commits.
 
 Logs: Table I benches × protocol trajectories of each actuator, recorded with its
 published M4 set (benchmarks/throughput.make_logs); only the initial states and the
@@ -41,7 +47,10 @@ from bam_sim.models.files.parameter_file import published
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 ACTUATORS = ("mx64", "mx106", "xl320", "xl330", "sts3215", "sts3215_12v", "erob80_50",
-             "erob80_100")
+             "erob80_100", "st3025")
+# Upstream commits later than the pinned release that a set of these actuators needs.
+SOURCE = {"sts3215": "31e5b97b3cabfe2b909850d483c4e84afa9781c4 (m2..m6)",
+          "st3025": "27f3fa5ba7e3b14371d1bcb7ee9fd26a89caa1d0"}
 TARGET = 1.0e-9  # rad (issue 16)
 SEED = 5
 

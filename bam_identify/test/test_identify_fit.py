@@ -17,6 +17,7 @@ from bam_identify.fitting.fit import (
 from bam_sim.bench.geometry import Bench
 from bam_sim.common.errors import BamError
 from bam_sim.models.files.parameter_file import published
+from bam_sim.models.parameter_set import ParameterSet
 
 pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
 
@@ -251,3 +252,19 @@ def test_fit_recovers_the_supply_sag_from_the_bus_voltage():
     assert objective.voltage_error(result.values) < 0.05  # V: the readings' rounding
     # a search without the sag ignores the readings
     assert Objective(SearchSpace.build("mx64", "m1"), logs).voltage_weight == 0.0
+
+
+def test_fit_recovers_an_st3025_set_with_its_law():
+    """The ST3025's law (no target slew, PWM limit 1.0, fitted duty-gain ratio) identified
+    from noiseless simulated logs: the motor of its published M6 (Rhoban/bam 27f3fa5) under
+    M1 friction. Bands as the STS3215's: noiseless logs, so only the optimiser's stop."""
+    m6 = published("st3025", "m6").values
+    truth = ParameterSet.build("st3025", "m1", {
+        name: m6[name] for name in ("kt", "R", "armature", "error_gain_ratio", "q_offset",
+                                    "friction_base", "friction_viscous")})
+    logs = paper_like_set(truth, 12, duration=4.0, seed=3)
+    result = identify(SearchSpace.build("st3025", "m1"), logs,
+                      FitSettings(trials=3000, seed=0, target=1e-5))
+    assert result.train_mae <= 1e-5
+    for name in ("kt", "R", "armature", "error_gain_ratio", "friction_base"):
+        assert result.values[name] == pytest.approx(truth.values[name], rel=0.02), name

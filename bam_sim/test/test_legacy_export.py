@@ -39,8 +39,9 @@ def _same(a: ParameterSet, b: ParameterSet) -> None:
 
 
 def test_published_files_are_all_covered():
-    # M1..M6 of the MX, XL and eRob servos; M1 of the STS3215 at 7.4 V and 12 V.
-    assert len(PUBLISHED) == (len(EXPORTABLE) - 2) * len(BAM_MODELS) + 2
+    # M1..M6 of the MX, XL and eRob servos and of the STS3215 at 7.4 V; M1 of the
+    # STS3215 at 12 V; M4 and M6 of the ST3025 (Rhoban/bam 27f3fa5).
+    assert len(PUBLISHED) == (len(EXPORTABLE) - 2) * len(BAM_MODELS) + 1 + 2
 
 
 @pytest.mark.parametrize("path", PUBLISHED, ids=lambda p: p.stem)
@@ -129,7 +130,9 @@ print(json.dumps({"model": model.name, "actuator": model.actuator_name,
 
 @pytest.mark.skipif(not REFERENCE_PYTHON.exists(),
                     reason="reference venv absent (bash benchmarks/setup_reference.sh)")
-@pytest.mark.parametrize("actuator", EXPORTABLE)
+# The reference venv holds better-actuator-models 1.0.2: the ST3025 came later (upstream
+# pull request #12), so its files load on upstream main only.
+@pytest.mark.parametrize("actuator", [a for a in EXPORTABLE if a != "st3025"])
 def test_reference_load_model_reads_every_parameter(actuator, tmp_path):
     """bam.model.load_model sets each of its parameters from the file, none left default."""
     for model in BAM_MODELS:

@@ -21,7 +21,10 @@ Two readers load an identified servo from this layout, and the file is written f
   and ``vin`` (:func:`law_constants`), and knows m1, m2, m5 and m6 only. Its law is
   the voltage law without the STS firmware's ratio and target slew. ``target=
   "isaaclab"`` writes an M3 or M4 set as its exact M5
-  (:mod:`bam_sim.models.bam.equivalence`) and refuses what that law cannot run.
+  (:mod:`bam_sim.models.bam.equivalence`) and refuses what that law cannot run. A servo
+  with a fitted ``error_gain_ratio`` and no slew (the ST3025) is written with
+  ``error_gain`` = duty gain × ratio, the same duty; reading such a file back here
+  recovers the ratio.
 
 Every file carries the law's constants and ``kp``, the gain the set is meant for; a
 set read from a file keeps that gain in its provenance (``provenance.kp``), so a round
@@ -46,12 +49,15 @@ from bam_sim.models.servo.actuators import ACTUATORS, VOLTAGE, Actuator, get_act
 # better-actuator-models 1.0.2); only these load there.
 REFERENCE_ACTUATORS = ("mx64", "mx106", "xl320", "xl330", "xl330i", "erob80_100",
                        "erob80_50", "sts3215", "unitree_go1")
+# Actuators upstream's registry gained later, with where: they load on its main only.
+LATER_ACTUATORS = {"waveshare_st3025": "Rhoban/bam pull request #12 (commit 27f3fa5)"}
 # Actuator names of the authors' files that are another name here: the 12 V STS3215 set of
-# their branch add_sts3215_12v_params names an actuator their registry does not have.
-_ACTUATOR_NAMES = {"sts321512v": "sts3215_12v"}
-# The same law at another supply: the reference's actuator of the same servo ("vin"
-# then tells them apart here).
-_EXPORT_NAMES = {"sts3215_12v": "sts3215"}
+# their branch add_sts3215_12v_params names an actuator their registry does not have; the
+# Waveshare ST3025 is waveshare_st3025 there.
+_ACTUATOR_NAMES = {"sts321512v": "sts3215_12v", "waveshare_st3025": "st3025"}
+# The name a set of ours is written under: the same law at another supply is the
+# reference's actuator of the same servo ("vin" then tells them apart here).
+_EXPORT_NAMES = {"sts3215_12v": "sts3215", "st3025": "waveshare_st3025"}
 # Parameter attributes every reference model has besides its friction ones
 # (Model.set_actuator and the actuators' initialize()).
 _REFERENCE_COMMON = ("kt", "R", "armature", "q_offset")
@@ -86,7 +92,7 @@ def parameters_from_json(text: str, where: str = "<string>") -> ParameterSet:
     actuator = _actuator_of(doc, where)
     _check_law(doc, get_actuator(actuator), where)
     values = {k: v for k, v in doc.items() if k not in _NOT_VALUES}
-    values |= _delay_of(doc, where)
+    values |= _delay_of(doc, where) | _ratio_of(doc, get_actuator(actuator), where)
     # What a file identified before a parameter existed leaves at the reference's start.
     for name, value in get_actuator(actuator).legacy_defaults.items():
         values.setdefault(name, value)
@@ -112,11 +118,12 @@ def _document(text: str, where: str) -> dict:
 
 def _actuator_of(doc: dict, where: str) -> str:
     """Our actuator name for a file's "actuator" (and "vin", where a supply tells it)."""
-    actuator = _ACTUATOR_NAMES.get(doc["actuator"], doc["actuator"])
+    raw = doc["actuator"]
+    actuator = _ACTUATOR_NAMES.get(raw, raw)
     if "vin" not in doc:
         return actuator
     supplies = {a.supply_voltage: a.name for a in ACTUATORS.values()
-                if _EXPORT_NAMES.get(a.name, a.name) == actuator}
+                if actuator == a.name or _EXPORT_NAMES.get(a.name, a.name) == raw}
     vin = number(doc["vin"], f"\"vin\" in {where}")
     if vin not in supplies:
         known = " and ".join(f"{v:g} V" for v in supplies) or "none"
@@ -126,8 +133,14 @@ def _actuator_of(doc: dict, where: str) -> str:
 
 
 def _check_law(doc: dict, actuator: Actuator, where: str) -> None:
-    """A file's firmware constants must be the law's here: they are the servo's, not fitted."""
+    """A file's firmware constants must be the law's here: they are the servo's, not fitted.
+
+    The one exception is Isaac Lab's file of a servo with a fitted ``error_gain_ratio``:
+    there ``error_gain`` is the product (:func:`_fold_gain_ratio`), read back as the ratio.
+    """
     constants = law_constants(actuator)
+    if _folded_ratio(doc, actuator):
+        constants["error_gain"] = number(doc["error_gain"], f"\"error_gain\" in {where}")
     for key in (k for k in _LAW_KEYS if k in doc and k != "vin"):
         if key not in constants:
             raise BamError(f"{where}: \"{key}\" is no constant of the {actuator.name}'s "
@@ -143,6 +156,19 @@ def _same_constant(given: object, own: float | None, name: str) -> bool:
     if given is None or own is None:
         return given is own
     return math.isclose(number(given, name), own, rel_tol=1e-9)
+
+
+def _folded_ratio(doc: dict, actuator: Actuator) -> bool:
+    """A file whose error_gain carries the servo's fitted ratio (Isaac Lab's, written here)."""
+    return ("error_gain_ratio" in actuator.motor_bounds and "error_gain_ratio" not in doc
+            and "error_gain" in doc and "max_velocity" not in actuator.motor_bounds)
+
+
+def _ratio_of(doc: dict, actuator: Actuator, where: str) -> dict[str, float]:
+    if not _folded_ratio(doc, actuator):
+        return {}
+    gain = number(doc["error_gain"], f"\"error_gain\" in {where}", low=0.0, low_open=True)
+    return {"error_gain_ratio": gain / actuator.duty_gain}
 
 
 def _delay_of(doc: dict, where: str) -> dict[str, float]:
@@ -175,10 +201,19 @@ def parameters_to_json(params: ParameterSet, kp: float | None = None,
     doc: dict[str, object] = {n: float(params.values[n]) for n in names}
     doc[COMMAND_DELAY] = float(params.values.get(_DELAY, 0.0))
     doc |= law_constants(act)
+    if target == ISAACLAB:
+        _fold_gain_ratio(doc)
     doc["kp"] = _gain(kp, "kp") if kp is not None else _default_gain(params)
     doc["model"] = params.model
     doc["actuator"] = _EXPORT_NAMES.get(params.actuator, params.actuator)
     return json.dumps(doc, indent=4) + "\n"
+
+
+def _fold_gain_ratio(doc: dict[str, object]) -> None:
+    """Isaac Lab's law has no error_gain_ratio: its duty kp·error_gain·e carries it exactly."""
+    ratio = doc.pop("error_gain_ratio", None)
+    if ratio is not None:
+        doc["error_gain"] = float(doc["error_gain"]) * float(ratio)
 
 
 def _default_gain(params: ParameterSet) -> float:
@@ -191,10 +226,10 @@ def _default_gain(params: ParameterSet) -> float:
 def _check_exportable(params: ParameterSet) -> None:
     act, mdl = params.actuator_def, params.model_def
     what = f"{act.name} {mdl.name}"
-    if _EXPORT_NAMES.get(act.name, act.name) not in REFERENCE_ACTUATORS:
+    known = REFERENCE_ACTUATORS + tuple(LATER_ACTUATORS)
+    if _EXPORT_NAMES.get(act.name, act.name) not in known:
         raise BamError(f"actuator {act.name} has no BAM JSON counterpart (its readers know "
-                       f"{', '.join(REFERENCE_ACTUATORS)}); export it as a MuJoCo dcmotor "
-                       "MJCF instead")
+                       f"{', '.join(known)}); export it as a MuJoCo dcmotor MJCF instead")
     if mdl.name not in BAM_MODELS:
         raise BamError(f"model {mdl.name} ({what}) has no BAM JSON counterpart (its readers "
                        f"know {', '.join(BAM_MODELS)}); fit one of those to export it")

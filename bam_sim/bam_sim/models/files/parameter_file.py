@@ -242,6 +242,7 @@ def published(actuator: str, model: str) -> ParameterSet:
     source = resources.files("bam_sim.models.files").joinpath("published", name)
     if not source.is_file():
         raise BamError(f"there is no published {mdl.name} set of {actuator} (the published "
-                       "release holds M1..M6 of the MX, XL and eRob servos, M1 of the "
-                       "STS3215); give a parameter file, e.g. one written by 'fit'")
+                       "sets are M1..M6 of the MX, XL, eRob and STS3215 (7.4 V) servos, M1 "
+                       "of the STS3215 at 12 V, M4 and M6 of the ST3025); give a parameter "
+                       "file, e.g. one written by 'fit'")
     return parse_yaml(source.read_text(encoding="utf-8"), f"published/{name}")

@@ -13,8 +13,13 @@ STS3215 constants come from the same release (``bam/feetech/actuator.py``:
 7.4 V supply, duty gain 0.166 per radian and unit of the P register measured
 with an oscilloscope, PWM limit 0.97, the firmware target's default rate of
 3400 steps/s), and the 12 V set of its branch ``add_sts3215_12v_params``
-(commit ce4176b) was identified with the same law at 12 V. Plain data (no
-numba): the drivers read it too.
+(commit ce4176b) was identified with the same law at 12 V; its M2..M6 sets are those
+of Rhoban/bam commit 31e5b97 (``bam/params/feetech_sts3215_7_4V``). The Waveshare
+ST3025 (12 V) is the law of Rhoban/bam pull request #12 at commit 27f3fa5
+(``bam/waveshare/actuator.py``): the STS duty law with the STS3215's duty gain 0.166
+and its fitted ``error_gain_ratio``, no target slew, PWM limit 1.0 (BAM's default: the
+ST3025's own limit is not measured), no firmware current limit, no gear ratio or
+encoder term in the law. Plain data (no numba): the drivers read it too.
 """
 
 from __future__ import annotations
@@ -141,7 +146,7 @@ STS_TARGET_RATE = 3400.0 * 2.0 * math.pi / 4096.0
 def _feetech_sts(name: str, title: str, supply: float) -> Actuator:
     return Actuator(
         name=name, title=title, family=VOLTAGE, supply_voltage=supply,
-        # Only an M1 set is published.
+        # M1 is published at both supplies (M2..M6 at 7.4 V since Rhoban/bam 31e5b97).
         driver="feetech", control_table=name, emulator_model="m1",
         duty_gain=0.166, max_duty=0.97,
         # The release frees the duty gain's ratio and the target rate with the motor.
@@ -153,6 +158,26 @@ def _feetech_sts(name: str, title: str, supply: float) -> Actuator:
                 "current": 5.0, "thermal": 20.0},
         # P coefficient register 0..254 (default 32); one turn of 4096 steps.
         gains=(8.0, 16.0, 32.0, 64.0), masses=(0.2, 0.35, 0.5), lengths=(0.1, 0.15, 0.2),
+        goal_range=(-math.pi, math.pi - 2.0 * math.pi / 4096), gain_limit=254.0,
+    )
+
+
+def _waveshare_st3025() -> Actuator:
+    # Rhoban/bam 27f3fa5 bam/waveshare/actuator.py: vin 12 V, kp 32, error_gain 0.166,
+    # max_pwm 1.0; it identifies kt in [0.05, 2.5] (from the datasheet's 0.8826 N·m/A),
+    # error_gain_ratio in [0.1, 10], R in [0.1, 10], armature in [1e-5, 0.04]. No driver
+    # here: upstream runs it with the STS3215's position control, but our Feetech driver
+    # has no ST3025 control table (limits, supply check) to serve it with.
+    return Actuator(
+        name="st3025", title="Waveshare ST3025 (12 V)", family=VOLTAGE, supply_voltage=12.0,
+        duty_gain=0.166, max_duty=1.0,
+        motor_bounds={"kt": (0.05, 2.5), "R": (0.1, 10.0), "armature": (1e-5, 0.04),
+                      "error_gain_ratio": (0.1, 10.0)},
+        legacy_defaults={"error_gain_ratio": 1.0},
+        scales={"friction": 0.5, "viscous": 0.2, "stiffness": 1500.0, "damping": 3.0,
+                "current": 5.0, "thermal": 20.0},
+        # Upstream's bench: P gains 4, 8, 16, 32 (8 held out there as the test gain).
+        gains=(4.0, 8.0, 16.0, 32.0), masses=(0.2, 0.35, 0.5), lengths=(0.1, 0.15, 0.2),
         goal_range=(-math.pi, math.pi - 2.0 * math.pi / 4096), gain_limit=254.0,
     )
 
@@ -210,6 +235,23 @@ ACTUATORS: dict[str, Actuator] = {
                       {"kt": (0.25, 1.5), "R": (3.0, 40.0), "armature": (1e-4, 0.01)},
                       masses=(0.05, 0.1, 0.15), lengths=(0.05, 0.1, 0.15)),
         # One turn of 4096 steps; P gain 0..16383 (default 400); 1.75 A current limit.
+        # Near its limits, from evidence (the authors' eight XL330 logs, README "Real
+        # servo (XL330)"; ROBOTIS e-Manual, XL330-M288 control table):
+        # - position mode under a sagging supply: the firmware's duty does not depend on
+        #   the supply. The recorded Present PWM equals kp·duty_gain·(goal − q) to 0.5 %
+        #   (99th percentile) while input_volts sags to 6.0 V, so the law applies
+        #   duty·V_in: modelled (the law; the `supply` group for the sag).
+        # - PWM Limit(36) = 885 (full duty, max_duty 1.0): modelled, never reached in
+        #   the logs (largest duty 0.71, 629 counts, at kp 200). PWM Slope(62) (140:
+        #   277 mV/ms) is not modelled: the law's duty moves 0.04 per 5 ms at most there,
+        #   under a fifth of the slope.
+        # - Current Limit(38) = 1,750 mA: kept because the authors' release models it
+        #   (max_current) and the published sets were identified with it. The e-Manual
+        #   applies it in torque and current-based position modes only, not in position
+        #   mode; in the logs it never binds (current estimated from the recorded duty,
+        #   input_volts and speed: 1.23 A at most with kt, R fitted at kp 100, 1.87 A
+        #   with the published M6 kt, R, and the recorded duty never falls below the
+        #   law's), so the data neither need nor refute it.
         _dynamixel_xl("xl330", "Dynamixel XL330", "xl330_m288", XL330_DUTY_GAIN,
                       (100.0, 200.0, 400.0, 800.0), 16383.0,
                       (-math.pi, math.pi - 2.0 * math.pi / 4096),
@@ -219,13 +261,14 @@ ACTUATORS: dict[str, Actuator] = {
                       firmware_current_limit=1.75),
         _feetech_sts("sts3215", "Feetech STS3215 (7.4 V)", 7.4),
         _feetech_sts("sts3215_12v", "Feetech STS3215 (12 V)", 12.0),
+        _waveshare_st3025(),
         _dcmotor(),
     )
 }
 
 
 def get_actuator(name: str) -> Actuator:
-    """Lookup by name (mx64, mx106, xl320, xl330, sts3215, sts3215_12v, erob80_50, ...)."""
+    """Lookup by name (mx64, mx106, xl320, xl330, sts3215, sts3215_12v, st3025, erob80_50, ...)."""
     key = str(name).strip().lower()
     if key not in ACTUATORS:
         raise BamError(f"unknown actuator '{name}'; choose one of {', '.join(ACTUATORS)}")
