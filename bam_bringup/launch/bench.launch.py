@@ -138,7 +138,7 @@ def generate_launch_description() -> LaunchDescription:
     bench = {"mass": number("mass"), "length": number("length"), "arm_mass": number("arm_mass")}
     return LaunchDescription([
         DeclareLaunchArgument("actuator", default_value="mx64", description=(
-            "actuator type (mx64, mx106, xl320, xl330, sts3215, sts3215_12v, erob80_50, "
+            "actuator type (mx64, mx106, xl320, xl330, sts3215, sts3215_12v, st3025, erob80_50, "
             "erob80_100; sim:=false: mx64, mx106, xl320, xl330 with driver:=dynamixel, "
             "sts3215, sts3215_12v with driver:=feetech, erob80_50, erob80_100 with "
             "driver:=erob)")),
