@@ -20,6 +20,7 @@ from bam_sim.bench.geometry import Bench
 from bam_sim.common.errors import BamError
 from bam_sim.models.files.parameter_file import published
 from bam_sim.models.parameter_set import ParameterSet
+from bam_sim.models.servo.actuators import get_actuator
 
 
 def test_warnings_for_what_the_data_cannot_identify():
@@ -30,9 +31,38 @@ def test_warnings_for_what_the_data_cannot_identify():
     assert any("single mass/length setup" in w and "m4" in w for w in warnings)
     assert any("no torque-off segment" in w for w in warnings)
     assert any("kp=8" in w for w in warnings)
-    assert identifiability_warnings(one_setup, ["m1", "m2"])[0].startswith("no torque-off")
+    # One setup warns for every model; the load-dependent terms only for M3..M6.
+    first = identifiability_warnings(one_setup, ["m1", "m2"])[0]
+    assert "single mass/length setup" in first and "load-dependent" not in first
     varied = paper_like_set(truth, 8, duration=3.0)
     assert identifiability_warnings(varied, ["m4"]) == []
+
+
+def test_one_setup_names_the_fixed_combinations_and_what_to_record():
+    """Real-data identifiability: one mass and length, kt and R through the firmware gain."""
+    truth = published("xl330", "m4")
+    act = get_actuator("xl330")
+    one_setup = [record(truth, Bench(0.49, 0.1), kp, "lift_drop", duration=2.0)
+                 for kp in (100.0, 200.0)]
+    warnings = identifiability_warnings(one_setup, ["m1", "m4"], (), act)
+    setup = [w for w in warnings if "single mass/length setup" in w]
+    assert len(setup) == 1 and "0.49 kg at 0.1 m" in setup[0]
+    assert "another mass or another length" in setup[0] and "m4" in setup[0]
+    motor = [w for w in warnings if w.startswith("kt and R are not fixed apart")]
+    assert len(motor) == 1
+    assert "kt/R" in motor[0] and "kt²/R" in motor[0] and "free swing" in motor[0]
+    assert "present current" in motor[0]
+    # Two masses: no mass warning; the motor constants still need a free swing and a current.
+    two_masses = one_setup + [record(truth, Bench(0.2, 0.1), 100.0, "lift_drop",
+                                     duration=2.0)]
+    warnings = identifiability_warnings(two_masses, ["m1", "m4"], (), act)
+    assert not any("mass/length setup" in w for w in warnings)
+    assert any(w.startswith("kt and R are not fixed apart") for w in warnings)
+    # The current-law servos (no firmware duty) get no kt/R warning.
+    erob = [record(published("erob80_100", "m4"), Bench(5.0, 0.5), kp, "lift_drop",
+                   duration=2.0) for kp in (10.0, 50.0)]
+    assert not any(w.startswith("kt and R") for w in identifiability_warnings(
+        erob, ["m1"], (), get_actuator("erob80_100")))
 
 
 def test_report_files(tmp_path):

@@ -75,7 +75,7 @@ def plan_fit(job: FitJob) -> FitPlan:
                             study_name(job, dataset.actuator, model.name, len(models)))
                   for model in models)
     return FitPlan(job, actuator, plans, train, validation,
-                   tuple(identifiability_warnings(train.logs, names, job.groups)),
+                   tuple(identifiability_warnings(train.logs, names, job.groups, actuator)),
                    fit_provenance(job, dataset, train, validation))
 
 

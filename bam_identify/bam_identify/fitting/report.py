@@ -27,6 +27,7 @@ from bam_sim.common.errors import BamError
 from bam_sim.models.dcmotor.groups import get_group
 from bam_sim.models.files.parameter_file import write_atomic
 from bam_sim.models.parameter_set import ParameterSet
+from bam_sim.models.servo.actuators import VOLTAGE, Actuator
 
 LOAD_DEPENDENT = ("m3", "m4", "m5", "m6", "ep_load")
 # Why a report has no figures: a stop came before or while they were drawn (seconds of
@@ -84,16 +85,55 @@ def thermal_warnings(train: list[BenchLog]) -> list[str]:
             f"the servo by {THERMAL_SPAN:g} K or more, at several loads"]
 
 
-def identifiability_warnings(train: list[BenchLog], models: list[str],
-                             groups: tuple[str, ...] = ()) -> list[str]:
-    """What the training data cannot tell apart, for the models and groups asked."""
-    warnings = thermal_warnings(train) if "thermal" in groups else []
+# A free swing shorter than this (s of torque off in the training logs) barely constrains
+# the viscous friction alone, the one handle that separates k_t²/R from it.
+FREE_SWING = 1.0
+
+
+def _setup_warning(train: list[BenchLog], models: list[str]) -> list[str]:
+    """One mass/length setup: what the logs fix (ratios to this load), what they do not."""
     setups = {(log.bench.mass, log.bench.length, log.bench.arm_mass) for log in train}
+    if len(setups) != 1:
+        return []
+    mass, length, arm = next(iter(setups))
+    arm_text = f" and a {arm:g} kg arm" if arm else ""
     loaded = [m for m in models if m in LOAD_DEPENDENT]
-    if len(setups) == 1 and loaded:
-        warnings.append(f"a single mass/length setup in the training logs: the load-dependent "
-                        f"terms of {', '.join(loaded)} are not identifiable; record several "
-                        "masses or lengths")
+    load_terms = (f"; the load-dependent terms of {', '.join(loaded)} are not identifiable "
+                  "(gravity and motor torque vary together at one load)" if loaded else "")
+    return [f"a single mass/length setup in the training logs ({mass:g} kg at {length:g} m"
+            f"{arm_text}): the positions fix the motor torque, the inertia (armature + m·l²) "
+            "and the friction only relative to this one load (m·g·l), so an error in the "
+            "recorded mass or length moves kt/R and the armature with it instead of showing "
+            f"as error{load_terms}; record another mass or another length"]
+
+
+def _motor_warning(train: list[BenchLog], actuator: Actuator | None) -> list[str]:
+    """The voltage law's motor constants: the combinations the positions fix."""
+    if actuator is None or actuator.family != VOLTAGE:
+        return []
+    free = sum(float(np.count_nonzero(~log.enabled)) * log.dt for log in train)
+    swing = (f"the training logs hold {free:.1f} s of free swing (torque off)" if free
+             else "the training logs hold no free swing (torque off)")
+    return [f"kt and R are not fixed apart: the firmware drives the motor with the duty "
+            "kp·duty_gain·(goal − q) of the supply, so the positions fix kt/R (torque per "
+            "volt, through the firmware gain) and kt²/R + the viscous friction (the damping "
+            f"while the torque is on); only a free swing separates the viscous part ({swing})"
+            ", and no log records the motor current; record a free swing (torque off, "
+            f"released from horizontal, {FREE_SWING:g} s or more) and the servo's present "
+            "current to fix kt and R apart"]
+
+
+def identifiability_warnings(train: list[BenchLog], models: list[str],
+                             groups: tuple[str, ...] = (),
+                             actuator: Actuator | None = None) -> list[str]:
+    """What the training data cannot tell apart, for the models and groups asked.
+
+    Each warning says which combinations the logs fix and which they do not, and
+    names what to record next. ``actuator``: the voltage law's kt/R warning needs it.
+    """
+    warnings = thermal_warnings(train) if "thermal" in groups else []
+    warnings += _setup_warning(train, models)
+    warnings += _motor_warning(train, actuator)
     if all(log.enabled.all() for log in train):
         warnings.append("no torque-off segment in the training logs: viscous friction and the "
                         "motor's back-EMF cannot be separated; record a lift-and-drop trajectory")
