@@ -11,6 +11,7 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 import pytest
+from bam_sim_cases import PENDULUM
 
 from bam_sim.bench.rollouts import delayed_command
 from bam_sim.common.errors import BamError
@@ -26,18 +27,6 @@ from bam_sim.mujoco_arm.dcmotor_export import (
 )
 from bam_sim.testing.dcmotor_versions import controller, dcmotors, migrate_to_312
 
-PENDULUM = """<mujoco model="pendulum">
-  <option timestep="0.001"/>
-  <worldbody>
-    <body name="link">
-      <joint name="j" type="hinge" axis="0 1 0"/>
-      <geom type="capsule" fromto="0 0 0 0 0 -0.2" size="0.02" mass="0.5"/>
-    </body>
-  </worldbody>
-  <actuator>
-    <motor name="m" joint="j"/>
-  </actuator>
-</mujoco>"""
 DT = 0.001
 
 
