@@ -174,10 +174,7 @@ def _lugre_joint(p: np.ndarray, inertia: float, gravity_torque: float, q: float,
     return q + dt * dq_next, dq_next
 
 
-# Compiled once and called, not inlined: the DC-motor model is the largest body a
-# rollout kernel holds, and numba's IR inlining of it into every kernel was most of
-# their first compilation (README, "Where CI's time goes"); M1..M6 never take this path.
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def step_motor(
     model: int,
     family: int,
