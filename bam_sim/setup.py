@@ -29,6 +29,7 @@ setup(
             'simulate = bam_sim.bench.simulate_cli:main',
             'pendulum = bam_sim.nodes.pendulum_node:main',
             'arm = bam_sim.nodes.arm_node:main',
+            'monitor = bam_sim.nodes.monitor_node:main',
         ],
     },
 )

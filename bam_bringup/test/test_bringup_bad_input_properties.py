@@ -68,7 +68,8 @@ from bam_sim.bench.rollouts import rollout
 from bam_sim.bench.simulate_cli import main as simulate_main
 from bam_sim.bench.trajectory import command_log
 from bam_sim.models.files.parameter_file import published, save
-from bam_sim.nodes import arm_node, pendulum_node
+from bam_sim.models.parameter_set import ParameterSet
+from bam_sim.nodes import arm_node, monitor_node, pendulum_node
 from bam_sim.testing.cli_properties import (
     FAILURES,
     Run,
@@ -160,6 +161,9 @@ def populate(cwd: Path, shared: Shared) -> None:
     (cwd / "binary.bin").write_bytes(bytes(range(256)))
     save(published("mx64", "m1"), cwd / "m1.yaml")
     save(published("mx64", "m4"), cwd / "m4.yaml")
+    m4 = published("mx64", "m4")  # a fitted file: the monitor takes its validation MAE
+    save(ParameterSet.build("mx64", "m4", m4.values, {"validation_mae": 1e-3}),
+         cwd / "fitted.yaml")
     (cwd / "robot.xml").write_text(ROBOT)
     (cwd / "session.yaml").write_text(shared.session_yaml)
 
@@ -406,6 +410,10 @@ def _executables() -> list[Executable]:
           for slot, (name, module) in enumerate((
               ("pendulum", pendulum_node), ("arm", arm_node),
               ("trajectory", trajectory_node), ("recorder", recorder_node)))],
+        Executable("monitor", monitor_node.main, lambda s: [],
+                   {**node_options(monitor_node.PARAMETERS),
+                    "params_file": pool("in", "fitted.yaml", "m4.yaml")},
+                   check_node, prepare=chain(isolate_ros(4), bound_node_spin), node=True),
         *[Executable(name, module.main, lambda s: [], node_options(module.PARAMETERS),
                      check_node, prepare=chain(isolate_ros(4), bound_node_spin), node=True)
           for name, module in (("dynamixel", serial_servo_node), ("feetech", feetech_node),

@@ -71,6 +71,16 @@ TRIAL = Topic("bam/trial", "bam_msgs/msg/Trial", MARKER_QOS)
 CLOCK = Topic("/clock", "rosgraph_msgs/msg/Clock", CLOCK_QOS)
 RUN_TRAJECTORY_ACTION = "bam/run_trajectory"
 
+# The health monitor (bam_sim.nodes.monitor_node), in the actuator's namespace. Per joint,
+# stamped with the measured sample's stamp: position/velocity hold predicted − measured
+# (rad, rad/s) on residuals and the running MAE of each on mae. A JointState, not a
+# Float64MultiArray: it carries the stamp and the joint names, and every ROS plotting
+# and recording tool reads it; no custom message for two numbers per joint.
+MONITOR_RESIDUALS = Topic("monitor/residuals", "sensor_msgs/msg/JointState", STATE_QOS)
+MONITOR_MAE = Topic("monitor/mae", "sensor_msgs/msg/JointState", STATE_QOS)
+# ROS's aggregated diagnostics topic, absolute as every diagnostic_aggregator expects it.
+DIAGNOSTICS = Topic("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray", COMMAND_QOS)
+
 # What an actuator node (simulated or hardware) publishes and subscribes to:
 # the sim/real swap contract.
 ACTUATOR_PUBLISHES = (JOINT_STATES, ACTUATOR_STATES, BENCH_INFO)

@@ -1,0 +1,360 @@
+"""The identified model run in the shadow of a live actuator: the health monitor's core.
+
+A :class:`Shadow` is given, sample by sample, what a bench reports (measured
+position and velocity; the goal, torque enable and gain the servo acted on; its
+temperature and input voltage) and steps the identified model beside it with
+:class:`bam_sim.bench.stepper.BenchStepper`, one tick per sample. Every
+``resync_period`` the model is put back on the measured state, as a fit's reset
+period does: the residual then measures how well the model predicts the next
+second or so, not how far two chaotic trajectories drifted apart. Sample k is
+compared with the model's state k before the model takes command k (the tick
+convention of :mod:`bam_sim.bench.stepper`), so the true set against its own
+simulation gives a residual of exactly zero.
+
+Beside the identified model run two copies with the friction scaled by ŝ and
+ŝ(1 + ε): their difference is the sensitivity J of the position to the scale,
+and at the end of each window ŝ takes a damped Gauss-Newton step on the
+window's residual (ŝ += rate · ΣJr / (ΣJ² + λ)). That is a slowly varying
+friction multiplier fitted on the residual, which names a drift ("friction
++35 % since start") that the residual alone only shows as "worse". The
+identified model itself is never changed: the running MAE stays the distance to
+the model the thresholds were derived from.
+
+A window in which the measured joint does not move while the model moves it
+far is a jam. With the thermal group, the winding temperature the actuator
+reports gives the winding resistance R(T) = R_T0 (1 + α (T − T_0)), whose change
+since the first sample is named ("R +8 %: hot"); the model's winding starts each
+window at the reported temperature (its ambient set to it for that window: the
+thermal time constants are minutes, a window is a second).
+
+No ROS import: :mod:`bam_sim.nodes.monitor_node` is a thin node over it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from bam_sim.bench.geometry import Bench
+from bam_sim.bench.stepper import BenchStepper
+from bam_sim.common.errors import BamError
+from bam_sim.models.parameter_set import ParameterSet
+
+# The magnitudes of every friction family (BAM budgets, elasto-plastic, LuGre): a
+# friction "+50 %" multiplies all of them; the shapes (Stribeck speed, exponent)
+# stay. The load-dependent coefficients scale a torque, hence the budget, linearly.
+FRICTION_NAMES = (
+    "friction_base", "friction_stribeck", "friction_viscous",
+    "load_friction_base", "load_friction_stribeck", "load_friction_motor",
+    "load_friction_external", "load_friction_motor_stribeck",
+    "load_friction_external_stribeck", "load_friction_motor_quad",
+    "load_friction_external_quad", "lugre.coulomb", "lugre.static", "lugre.viscous",
+)
+PROBE_STEP = 0.1  # ε: the probe model's relative friction step (a finite difference)
+SCALE_RANGE = (0.1, 10.0)  # ŝ is kept here: beyond it the estimate only saturates
+MAX_STEP = 0.25  # largest relative change of ŝ in one window: one odd window cannot swing it
+# λ of the Gauss-Newton step per sample: sensitivities below 1 mrad per unit of scale
+# (a joint at rest, held by its controller) move nothing.
+SENSITIVITY_FLOOR = 1.0e-3
+# A jam: the joint moved less than JAM_STILL (a few encoder steps) in a window where the
+# model moved it more than JAM_MOVING.
+JAM_STILL = 0.005  # rad
+JAM_MOVING = 0.05  # rad
+
+
+class Measurement(NamedTuple):
+    """What the actuator reports at one tick (the command is the one it acts on)."""
+
+    position: float  # rad
+    velocity: float  # rad/s
+    goal: float  # rad
+    torque_enable: bool
+    gain: float
+    temperature: float = math.nan  # °C, NaN when not measured
+    input_voltage: float = math.nan  # V, NaN when not measured
+
+
+class Residual(NamedTuple):
+    """Predicted minus measured at one tick, and the running MAE after it."""
+
+    position: float  # rad
+    velocity: float  # rad/s
+    mae_position: float  # rad
+    mae_velocity: float  # rad/s
+
+
+@dataclass(frozen=True)
+class ShadowSettings:
+    """How the shadow follows the actuator (validated by :meth:`check`)."""
+
+    dt: float  # s, the period of the states (the model's time step)
+    resync_period: float = 1.0  # s between two re-syncs to the measured state
+    mae_window: float = 5.0  # s, time constant of the running MAE
+    friction_rate: float = 0.5  # fraction of the Gauss-Newton step taken per window
+
+    def check(self) -> ShadowSettings:
+        for name in ("dt", "resync_period", "mae_window"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0.0):
+                raise BamError(f"{name} must be > 0 s, got {value}")
+        if self.resync_period < self.dt:
+            raise BamError(f"resync_period ({self.resync_period:g} s) must be at least one "
+                           f"tick of the states ({self.dt:g} s)")
+        if not 0.0 <= self.friction_rate <= 1.0:
+            raise BamError(f"friction_rate must be in [0, 1], got {self.friction_rate}")
+        return self
+
+
+def friction_names(params: ParameterSet) -> tuple[str, ...]:
+    """The friction magnitudes ``params`` has (non-zero)."""
+    return tuple(n for n in FRICTION_NAMES if params.values.get(n, 0.0) > 0.0)
+
+
+def with_friction(params: ParameterSet, scale: float) -> ParameterSet:
+    """``params`` with every friction magnitude multiplied by ``scale``."""
+    if scale == 1.0:
+        return params
+    return params.replace(**{n: params.values[n] * scale for n in friction_names(params)})
+
+
+def has_thermal(params: ParameterSet) -> bool:
+    return params.values.get("thermal.resistance", 0.0) > 0.0
+
+
+def resistance_factor(params: ParameterSet, temperature: float) -> float:
+    """R(T)/R_T0 = 1 + α (T − T_0) of the thermal group (1 without it, or NaN T)."""
+    if not has_thermal(params) or not math.isfinite(temperature):
+        return 1.0
+    alpha = params.values.get("thermal.tempcoef", 0.0)
+    return 1.0 + alpha * (temperature - params.values.get("thermal.reftemp", 25.0))
+
+
+class FrictionTracker:
+    """ŝ, a multiplier of the friction budget, fitted window by window on the residual."""
+
+    def __init__(self, rate: float, scale: float = 1.0) -> None:
+        self.scale = scale
+        self._rate = rate
+        self._sum_jr = self._sum_jj = 0.0
+        self._count = 0
+
+    def add(self, sensitivity: float, residual: float) -> None:
+        """One sample: ∂q/∂s (rad per unit of scale) and measured − model(ŝ) (rad)."""
+        self._sum_jr += sensitivity * residual
+        self._sum_jj += sensitivity * sensitivity
+        self._count += 1
+
+    def update(self) -> float:
+        """Close the window: take the damped step; the new ŝ."""
+        damping = self._count * SENSITIVITY_FLOOR ** 2
+        if self._count and self._sum_jj > 0.0:
+            step = self._rate * self._sum_jr / (self._sum_jj + damping)
+            step = max(-MAX_STEP * self.scale, min(MAX_STEP * self.scale, step))
+            self.scale = max(SCALE_RANGE[0], min(SCALE_RANGE[1], self.scale + step))
+        self._sum_jr = self._sum_jj = 0.0
+        self._count = 0
+        return self.scale
+
+
+class Shadow:
+    """The identified model beside one actuator; feed it every sample with :meth:`step`.
+
+    ``supply_voltage`` is the bench's (``bam/bench_info``); a reported input
+    voltage replaces it at each re-sync when the set does not model the supply's
+    sag itself.
+    """
+
+    def __init__(self, params: ParameterSet, bench: Bench, settings: ShadowSettings,
+                 supply_voltage: float | None = None) -> None:
+        self.params = params
+        self.bench = bench
+        self.settings = settings.check()
+        self._supply = supply_voltage
+        self._window = max(1, round(settings.resync_period / settings.dt))
+        self._alpha = min(1.0, settings.dt / settings.mae_window)  # EWMA weight per tick
+        self._friction = FrictionTracker(settings.friction_rate)
+        self._has_friction = bool(friction_names(params))
+        self._models: tuple[BenchStepper, ...] = ()
+        self._since = 0  # ticks since the last re-sync
+        self.mae_position = self.mae_velocity = 0.0
+        self.windows = 0  # windows closed
+        self.jammed = False  # the last closed window was a jam
+        self.window_motion = (0.0, 0.0)  # (measured, model) motion of the last window, rad
+        self._range = _Ranges()
+        self.first_temperature = self.temperature = math.nan
+
+    # -- what the monitor reports ---------------------------------------------------
+
+    @property
+    def friction_scale(self) -> float:
+        """ŝ: the friction the joint shows, relative to the identified set's."""
+        return self._friction.scale
+
+    @property
+    def resistance_change(self) -> float:
+        """R(T_now)/R(T_first) − 1 with the thermal group and a reported temperature; NaN
+        otherwise."""
+        if not has_thermal(self.params) or not math.isfinite(self.first_temperature):
+            return math.nan
+        return (resistance_factor(self.params, self.temperature)
+                / resistance_factor(self.params, self.first_temperature) - 1.0)
+
+    # -- stepping ------------------------------------------------------------------
+
+    def step(self, m: Measurement, resync: bool = False) -> Residual:
+        """Compare sample k with the model's state k, then step the model with its command.
+
+        ``resync``: put the model on this sample now (e.g. after a lost sample).
+        """
+        self._note_temperature(m.temperature)
+        if resync or not self._models or self._since >= self._window:
+            self._close_window()
+            self._resync(m)
+        identified, estimate, probe = self._models
+        q, dq = identified.state
+        rq, rdq = q - m.position, dq - m.velocity
+        self.mae_position += (abs(rq) - self.mae_position) * self._alpha
+        self.mae_velocity += (abs(rdq) - self.mae_velocity) * self._alpha
+        if self._has_friction:
+            q_est, q_probe = estimate.state[0], probe.state[0]
+            sensitivity = (q_probe - q_est) / (self._friction.scale * PROBE_STEP)
+            self._friction.add(sensitivity, m.position - q_est)
+        self._range.add(m.position, q)
+        for model in self._models:
+            model.set_command(m.goal, bool(m.torque_enable), m.gain)
+            model.tick()
+        self._since += 1
+        return Residual(rq, rdq, self.mae_position, self.mae_velocity)
+
+    def _note_temperature(self, temperature: float) -> None:
+        if math.isfinite(temperature):
+            self.temperature = temperature
+            if not math.isfinite(self.first_temperature):
+                self.first_temperature = temperature
+
+    def _close_window(self) -> None:
+        """The window's verdicts: ŝ steps, jam or not (nothing before the first window)."""
+        if not self._models:
+            return
+        if self._has_friction:
+            self._friction.update()
+        moved, modelled = self.window_motion = self._range.motions()
+        self.jammed = moved < JAM_STILL and modelled > JAM_MOVING
+        self._range = _Ranges()
+        self.windows += 1
+
+    def _resync(self, m: Measurement) -> None:
+        """Three models on the measured state: identified, ŝ, ŝ(1 + ε)."""
+        base = self.params
+        if has_thermal(base) and math.isfinite(m.temperature):
+            base = base.replace(**{"thermal.ambient": m.temperature})
+        scale = self._friction.scale
+        sets = [base, with_friction(base, scale), with_friction(base, scale * (1 + PROBE_STEP))]
+        supply = self._supply
+        if ("supply.resistance" not in base.values and math.isfinite(m.input_voltage)
+                and m.input_voltage > 0.0):
+            supply = m.input_voltage
+        self._models = tuple(
+            BenchStepper(p, self.bench, self.settings.dt, position=m.position,
+                         velocity=m.velocity, goal=m.goal, torque_enable=bool(m.torque_enable),
+                         gain=m.gain, supply_voltage=supply)
+            for p in sets)
+        self._since = 0
+
+
+class _Ranges:
+    """The span of the measured and of the modelled positions over a window."""
+
+    def __init__(self) -> None:
+        self.low = [math.inf, math.inf]
+        self.high = [-math.inf, -math.inf]
+
+    def add(self, measured: float, modelled: float) -> None:
+        for i, value in enumerate((measured, modelled)):
+            self.low[i] = min(self.low[i], value)
+            self.high[i] = max(self.high[i], value)
+
+    def motions(self) -> tuple[float, float]:
+        spans = [h - lo if h >= lo else 0.0 for lo, h in zip(self.low, self.high, strict=True)]
+        return spans[0], spans[1]
+
+
+# -- the verdict -------------------------------------------------------------------------
+
+OK, WARN, ERROR = 0, 1, 2  # diagnostic_msgs/DiagnosticStatus levels
+LEVEL_NAMES = ("OK", "WARN", "ERROR")
+# Provenance keys of a fitted file that hold its position MAE (rad), best first.
+MAE_KEYS = ("validation_mae", "train_mae")
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """WARN above ``warn_factor`` x the reference MAE, ERROR above ``error_factor`` x;
+    drifts are named beyond their tolerances (relative)."""
+
+    reference_mae: float  # rad
+    warn_factor: float = 2.0
+    error_factor: float = 5.0
+    friction_tolerance: float = 0.2
+    resistance_tolerance: float = 0.05
+
+    def check(self) -> Thresholds:
+        if not (math.isfinite(self.reference_mae) and self.reference_mae > 0.0):
+            raise BamError(f"reference MAE must be > 0 rad, got {self.reference_mae}")
+        if not 1.0 <= self.warn_factor < self.error_factor:
+            raise BamError(f"need 1 <= warn_factor < error_factor, got {self.warn_factor:g} "
+                           f"and {self.error_factor:g}")
+        return self
+
+    @property
+    def warn(self) -> float:
+        return self.warn_factor * self.reference_mae
+
+    @property
+    def error(self) -> float:
+        return self.error_factor * self.reference_mae
+
+
+def reference_mae(params: ParameterSet, where: str, given: float = 0.0) -> float:
+    """The MAE the thresholds scale: ``given`` (> 0), else the file's validation MAE (its
+    training MAE when it has none); a set with neither (a published one) is refused."""
+    if given > 0.0:
+        return given
+    for key in MAE_KEYS:
+        value = params.provenance.get(key)
+        if isinstance(value, (int, float)) and math.isfinite(value) and value > 0.0:
+            return float(value)
+    raise BamError(f"{where} has no validation_mae in its provenance (a set not written by "
+                   "fit); give the MAE to compare with as reference_mae:=RAD")
+
+
+def causes(shadow: Shadow, thresholds: Thresholds) -> list[str]:
+    """The drifts the shadow sees, in words: jam, friction, winding resistance."""
+    found = []
+    if shadow.jammed:
+        moved, modelled = shadow.window_motion
+        found.append(f"jammed: moved {moved:.3f} rad where the model moved {modelled:.2f} rad")
+    change = shadow.friction_scale - 1.0
+    if abs(change) >= thresholds.friction_tolerance:
+        found.append(f"friction {100 * change:+.0f} % since start")
+    r_change = shadow.resistance_change
+    if math.isfinite(r_change) and abs(r_change) >= thresholds.resistance_tolerance:
+        found.append(f"R {100 * r_change:+.0f} %: {'hot' if r_change > 0 else 'cold'}")
+    return found
+
+
+def assess(shadow: Shadow, thresholds: Thresholds) -> tuple[int, str]:
+    """(level, message): the level from the running MAE, the message naming the causes."""
+    mae = shadow.mae_position
+    level = ERROR if mae > thresholds.error else WARN if mae > thresholds.warn else OK
+    ratio = mae / thresholds.reference_mae
+    message = (f"MAE {mae:.3g} rad = {ratio:.1f}x the validation MAE "
+               f"{thresholds.reference_mae:.3g} rad (WARN above {thresholds.warn_factor:g}x, "
+               f"ERROR above {thresholds.error_factor:g}x)")
+    found = causes(shadow, thresholds)
+    if found:
+        message += ": " + "; ".join(found)
+    elif level > OK:
+        message += ": no drift named (a delay, a load, or a model the set lacks)"
+    return level, message
