@@ -137,9 +137,13 @@ class ProcessBench:
         return all(thread.is_alive() for _, thread, _ in self.spinners.values()) and \
             all(process.poll() is None for process in self.processes)
 
-    def close(self, name: str) -> None:
-        """Stop and destroy one node (a recorder closes its bag)."""
+    def close(self, name: str, waitables: tuple = ()) -> None:
+        """Stop and destroy one node (a recorder closes its bag), and the ``waitables``
+        it holds (an action client): destroyed only once its thread no longer spins them,
+        since rclpy's executor would add a destroyed handle to its wait set and raise."""
         self._halt([name])
+        for waitable in waitables:
+            waitable.destroy()
         self._destroy(name)
 
     def shutdown(self) -> None:

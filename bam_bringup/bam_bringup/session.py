@@ -248,7 +248,7 @@ def _record(specs: list[NodeSpec], config: dict, protocol, duration: float,
         return dict(getattr(recorder, "counts", {}))
     finally:
         if client is not None:  # before its node: a goal may still be in flight
-            client.destroy()
+            bench.close(client_node.get_name(), waitables=(client,))
         bench.shutdown()
 
 

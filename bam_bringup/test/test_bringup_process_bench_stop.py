@@ -57,3 +57,33 @@ def _noting(method, thread: threading.Thread, what: str, order: list[str]):
         order.append(f"{what} {state}")
         return method(*args, **kwargs)
     return call
+
+
+def test_a_closed_nodes_action_client_goes_after_its_thread():
+    """The session's action client: destroyed while its node's thread still spun, the
+    executor added the dead handle to its wait set and the thread died with an RCLError
+    traceback (a bench session stopped by SIGINT, seen once in CI)."""
+    from rclpy.action import ActionClient
+
+    from bam_msgs.action import RunTrajectory
+
+    failures: list[str] = []
+    order: list[str] = []
+    hook = threading.excepthook
+    threading.excepthook = lambda args: failures.append(f"{args.thread.name}: "
+                                                        f"{args.exc_type.__name__}")
+    try:
+        with private_context() as context:
+            for round_ in range(ROUNDS):
+                bench = ProcessBench([], context=context)
+                node = busy_node(context, f"client{round_}")
+                bench.add(node)
+                client = ActionClient(node, RunTrajectory, "run_trajectory")
+                thread = bench.spinners[node.get_name()][1]
+                client.destroy = _noting(client.destroy, thread, "client", order)
+                bench.close(node.get_name(), waitables=(client,))
+                bench.shutdown()
+    finally:
+        threading.excepthook = hook
+    assert failures == []
+    assert order == ["client after its thread"] * ROUNDS, order
