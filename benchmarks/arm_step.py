@@ -77,7 +77,7 @@ def measure(name: str, blocks: int, block: int, repeats: int) -> dict:
     arm = arms["servo_arm"]
     medians = {variant: statistics.median(r) for variant, r in rates.items()}
     return {
-        "joints": {j.joint: f"{j.params.actuator} {j.params.model}" for j in arm.joints},
+        "joints": {j.joint: f"{j.params.actuator.name} {j.params.model.name}" for j in arm.joints},
         "nv": arm.model.nv, "nefc_last": int(arm.data.nefc),
         "steps_per_s": medians,
         "steps_per_s_all": rates,

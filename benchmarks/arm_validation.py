@@ -133,12 +133,12 @@ def compare_path(arm_name: str, truth: dict[str, ParameterSet],
 
 def refit(truth: ParameterSet, model: str, settings: Settings) -> tuple[ParameterSet, dict]:
     """``model`` identified from synthetic pendulum logs of ``truth`` (seeded)."""
-    logs = paper_like_set(truth, settings.logs, arm_mass=BENCH_ARM_MASS[truth.actuator],
+    logs = paper_like_set(truth, settings.logs, arm_mass=BENCH_ARM_MASS[truth.actuator.name],
                           noise=settings.noise, seed=settings.seed)
     space = SearchSpace.build(truth.actuator, model, identify_offset=False)
     result = identify(space, logs, FitSettings(trials=settings.trials, seed=settings.seed,
                                                target=settings.target))
-    info = {"actuator": truth.actuator, "model": model, "truth_model": truth.model,
+    info = {"actuator": truth.actuator.name, "model": model, "truth_model": truth.model.name,
             "logs": len(logs), "train_mae": result.train_mae, "trials": result.trials,
             "seconds": result.seconds, "restarts": result.restarts, "values": result.values}
     params = space.parameter_set(result.values, {"source": "arm_validation refit",
@@ -164,7 +164,7 @@ def run_arm(arm_name: str, settings: Settings, paths: tuple[str, ...] = PATH_NAM
             print(f"  {arm_name} {j.joint} ({j.actuator}) {model_name}: train MAE "
                   f"{info['train_mae']:.2e} rad, {info['trials']} trials, "
                   f"{info['seconds']:.1f} s")
-    acts = [truth[j.joint].actuator_def for j in spec.joints]
+    acts = [truth[j.joint].actuator for j in spec.joints]
     gains = {"LG": [a.gains[0] for a in acts], "HG": [a.gains[-1] for a in acts]}
     rate = 1.0 / model.opt.timestep
     results, shapes, kin = {}, {}, 0.0

@@ -92,7 +92,7 @@ def compare(actuator: str, logs: list, tmp: Path) -> tuple[dict, dict]:
                   for log, q in zip(logs, got["positions"], strict=True))
         rows[name] = {"max_position_difference_rad": gap,
                       "parameters_read_back_exactly": got["params"] == expected
-                      and (got["model"], got["actuator"]) == (params.model, exported_as)}
+                      and (got["model"], got["actuator"]) == (params.model.name, exported_as)}
         print(f"  {actuator:<10} {name:<12} max |q_ours - q_ref| = {gap:.1e} rad, "
               f"parameters exact: {rows[name]['parameters_read_back_exactly']}")
     env = {k: v for k, v in ref.items() if k not in ("files", "method")}

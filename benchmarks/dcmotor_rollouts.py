@@ -149,12 +149,12 @@ def main() -> None:
     logs = make_logs(args.logs, args.steps, SEED)
     params = ParameterSet.build("dcmotor", "lugre", BASE)
     full = make_population(BASE, args.population, SEED, 0)
-    batch = LogBatch.pack(logs, params.actuator_def)
+    batch = LogBatch.pack(logs, params.actuator)
     inertia = batch.load_inertia.min() + full[:, P.ARMATURE]
     assert np.all(lugre_violation(full, DT, inertia) == 0.0)
     m6_set = published("mx64", "m6")
     m6 = make_population(m6_set.values, args.population, SEED, 1)
-    m6_batch = LogBatch.pack(logs, m6_set.actuator_def)
+    m6_batch = LogBatch.pack(logs, m6_set.actuator)
     steps = args.population * args.logs * (args.steps - 1)
     print(f"workload: pendulum + dcmotor (every state), {args.logs} logs x {args.steps} steps "
           f"x {args.population} sets = {steps:,} log-steps; {threads} threads each side")

@@ -90,7 +90,7 @@ def main() -> None:
     args = parser.parse_args()
 
     logs = make_logs(ACTUATOR, args.logs, args.steps, 0.005, SEED)
-    batch = LogBatch.pack(logs, published(ACTUATOR, "m1").actuator_def)
+    batch = LogBatch.pack(logs, published(ACTUATOR, "m1").actuator)
     populations = {m: population(m, args.population, SEED) for m in MODELS}
     for model in EP_MODELS:
         assert np.all(batch_violation(model, populations[model], batch) == 0.0), model

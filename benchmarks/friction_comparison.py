@@ -86,7 +86,7 @@ def simulated_bag(truth: ParameterSet, path: Path) -> Path:
         for log in bench_logs:
             trial_id += 1
             trials.append(BagTrial(log, log.meta["trajectory"], log.kp, trial_id))
-        sessions.append(BagSession(truth.actuator, trials, model=truth.model))
+        sessions.append(BagSession(truth.actuator.name, trials, model=truth.model.name))
     return write_bag(path, sessions)
 
 
@@ -97,7 +97,7 @@ def truth_mae(truth: ParameterSet | None, bag: Path) -> dict | None:
     train, validation = split(load_dataset(bags=(bag,)), VALIDATION_FRACTION, SEED)
     out = {}
     for name, logs in (("train_mae", train.logs), ("validation_mae", validation.logs)):
-        batch = LogBatch.pack(logs, truth.actuator_def)
+        batch = LogBatch.pack(logs, truth.actuator)
         errors = batch_mae(truth.model, truth.vector()[None, :], batch)[0]
         out[name] = float(np.average(errors, weights=[len(log) for log in logs]))
     return out
@@ -122,7 +122,7 @@ def step_costs(bag: Path, fitted: Path) -> dict[str, float]:
     """ns per log-step of each model, its fitted set on the bench's training logs, 1 thread."""
     train, _ = split(load_dataset(bags=(bag,)), VALIDATION_FRACTION, SEED)
     sets = {model: load(fitted / f"{ACTUATOR}_{model}.yaml") for model in MODELS}
-    batch = LogBatch.pack(train.logs, sets["m1"].actuator_def)
+    batch = LogBatch.pack(train.logs, sets["m1"].actuator)
     populations = {model: np.tile(s.vector(), (COST_POPULATION, 1)) for model, s in sets.items()}
     steps = COST_POPULATION * int(sum(len(log) for log in train.logs))
     threads = numba.get_num_threads()
@@ -210,7 +210,7 @@ def main() -> None:
             print(f"== {name}: fitting {', '.join(MODELS)} ({args.trials} trials each)",
                   flush=True)
             datasets[name] = {"source": source,
-                              "truth": f"{truth.actuator} {truth.model}",
+                              "truth": f"{truth.actuator.name} {truth.model.name}",
                               "truth_values": truth.values,
                               "truth_mae": truth_mae(truth, bag),
                               "models": fit_all(bag, root / name, args.trials)}

@@ -105,13 +105,13 @@ def export_cases() -> tuple[dict[str, list[dict]], dict[str, dict]]:
     cases: dict[str, list[dict]] = {PRE_312: [], CURRENT: []}
     about = {}
     for name, (params, gain) in parameter_sets().items():
-        act = params.actuator_def
+        act = params.actuator
         bench = Bench(act.masses[len(act.masses) // 2], act.lengths[len(act.lengths) // 2])
         mjcf = pendulum_mjcf(bench, timestep=DT, joint=JOINT)
         joint = ExportJoint(JOINT, params, gain)
         exports = {v: export_dcmotor(mjcf, [joint], mujoco_version=v) for v in cases}
         settings = exports[CURRENT].settings[0]
-        about[name] = {"actuator": params.actuator, "model": params.model,
+        about[name] = {"actuator": params.actuator.name, "model": params.model.name,
                        "kp_torque": settings.kp, "kd_torque": settings.kd,
                        "delay_s": settings.delay}
         for path, goals in goal_paths().items():

@@ -208,12 +208,13 @@ def _report_truth(outcome, config: dict, sensor: Sensor, truth, job) -> None:
     if outcome.report is None:
         return
     actuator = config.get("actuator", "mx64")
-    identified = {r.model: SearchSpace.build(actuator, r.model, groups=job.groups).bounds
+    identified = {r.model: SearchSpace.build(r.params.actuator, r.params.model,
+                                             groups=job.groups).bounds
                   for r in outcome.results}
     values = bench_sensor.truth_values(truth, sensor)
     settings = bench_sensor.sensor_rows(sensor, actuator, job.seed)
-    section = truth_markdown(values, truth.model, outcome.results, identified, settings)
-    record = {"model": truth.model, "values": values, "settings": dict(settings),
+    section = truth_markdown(values, truth.model.name, outcome.results, identified, settings)
+    record = {"model": truth.model.name, "values": values, "settings": dict(settings),
               "seeds": {"noise": sensor.seed, "fit": job.seed},
               "error_percent": errors(values, outcome.results, identified)}
     append_truth(outcome.report, section, record)

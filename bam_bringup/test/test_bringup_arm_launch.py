@@ -83,7 +83,7 @@ def test_the_arm_node_takes_every_composed_parameter_with_its_type(context, tmp_
     try:
         for name, value in specs[0].parameters.items():
             assert node.get_parameter(name).value == value, name
-        assert [j.params.model for j in node.arm.joints] == ["m2", "m6"]
+        assert [j.params.model.name for j in node.arm.joints] == ["m2", "m6"]
         assert node.arm.state().gain.tolist() == [32.0, 16.0]
     finally:
         node.destroy_node()

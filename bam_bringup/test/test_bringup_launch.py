@@ -206,7 +206,7 @@ def test_driver_feetech_composes_the_feetech_driver_and_the_servo_emulator():
     assert (config.servo_model, config.ids, config.port) == ("sts3215_12v", (1, 2),
                                                              "/tmp/ttySTS")
     bus = build_bus(config)  # physics: the 12 V set, the servos speak Feetech's protocol
-    assert bus.feetech and {s.sim.params.actuator for s in bus.servos.values()} == {
+    assert bus.feetech and {s.sim.params.actuator.name for s in bus.servos.values()} == {
         "sts3215_12v"}
     assert specs[1].parameters["servo_model"] == "sts3215_12v"
 

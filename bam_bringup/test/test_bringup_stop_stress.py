@@ -289,7 +289,7 @@ def logs_dir(tmp_path_factory) -> Path:
 
     truth = published("mx64", "m1")
     logs = paper_like_set(truth, 4, duration=1.5, seed=8)
-    batch_errors(truth.model, truth.vector(), LogBatch.pack(logs, truth.actuator_def))
+    batch_errors(truth.model, truth.vector(), LogBatch.pack(logs, truth.actuator))
     folder = tmp_path_factory.mktemp("logs")
     for i, log in enumerate(logs):
         write_legacy_log(folder / f"{i}.json", log, "mx64", log.meta["trajectory"])

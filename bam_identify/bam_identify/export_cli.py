@@ -63,7 +63,7 @@ def _dcmotor_mjcf(params: ParameterSet, args: argparse.Namespace) -> str:
     from bam_sim.mujoco_arm.shipped_arms import pendulum_mjcf
 
     if args.mjcf is None:
-        act = params.actuator_def
+        act = params.actuator
         bench = Bench(act.masses[len(act.masses) // 2], act.lengths[len(act.lengths) // 2])
         source, joint = pendulum_mjcf(bench), args.joint or "pendulum"
     elif not args.joint:
@@ -173,10 +173,10 @@ def _extra_files(params: ParameterSet, args: argparse.Namespace,
 
 
 def _check_gain(params: ParameterSet, gain: float | None, option: str) -> None:
-    limit = params.actuator_def.gain_limit
+    limit = params.actuator.gain_limit
     if gain is not None and limit > 0.0 and gain > limit:
         raise BamError(f"{option} {gain:g} is above the largest gain {limit:g} the "
-                       f"{params.actuator} accepts; give a gain in (0, {limit:g}]")
+                       f"{params.actuator.name} accepts; give a gain in (0, {limit:g}]")
 
 
 def run_export(args: argparse.Namespace) -> str:
@@ -190,14 +190,15 @@ def run_export(args: argparse.Namespace) -> str:
     for path, body in extra:
         write_new(path, body, "--output", args.force)
     written = "".join(f"\nwrote {path}" for path, _ in extra)
-    return (f"wrote {args.output} ({params.actuator} {_model_written(params, args)}, "
+    return (f"wrote {args.output} ({params.actuator.name} {_model_written(params, args)}, "
             f"{args.format}){written}")
 
 
 def _model_written(params: ParameterSet, args: argparse.Namespace) -> str:
     if args.target == ISAACLAB and params.model in EQUIVALENT:
-        return f"{params.model} as its exact {EQUIVALENT[params.model]}, for {ISAACLAB}"
-    return params.model
+        return (f"{params.model.name} as its exact {EQUIVALENT[params.model].name}, "
+                f"for {ISAACLAB}")
+    return params.model.name
 
 
 def export_main(argv: list[str] | None = None) -> int:

@@ -171,6 +171,6 @@ def test_an_interrupted_fit_never_replaces_a_parameter_file(bag, tmp_path, capsy
     assert code == 130, err
     assert out.read_text() == "precious"
     beside = load(tmp_path / "m1.interrupted.yaml")
-    assert beside.model == "m1" and beside.provenance["interrupted"] is True
+    assert beside.model.name == "m1" and beside.provenance["interrupted"] is True
     assert not (tmp_path / "m4.yaml").exists()  # the fit stopped before the next model
     assert "m1.interrupted.yaml" in err and f"{out} is kept" in err

@@ -70,8 +70,8 @@ def test_the_recorded_temperature_rises_while_holding_and_falls_after(logs):
 
 def positions(space: SearchSpace, sets: list[dict[str, float]], logs) -> np.ndarray:
     """Noise-free simulated positions of each set over the logs, one row per set."""
-    batch = LogBatch.pack(logs, TRUTH.actuator_def)
-    q = batch_rollout(space.model, space.population(sets), batch)
+    batch = LogBatch.pack(logs, TRUTH.actuator)
+    q = batch_rollout(space.model, space.population_of(sets), batch)
     inside = np.arange(batch.goal.shape[1]) < batch.lengths[:, None]  # not the padding
     return q[:, inside]
 
@@ -107,7 +107,7 @@ def test_fitting_back_a_known_set_from_noisy_logs_with_1C_temperature_readings(l
                               groups=("thermal",))
     assert set(space.names) == set(IDENTIFIED)
     truth = {name: TRUTH.values[name] for name in IDENTIFIED}
-    floor = Objective(space, train)([truth])[0]
+    floor = Objective(space, train)(space.population_of([truth]))[0]
     result = identify(space, train, FitSettings(trials=8000, seed=SEED, target=floor))
     assert result.reached_target, (result.trials, result.train_mae / floor)
     # The truth is some χ₉ standard errors (≤ 5.3 with 99.9 %) from the optimum of its
@@ -148,7 +148,7 @@ def test_temperature_error_is_a_weighted_second_objective_term(logs):
     cooler = SearchSpace.build("dcmotor", "lugre", {**space.fixed, **hotter}, False)
     position, temperature = Objective(cooler, train).errors({})
     for weight in (0.0, 1e-3, 1e-2):
-        score = Objective(cooler, train, temperature_weight=weight)([{}])[0]
+        score = Objective(cooler, train, temperature_weight=weight)(cooler.population_of([{}]))[0]
         assert score == pytest.approx(position + weight * temperature, rel=1e-12)
     assert temperature > 1.0  # a 20 % hotter winding is seen in the temperature
     with pytest.raises(BamError, match="temperature weight must be a finite number >= 0"):

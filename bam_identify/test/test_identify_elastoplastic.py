@@ -61,13 +61,13 @@ def test_round_trip_recovers_the_truth(noisy_logs):
     truth, train, validation = noisy_logs
     space = SearchSpace.build("mx64", "ep_stribeck")
     at_truth = values_of(truth, space)
-    truth_train = Objective(space, train)([at_truth])[0]
-    truth_val = Objective(space, validation)([at_truth])[0]
+    truth_train = Objective(space, train)(space.population_of([at_truth]))[0]
+    truth_val = Objective(space, validation)(space.population_of([at_truth]))[0]
     assert 0.7e-3 < truth_val < 0.9e-3  # the MAE of 1 mrad noise is 0.8 mrad
     result = identify(space, train, FitSettings(trials=12000, seed=0, target=truth_train),
                       check_logs=validation)
     assert result.reached_target, (result.trials, result.train_mae / truth_train)
-    fitted_val = Objective(space, validation)([result.values])[0]
+    fitted_val = Objective(space, validation)(space.population_of([result.values]))[0]
     # A fit of p = 10 parameters on N = 4800 samples misses the truth's positions by
     # about σ·sqrt(π/2·p/N) ≈ σ/18 (RMS). Gaussian noise σ: E|ε + δ| = σ·sqrt(2/π)·
     # (1 + δ²/2σ² + ...), so a miss of σ/5 (3.5x that) is 2 % above the truth's MAE.
@@ -77,8 +77,8 @@ def test_round_trip_recovers_the_truth(noisy_logs):
     f_s = v["friction_base"] + v["friction_stribeck"]
     assert f_s == pytest.approx(t["friction_base"] + t["friction_stribeck"], rel=0.1)
     assert v["friction_viscous"] == pytest.approx(t["friction_viscous"], rel=0.1)
-    everything = LogBatch.pack(train + validation, truth.actuator_def)
-    assert batch_violation("ep_stribeck", space.population([v]), everything)[0] == 0.0
+    everything = LogBatch.pack(train + validation, truth.actuator)
+    assert batch_violation("ep_stribeck", space.population_of([v]), everything)[0] == 0.0
 
 
 def test_invalid_candidates_are_scored_not_simulated(noisy_logs):
@@ -91,9 +91,9 @@ def test_invalid_candidates_are_scored_not_simulated(noisy_logs):
     unstable = {**good, "contact_stiffness": 1500.0, "contact_damping": 3.0,
                 "armature": 0.001}
     objective = Objective(space, train)
-    scores = objective([good, bad_14, worse_14, unstable])
-    batch = LogBatch.pack(train, truth.actuator_def)
-    simulated = batch_mae("ep_stribeck", space.population([good]), batch) @ objective.weights
+    scores = objective(space.population_of([good, bad_14, worse_14, unstable]))
+    batch = LogBatch.pack(train, truth.actuator)
+    simulated = batch_mae("ep_stribeck", space.population_of([good]), batch) @ objective.weights
     assert scores[0] == simulated[0]
     assert np.all(scores[1:] > INFEASIBLE)
     assert scores[1] < scores[2]  # ranked by how far they are from (14)
@@ -124,8 +124,8 @@ def test_m_model_scores_are_unchanged(noisy_logs):
     m4 = values_of(published("mx64", "m4"), space)
     objective = Objective(space, train)
     batch = LogBatch.pack(train, objective.batch.actuator)
-    direct = batch_mae("m4", space.population([m4]), batch) @ objective.weights
-    assert objective([m4])[0] == direct[0]
+    direct = batch_mae("m4", space.population_of([m4]), batch) @ objective.weights
+    assert objective(space.population_of([m4]))[0] == direct[0]
 
 
 @pytest.mark.parametrize(("simple", "rich"), [("ep_cv", "ep_stribeck"),
@@ -137,8 +137,9 @@ def test_nested_start_reproduces_the_simpler_ep_model(noisy_logs, simple, rich):
     fitted = elastoplastic_example("mx64", simple).values
     simple_space, rich_space = SearchSpace.build("mx64", simple), SearchSpace.build("mx64", rich)
     start = nested_start(rich_space, fitted)
-    a = Objective(simple_space, train)([{k: fitted.get(k, 0.0) for k in simple_space.names}])
-    b = Objective(rich_space, train)([start])
+    at_simple = {k: fitted.get(k, 0.0) for k in simple_space.names}
+    a = Objective(simple_space, train)(simple_space.population_of([at_simple]))
+    b = Objective(rich_space, train)(rich_space.population_of([start]))
     assert b[0] == a[0]
 
 
@@ -174,8 +175,8 @@ def test_fit_ep_models_from_a_bag(ep_bag, tmp_path, capsys):
                                        "--report", tmp_path / "report", "--quiet"], capsys)
     assert code == 0, err
     fitted = load(tmp_path / "ep_stribeck.yaml")
-    assert fitted.model == "ep_stribeck" and "warm_start" not in fitted.provenance
-    assert set(truth.model_def.params) <= set(fitted.values)
+    assert fitted.model.name == "ep_stribeck" and "warm_start" not in fitted.provenance
+    assert set(truth.model.params) <= set(fitted.values)
     assert load(tmp_path / "ep_load.yaml").provenance["warm_start"] == "ep_stribeck"
     assert "ep_stribeck" in stdout and "ep_load" in stdout
     summary = json.loads((tmp_path / "report" / "summary.json").read_text())

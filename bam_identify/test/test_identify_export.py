@@ -38,7 +38,7 @@ def test_existing_output_is_kept_without_force(tmp_path, capsys):
     assert len(err.strip().splitlines()) == 1
     assert out.read_text() == "keep me"
     code, _, _ = run([src, "--output", out, "--force"], capsys)
-    assert code == 0 and load(out).model == "m6"
+    assert code == 0 and load(out).model.name == "m6"
 
 
 def test_missing_input_is_one_line(tmp_path, capsys):

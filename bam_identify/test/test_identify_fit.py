@@ -37,7 +37,7 @@ def test_fit_recovers_a_known_m1_set(m1_logs):
         assert result.values[name] == pytest.approx(truth.values[name], rel=0.03), name
     assert abs(result.values["q_offset"]) < 1e-3
     # The reported error is the objective at the reported parameters.
-    again = Objective(space, m1_logs)([result.values])[0]
+    again = Objective(space, m1_logs)(space.population_of([result.values]))[0]
     assert again == pytest.approx(result.train_mae, rel=1e-12)
 
 
@@ -155,8 +155,10 @@ def test_objective_is_the_step_weighted_mae(m1_logs):
     objective = Objective(space, m1_logs)
     per_log = objective.per_log(values)
     lengths = np.array([len(log) for log in m1_logs])
-    assert objective([values])[0] == pytest.approx((per_log * lengths).sum() / lengths.sum())
-    assert objective([{**values, "q_offset": 0.0}])[0] == 0.0  # the truth reproduces the logs
+    score = objective(space.population_of([values]))[0]
+    assert score == pytest.approx((per_log * lengths).sum() / lengths.sum())
+    # the truth reproduces the logs
+    assert objective(space.population_of([{**values, "q_offset": 0.0}]))[0] == 0.0
 
 
 @pytest.mark.parametrize(("simple", "rich"), [("m1", "m2"), ("m1", "m3"), ("m2", "m4"),
@@ -168,8 +170,9 @@ def test_nested_start_reproduces_the_simpler_model(simple, rich):
     simple_space, rich_space = SearchSpace.build("mx106", simple), SearchSpace.build("mx106", rich)
     start = nested_start(rich_space, fitted)
     assert set(start) == set(rich_space.names)
-    a = Objective(simple_space, logs)([{k: fitted.get(k, 0.0) for k in simple_space.names}])[0]
-    b = Objective(rich_space, logs)([start])[0]
+    at_simple = {k: fitted.get(k, 0.0) for k in simple_space.names}
+    a = Objective(simple_space, logs)(simple_space.population_of([at_simple]))[0]
+    b = Objective(rich_space, logs)(rich_space.population_of([start]))[0]
     assert b == pytest.approx(a, rel=1e-12, abs=1e-15)
 
 
@@ -178,7 +181,7 @@ def test_warm_started_fit_is_no_worse_than_its_start():
     m4 = published("mx64", "m4").values
     space = SearchSpace.build("mx64", "m5")
     start = nested_start(space, m4)
-    at_start = Objective(space, logs)([start])[0]
+    at_start = Objective(space, logs)(space.population_of([start]))[0]
     result = identify(space, logs, FitSettings(trials=24, seed=0, start=start))
     assert result.train_mae <= at_start
 
@@ -195,10 +198,10 @@ def test_a_fit_whose_every_rollout_diverges_says_so(m1_logs, monkeypatch):
     from bam_identify.fitting import fit
 
     class Diverging(Objective):
-        def __call__(self, population):
+        def score(self, population):
             scores = np.full(len(population), 1e57)
             scores[::2] = np.nan
-            return scores
+            return scores, np.zeros(len(population))
 
     monkeypatch.setattr(fit, "Objective", Diverging)
     with pytest.raises(BamError, match=r"every one of the 20 candidates evaluated diverged"):

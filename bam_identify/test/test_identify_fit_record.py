@@ -39,7 +39,8 @@ def test_every_candidate_is_an_optuna_trial(logs, space, tmp_path):
     assert best.value == result.train_mae and best.params == result.values
     # A stored value is the objective of the stored parameters, recomputed here.
     some = trials[37]
-    assert Objective(space, logs)([some.params])[0] == pytest.approx(some.value, rel=1e-12)
+    again = Objective(space, logs)(space.population_of([some.params]))[0]
+    assert again == pytest.approx(some.value, rel=1e-12)
     assert set(some.distributions) == set(space.names)
 
 

@@ -95,7 +95,7 @@ def test_polish_recovers_the_truth_with_far_fewer_evaluations(m4_logs):
         assert polished.values[name] == pytest.approx(truth.values[name], rel=1e-3), name
     assert abs(polished.values["q_offset"]) < 1e-5
     # The reported error is the objective at the reported parameters.
-    again = Objective(space, m4_logs)([polished.values])[0]
+    again = Objective(space, m4_logs)(space.population_of([polished.values]))[0]
     assert again == pytest.approx(polished.train_mae, rel=1e-12)
 
 
@@ -106,9 +106,9 @@ def test_residuals_give_the_objective(m4_logs):
     lower, span = space.unit_box()
     candidates = [dict(zip(space.names, lower + rng.uniform(0.3, 0.7, len(span)) * span,
                            strict=True)) for _ in range(3)]
-    rows = objective.residuals(candidates)
+    rows = objective.residuals(space.population_of(candidates))
     mae = np.abs(rows).sum(axis=1) / objective.batch.lengths.sum()
-    np.testing.assert_allclose(mae, objective(candidates), rtol=1e-12)
+    np.testing.assert_allclose(mae, objective(space.population_of(candidates)), rtol=1e-12)
 
 
 def test_polish_evaluations_are_counted_and_recorded(m4_logs, tmp_path):

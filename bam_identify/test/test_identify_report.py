@@ -115,7 +115,7 @@ def test_report_draws_the_dc_motor_curves_of_motor_sets_only(tmp_path):
     assert (folder / "dcmotor_curves.png").read_bytes()[:4] == b"\x89PNG"
     assert "Stribeck curve (Fig. 6)" in (folder / "report.md").read_text()
     # the envelope is drawn at the controller's v_max, else the supply
-    assert envelope_voltage(motor) == motor.actuator_def.supply_voltage
+    assert envelope_voltage(motor) == motor.actuator.supply_voltage
     plain = [ModelResult(published("mx64", "m1"), 0.01, 0.01, 10, 1.0, tmp_path / "m1.yaml")]
     folder = write_report(tmp_path / "plain", plain, [], logs, [], {"actuator": "mx64"}).parent
     assert "dcmotor" not in json.loads((folder / "summary.json").read_text())["figures"]

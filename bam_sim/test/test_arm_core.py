@@ -93,8 +93,8 @@ def test_arm_core_shipped_arm_loads_and_tracks_goals(name: str) -> None:
     assert arm.names == ("shoulder", "elbow") and arm.dt == 0.001
     assert arm.model.opt.integrator == mujoco.mjtIntegrator.mjINT_EULER
     for i, j in enumerate(spec.joints):
-        assert arm.joints[i].params.actuator == j.actuator
-        assert arm.joints[i].params.model == j.model
+        assert arm.joints[i].params.actuator.name == j.actuator
+        assert arm.joints[i].params.model.name == j.model
         assert arm.model.dof_armature[dofs(arm)[i]] == arm.joints[i].params.values["armature"]
     arm.set_command(goals=[0.8, -0.6], gains=[g * 2 for g in arm.state().gain])
     arm.step(3000)
@@ -124,7 +124,7 @@ def test_arm_core_tip_site_matches_documented_kinematics(name: str) -> None:
 def test_arm_core_load_arm_reads_parameter_files(tmp_path) -> None:
     path = save(published("mx64", "m1"), tmp_path / "elbow.yaml")
     arm = load_arm("dynamixel", {"elbow": str(path)})
-    assert arm.joints[1].params.model == "m1"
+    assert arm.joints[1].params.model.name == "m1"
     assert arm.joints[0].params == published("mx106", "m4")
 
 
@@ -208,7 +208,7 @@ def test_arm_core_supply_voltage_sets_the_voltage_limit() -> None:
                         [ArmJoint("j3", "m3", published("mx64", "m1"), supply_voltage=volts)])
         arm2.set_command(goals=[3.0], gains=[100.0])
         p = published("mx64", "m1").values
-        act = published("mx64", "m1").actuator_def
+        act = published("mx64", "m1").actuator
         assert arm2.state().motor_torque[0] == pytest.approx(
             p["kt"] / p["R"] * act.max_duty * volts)
         assert arm2.state().control[0] == pytest.approx(act.max_duty * volts)

@@ -69,7 +69,7 @@ def mujoco_positions(params: ParameterSet, log: BenchLog, identification: bool) 
 def semi_implicit_reference(params: ParameterSet, log: BenchLog) -> np.ndarray:
     """Algorithm 1 with MuJoCo's Euler update: friction clip on the static part,
     implicit viscous damping, q_k+1 = q_k + q̇_k+1·Δt (an independent restatement)."""
-    p, act = params.vector(), params.actuator_def
+    p, act = params.vector(), params.actuator
     consts = act.consts()
     inertia = log.bench.inertia(p[P.ARMATURE])
     kv, dt = p[P.KV], log.dt

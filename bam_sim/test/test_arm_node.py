@@ -148,7 +148,7 @@ def test_bench_info_describes_the_arm_joint_by_joint(arm, tmp_path):
         assert (info.gravity, info.supply_voltage) == (9.80665, 48.0)  # shared by the joints
         assert math.isnan(info.damping)  # 2.0 (eRob80:100) and 1.0 (eRob80:50) differ
         assert math.isnan(info.mass) and math.isnan(info.length) and math.isnan(info.arm_mass)
-    models = [j.params.model for j in a.node.arm.joints]
+    models = [j.params.model.name for j in a.node.arm.joints]
     assert models == ["m2", "m3"]
     assert [s.gain for s in a.last_state()] == [25.0, 25.0]
 
@@ -204,7 +204,7 @@ def test_any_mjcf_with_servo_joints(arm, tmp_path):
             initial_positions=[0.5], publish_every=2, real_time_factor=0.0)
     a.wait_ready()
     assert list(a.joint_states[-1].name) == ["pendulum"]
-    assert a.node.arm.joints[0].params.model == "m6"
+    assert a.node.arm.joints[0].params.model.name == "m6"
     a.send(Float64MultiArray(data=[-0.2]))
     a.wait_for(lambda: a.last_state()[0].goal_position == -0.2, "goal")
     a.wait_sim(2.0)

@@ -55,7 +55,7 @@ def as_log(samples, bench, supply_voltage=None) -> BenchLog:
 def test_ticks_equal_rollout_bit_for_bit(actuator, model):
     params = published(actuator, model)
     bench = benches(actuator)
-    kp = params.actuator_def.gains[2]
+    kp = params.actuator.gains[2]
     # steps: goals faster than the STS firmware's target rate, which the stepper slews
     commands = command_log("steps" if actuator.startswith("sts") else "lift_drop", bench, kp,
                            DT, duration=3.0)
@@ -135,9 +135,9 @@ def test_parameter_swap_must_keep_the_actuator():
     sim = BenchStepper(published("mx64", "m4"), Bench(1.0, 0.15), DT)
     with pytest.raises(BamError, match="mx106"):
         sim.set_parameters(published("mx106", "m4"))
-    assert sim.params.model == "m4"
+    assert sim.params.model.name == "m4"
     sim.set_parameters(published("mx64", "m6"))
-    assert sim.params.model == "m6" and sim.actuator.name == "mx64"
+    assert sim.params.model.name == "m6" and sim.actuator.name == "mx64"
 
 
 def test_constructor_validates():

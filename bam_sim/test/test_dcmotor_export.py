@@ -188,7 +188,7 @@ def _exported_arm(name, model="m1", gains=None, mujoco_version="4"):
 @pytest.mark.parametrize("name", ["dynamixel", "erob"])
 def test_exported_m1_arm_reaches_a_position_goal_and_holds_it_by_friction(name):
     spec, params, result, model = _exported_arm(
-        name, gains=[p.actuator_def.gains[-1] for p in published_sets(name)])
+        name, gains=[p.actuator.gains[-1] for p in published_sets(name)])
     assert "vertical x-z plane" in result.xml  # the MJCF's own documentation is kept
     data = mujoco.MjData(model)
     goal = np.array([0.7, 1.0])

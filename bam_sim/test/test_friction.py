@@ -146,7 +146,7 @@ def test_published_sets_lie_within_identification_bounds(actuator, model):
     from bam_sim.models.parameter_set import identification_bounds
 
     params = published(actuator, model)
-    for name, (lo, hi) in identification_bounds(params.actuator_def, params.model_def).items():
+    for name, (lo, hi) in identification_bounds(params.actuator, params.model).items():
         assert lo <= params.values[name] <= hi, name
 
 

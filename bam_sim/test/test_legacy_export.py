@@ -95,7 +95,7 @@ def test_the_authors_sts3215_files_import_with_the_release_defaults():
     assert params.values["error_gain_ratio"] == 1.0
     assert params.values["max_velocity"] == pytest.approx(3400 * 2 * np.pi / 4096)
     twelve = parameters_from_json(text.replace('"sts3215"', '"sts321512v"'))
-    assert twelve.actuator == "sts3215_12v"
+    assert twelve.actuator.name == "sts3215_12v"
 
 
 def test_dcmotor_actuator_is_refused():

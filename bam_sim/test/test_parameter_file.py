@@ -17,9 +17,9 @@ from bam_sim.models.parameter_set import ParameterSet
 @pytest.mark.parametrize("model", MODELS)
 def test_published_sets_load_with_citation(actuator, model):
     params = published(actuator, model)
-    assert (params.actuator, params.model) == (actuator, model)
+    assert (params.actuator.name, params.model.name) == (actuator, model)
     assert "Extended Friction Models" in params.provenance["citation"]
-    assert set(params.model_def.params) <= set(params.values)
+    assert set(params.model.params) <= set(params.values)
 
 
 def test_published_values_match_the_paper_table():
@@ -48,7 +48,7 @@ def test_save_never_overwrites_without_permission(tmp_path):
         save(published("mx64", "m1"), path)
     assert path.read_text() == "precious"
     save(published("mx64", "m1"), path, overwrite=True)
-    assert load(path).model == "m1"
+    assert load(path).model.name == "m1"
     assert [p.name for p in tmp_path.iterdir()] == ["p.yaml"]  # no temporary left
 
 

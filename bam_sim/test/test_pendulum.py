@@ -30,7 +30,7 @@ def constant_log(bench, kp, dt, n, goal, enabled, q0, dq0=0.0):
 def test_static_holding_is_exact_for_1e5_steps(actuator, model):
     """From rest, inside the budget, the joint never moves: no drift, no chattering."""
     params = published(actuator, model)
-    act = params.actuator_def
+    act = params.actuator
     bench = Bench(mass=1.0, length=0.15) if actuator == "mx64" else Bench(mass=8.2, length=0.5)
     # Torque on, goal slightly above: τ_m and τ_e oppose; pick q0 where friction holds.
     q0, goal, kp = 0.4, 0.45, act.gains[0]
@@ -188,7 +188,7 @@ def test_step_called_from_python_equals_the_rollout():
     from bam_sim.bench.pendulum import step
 
     params = published("mx106", "m5")
-    act = params.actuator_def
+    act = params.actuator
     bench = Bench(mass=1.5, length=0.2)
     run = rollout(params, constant_log(bench, 16.0, 0.005, 3, 0.7, True, 0.1, 0.3))
     q, dq, tau_m, control = step(params.model_id, act.family, params.vector(), act.consts(), 16.0,

@@ -206,19 +206,19 @@ def test_parameter_files_are_validated_at_run_time(bench, tmp_path):
     assert not result.successful and "YAML" in result.reason
     result = node.set_parameters([Parameter("params_file", value=str(tmp_path / "none.yaml"))])[0]
     assert not result.successful and "does not exist" in result.reason
-    assert node.simulator.params.model == "m4"
+    assert node.simulator.params.model.name == "m4"
     assert node.get_parameter("params_file").value == ""
 
     result = node.set_parameters([Parameter("params_file", value=str(mine))])[0]
     assert result.successful, result.reason
     assert node.get_parameter("model").value == "m6"  # follows the file
-    assert node.simulator.params.model == "m6"
+    assert node.simulator.params.model.name == "m6"
     result = node.set_parameters([Parameter("model", value="m2")])[0]
     assert not result.successful and "m6" in result.reason
     result = node.set_parameters([Parameter("params_file", value="")])[0]
     assert result.successful
     result = node.set_parameters([Parameter("model", value="m2")])[0]
-    assert result.successful and node.simulator.params.model == "m2"
+    assert result.successful and node.simulator.params.model.name == "m2"
     result = node.set_parameters([Parameter("model", value="m9")])[0]
     assert not result.successful and "m9" in result.reason
     result = node.set_parameters([Parameter("rate", value=50.0)])[0]

@@ -51,7 +51,7 @@ def test_new_sets_load_cite_their_source_and_round_trip(actuator, model):
     delay = STS_DELAYS[model] if actuator == "sts3215" else 0.0
     assert doc["command_delay"] == delay
     back = parameters_from_json(json.dumps(doc))
-    assert (back.actuator, back.model) == (actuator, model)
+    assert (back.actuator.name, back.model.name) == (actuator, model)
     assert back.values == params.values  # bit for bit
 
 
@@ -91,7 +91,7 @@ def test_upstream_st3025_file_imports_under_our_name():
     doc = {**ST3025_M6, "q_offset": 0.0, "friction_base": 0.05, "model": "m1",
            "actuator": "waveshare_st3025"}
     params = parameters_from_json(json.dumps(doc))
-    assert params.actuator == "st3025"
+    assert params.actuator.name == "st3025"
     assert params.values["error_gain_ratio"] == ST3025_M6["error_gain_ratio"]
 
 
@@ -105,7 +105,7 @@ def test_st3025_for_isaaclab_folds_the_ratio_and_moves_alike():
     back = parameters_from_json(json.dumps(doc))
     assert back.values["error_gain_ratio"] == pytest.approx(ST3025_M6["error_gain_ratio"],
                                                             rel=1e-15)
-    act = params.actuator_def
+    act = params.actuator
     bench = Bench(act.masses[-1], act.lengths[-1])
     for name in PROTOCOL_TRAJECTORIES[:2]:
         log = command_log(name, bench, act.gains[-1])

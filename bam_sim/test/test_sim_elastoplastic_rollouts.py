@@ -58,8 +58,8 @@ SCALE = {"friction_base": "friction", "friction_stribeck": "friction",
 def ep_set(actuator: str, model: str, **values: float) -> ParameterSet:
     """A made-up ep_* set: motor of the published M2, friction scaled to the actuator."""
     m2 = published(actuator, "m2")
-    scales = m2.actuator_def.scales
-    base = {name: m2.values[name] for name in m2.actuator_def.motor_bounds}
+    scales = m2.actuator.scales
+    base = {name: m2.values[name] for name in m2.actuator.motor_bounds}
     for name in get_model(model).params:
         base[name] = FRICTION[name] * scales.get(SCALE.get(name), 1.0)
     return ParameterSet.build(actuator, model, {**base, **values})
@@ -103,9 +103,9 @@ def core_of(params: ParameterSet, bench: Bench) -> tuple[ParameterSet, ElastoPla
     The core holds F_S, so its vector() gives K_c^s as (K_c + K_c^s) − K_c, which
     may differ from K_c^s in the last bit; that value is used on both sides.
     """
-    form = ep_form(params.model_def)
-    load = max_load(params.model_def, params.actuator_def, params.vector(),
-                    bench.gravity_torque, params.actuator_def.supply_voltage)
+    form = ep_form(params.model)
+    load = max_load(params.model, params.actuator, params.vector(),
+                    bench.gravity_torque, params.actuator.supply_voltage)
     core = ElastoPlasticParams.from_vector(form, params.vector(), float(load))
     if form != EP_CV:
         params = params.replace(friction_stribeck=float(core.vector()[EP_KCS]))
@@ -121,7 +121,7 @@ def test_pendulum_rollout_equals_simulate_joint(actuator, model):
     """Same J, gravity, motor torques and step: the same trajectory, to the last bit."""
     bench = Bench(1.0, 0.15) if actuator == "mx64" else Bench(8.2, 0.5)  # no arm mass
     params, core = core_of(ep_set(actuator, model), bench)
-    kp = params.actuator_def.gains[1]
+    kp = params.actuator.gains[1]
     for name in PROTOCOL_TRAJECTORIES:
         log = command_log(name, bench, kp, DT, duration=4.0)
         run = rollout(params, log)
@@ -141,7 +141,7 @@ def population_of(params: ParameterSet, size: int, seed: int) -> np.ndarray:
     """Sets scattered ±20 % around ``params`` (all valid at DT on the benches below)."""
     rng = np.random.default_rng(seed)
     pop = np.tile(params.vector(), (size, 1))
-    for name in params.model_def.params:
+    for name in params.model.params:
         pop[:, P.INDEX[name]] *= rng.uniform(0.8, 1.2, size)
     pop[:, P.Q_OFFSET] = rng.uniform(-0.05, 0.05, size)
     return pop
@@ -151,7 +151,7 @@ def population_of(params: ParameterSet, size: int, seed: int) -> np.ndarray:
 @pytest.mark.parametrize("model", EP_MODELS)
 def test_batched_rollout_equals_single_bit_for_bit(model, replay):
     params = ep_set("mx64", model)
-    act = params.actuator_def
+    act = params.actuator
     benches = [Bench(0.5, 0.1), Bench(1.5, 0.2, 0.1), Bench(1.0, 0.15)]
     logs = []
     for i, name in enumerate(PROTOCOL_TRAJECTORIES):
@@ -232,7 +232,7 @@ def test_holding_with_the_servo_on():
 def test_stepper_ticks_equal_rollout_bit_for_bit(model):
     params = ep_set("mx64", model)
     bench = bench_of("mx64")
-    kp = params.actuator_def.gains[2]
+    kp = params.actuator.gains[2]
     commands = command_log("lift_drop", bench, kp, DT, duration=3.0)
     sim = BenchStepper(params, bench, DT, position=0.1, velocity=-0.2, gain=kp)
     samples = []
@@ -292,11 +292,11 @@ def test_invalid_sets_are_refused_before_any_simulation():
     message = str(err.value)
     assert "\n" not in message and "(14)" in message and "ep_stribeck" in message
     assert "0.005 s" in message
-    batch = LogBatch.pack([log], params.actuator_def)
+    batch = LogBatch.pack([log], params.actuator)
     with pytest.raises(BamError, match=r"\(14\)"):
         batch_mae("ep_stribeck", np.stack([params.vector(), bad.vector()]),
                   LogBatch.pack([BenchLog(log.bench, 8.0, DT, log.goal, log.enabled,
-                                          position=log.goal)], params.actuator_def))
+                                          position=log.goal)], params.actuator))
     with pytest.raises(BamError, match="sticking is unstable"):
         batch_rollout("ep_stribeck", params.replace(contact_damping=50.0).vector(), batch)
     # (14) bounds T from below: r ≈ 1.98 lies between K·T + B at 1 ms (1.05) and 5 ms (2.85).
@@ -333,7 +333,7 @@ def test_violation_agrees_with_the_core_checks(model):
 def test_m_models_are_never_checked():
     m6 = published("mx64", "m6")
     log = command_log("lift_drop", Bench(1.0, 0.15), 8.0, DT, duration=1.0)
-    assert batch_violation("m6", m6.vector(), LogBatch.pack([log], m6.actuator_def)) == 0.0
+    assert batch_violation("m6", m6.vector(), LogBatch.pack([log], m6.actuator)) == 0.0
 
 
 # -- diagrams and parameter files -------------------------------------------------------------
@@ -355,7 +355,7 @@ def test_parameter_files_of_ep_models_round_trip(model, tmp_path):
     params = ep_set("erob80_100", model)
     path = save(params, tmp_path / f"{model}.yaml")
     again = load(path)
-    assert again.model == model and again.values == params.values
+    assert again.model.name == model and again.values == params.values
     text = dump_yaml(params)
     assert "Cisneros et al." in text.splitlines()[0]
     assert "contact_stiffness" in text and "alpha" not in text

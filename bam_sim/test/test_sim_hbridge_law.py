@@ -30,7 +30,7 @@ def coast_set(**groups: float) -> ParameterSet:
                                           (0.05, 5.0)])
 def test_voltage_law_torque_is_the_brute_force_bridge_average(duty: float, dq: float) -> None:
     params = coast_set(**{"inductance.L": 2.0e-4})
-    p, c = params.vector(), params.actuator_def.consts()
+    p, c = params.vector(), params.actuator.consts()
     kt, r, supply = p[P.KT], p[P.R], c[actuators.C_SUPPLY]
     tau = torque_from_control(actuators.VOLTAGE, p, c, duty * supply, dq, True)
     # the circuit itself, integrated far below the PWM period (independent of the average)
@@ -40,7 +40,7 @@ def test_voltage_law_torque_is_the_brute_force_bridge_average(duty: float, dq: f
 
 def test_without_the_group_the_law_is_drive_brake_equation_13() -> None:
     params = published("mx64", "m1")
-    p, c = params.vector(), params.actuator_def.consts()
+    p, c = params.vector(), params.actuator.consts()
     assert bridge_voltage(p, c, 3.0, 1.5) == 3.0
     kt, r = p[P.KT], p[P.R]
     assert torque_from_control(actuators.VOLTAGE, p, c, 3.0, 1.5, True) == \
@@ -52,7 +52,7 @@ def test_bench_rollout_applies_the_coast_average() -> None:
     params = coast_set()
     log = command_log("steps", Bench(1.0, 0.15), 32.0)
     run = rollout(params, log)
-    p, supply = params.vector(), params.actuator_def.supply_voltage
+    p, supply = params.vector(), params.actuator.supply_voltage
     kt, r = p[P.KT], p[P.R]
     duty = run.control / supply
     on = log.enabled & (duty > 0.0) & (np.abs(kt * run.velocity) < supply)  # |e| < V
@@ -68,7 +68,7 @@ def test_dc_motor_model_path_relaxes_to_the_coast_average() -> None:
     params = coast_set(**{"inductance.L": 1.0e-4})
     log = command_log("steps", Bench(1.0, 0.15), 32.0)
     run = rollout(params, log)
-    p, supply = params.vector(), params.actuator_def.supply_voltage
+    p, supply = params.vector(), params.actuator.supply_voltage
     kt, r = p[P.KT], p[P.R]
     on = np.flatnonzero(log.enabled)[1:]
     mean = np.array([average_current(run.control[k] / supply, supply, kt * run.velocity[k],

@@ -206,7 +206,7 @@ def test_batched_rollouts_equal_single_rollouts_and_do_not_depend_on_threads():
     logs = [command_log(name, Bench(m, 0.15), kp) for name, m, kp in
             (("lift_drop", 1.0, 20.0), ("steps", 0.5, 10.0), ("slow_oscillations", 1.5, 40.0))]
     population = np.stack([params.vector(), params.replace(**{"thermal.tempcoef": 0.0}).vector()])
-    batch = LogBatch.pack(logs, params.actuator_def)
+    batch = LogBatch.pack(logs, params.actuator)
     before = numba.get_num_threads()
     try:
         numba.set_num_threads(1)
@@ -232,17 +232,17 @@ def test_temperature_error_is_scored_against_the_recorded_temperature():
     offset = 0.7  # K: the recording reads that much above the model, from the start on
     log = BenchLog(cmd.bench, cmd.kp, cmd.dt, cmd.goal, cmd.enabled, position=sim.position,
                    temperature=sim.temperature + offset)
-    mae, mae_t, _ = batch_errors("m1", params.vector(), LogBatch.pack([log], params.actuator_def))
+    mae, mae_t, _ = batch_errors("m1", params.vector(), LogBatch.pack([log], params.actuator))
     # the rollout starts from the recorded (offset) temperature: the error decays from
     # `offset` as the rise converges; it stays within (0, offset]
     assert 0.0 < mae_t[0, 0] <= offset and mae[0, 0] < 1e-3
     exact = BenchLog(cmd.bench, cmd.kp, cmd.dt, cmd.goal, cmd.enabled, position=sim.position,
                      temperature=sim.temperature)
-    _, zero, _ = batch_errors("m1", params.vector(), LogBatch.pack([exact], params.actuator_def))
+    _, zero, _ = batch_errors("m1", params.vector(), LogBatch.pack([exact], params.actuator))
     assert zero[0, 0] == 0.0
     no_thermal = published("mx64", "m1")
     _, none, _ = batch_errors("m1", no_thermal.vector(),
-                              LogBatch.pack([exact], no_thermal.actuator_def))
+                              LogBatch.pack([exact], no_thermal.actuator))
     assert np.isnan(none[0, 0])
 
 
@@ -253,8 +253,8 @@ def free_swing(params: ParameterSet, velocity: float, steps: int = 1200) -> np.n
 
     log = BenchLog(Bench(MASS, LENGTH), 20.0, DT, np.zeros(steps), np.zeros(steps, bool))
     q, dq, tau, ctrl, current, temperature, voltage = (np.empty(steps) for _ in range(7))
-    _rollout_kernel(params.model_id, params.actuator_def.family, params.vector(),
-                    log.consts(params.actuator_def), 20.0,
+    _rollout_kernel(params.model_id, params.actuator.family, params.vector(),
+                    log.consts(params.actuator), 20.0,
                     log.bench.inertia(params.values["armature"]), log.bench.gravity_torque,
                     0.0, velocity, log.goal, log.enabled, np.zeros(steps), DT, False,
                     np.empty(0), q, dq, tau, ctrl, current, temperature, voltage)

@@ -237,7 +237,8 @@ def test_the_set_rcl_hands_a_node_is_the_file_read_back(folder):
         node.destroy_node()
     assert "provenance.citation" in entries
     read = parse_mapping(entries, "overrides")
-    assert (read.actuator, read.model, read.values) == ("mx106", "m6", load(path).values)
+    assert (read.actuator.name, read.model.name, read.values) == ("mx106", "m6",
+                                                                   load(path).values)
     assert read.provenance == load(path).provenance
 
 

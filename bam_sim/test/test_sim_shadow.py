@@ -50,7 +50,7 @@ def commands(rounds: int = 1) -> tuple[np.ndarray, np.ndarray]:
 def simulate(truth: ParameterSet, rounds: int = 1) -> list[Measurement]:
     """What a bench with ``truth`` reports along :func:`commands`."""
     goal, enabled = commands(rounds)
-    kp = float(truth.actuator_def.gains[1])
+    kp = float(truth.actuator.gains[1])
     bench = BenchStepper(truth, BENCH, DT, gain=kp)
     log = []
     for g, e in zip(goal, enabled, strict=True):

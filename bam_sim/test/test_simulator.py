@@ -20,7 +20,7 @@ pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
 
 def bench_logs(actuator: str, rng: np.random.Generator, n_logs: int = 6) -> list[BenchLog]:
     """Logs of varied length, bench and gain, every trajectory, some torque-off."""
-    act = published(actuator, "m1").actuator_def
+    act = published(actuator, "m1").actuator
     names = list(TRAJECTORIES)
     logs = []
     for i in range(n_logs):
@@ -48,7 +48,7 @@ def population(actuator: str, model: str, rng: np.random.Generator, size: int = 
 def test_batched_rollouts_equal_single_rollouts(actuator, model, replay):
     rng = np.random.default_rng(SEED)
     logs = bench_logs(actuator, rng)
-    batch = LogBatch.pack(logs, published(actuator, model).actuator_def)
+    batch = LogBatch.pack(logs, published(actuator, model).actuator)
     pop = population(actuator, model, rng)
     positions = batch_rollout(model, pop, batch, replay=replay)
     errors = batch_mae(model, pop, batch, replay=replay)
@@ -66,7 +66,7 @@ def test_batched_rollouts_equal_single_rollouts(actuator, model, replay):
 def test_replaying_recorded_control_reproduces_the_rollout(actuator):
     params = published(actuator, "m6")
     log = command_log("lift_drop", Bench(*((1.0, 0.2) if actuator == "mx106" else (8.2, 0.5))),
-                      params.actuator_def.gains[1])
+                      params.actuator.gains[1])
     sim = rollout(params, log)
     recorded = BenchLog(bench=log.bench, kp=log.kp, dt=log.dt, goal=log.goal,
                         enabled=log.enabled, position=sim.position, control=sim.control)
@@ -78,7 +78,7 @@ def test_replaying_recorded_control_reproduces_the_rollout(actuator):
 def test_results_do_not_depend_on_thread_count():
     rng = np.random.default_rng(SEED)
     logs = bench_logs("mx64", rng)
-    batch = LogBatch.pack(logs, published("mx64", "m5").actuator_def)
+    batch = LogBatch.pack(logs, published("mx64", "m5").actuator)
     pop = population("mx64", "m5", rng, size=8)
     threads = numba.get_num_threads()
     try:
@@ -101,7 +101,7 @@ def test_supply_voltage_of_the_log_is_used():
 def test_bad_batches_are_clear_errors():
     rng = np.random.default_rng(SEED)
     logs = bench_logs("mx64", rng, 2)
-    act = published("mx64", "m1").actuator_def
+    act = published("mx64", "m1").actuator
     with pytest.raises(BamError, match="different time steps"):
         other = BenchLog(bench=logs[0].bench, kp=8.0, dt=0.01, goal=logs[0].goal,
                          enabled=logs[0].enabled)

@@ -67,8 +67,8 @@ class DrivenPendulum:
                  velocity: float = 0.0) -> None:
         if params.model_id >= EP_FIRST:  # a friction state this joint does not carry yet
             raise BamError(f"the EtherCAT emulator simulates M1..M6 friction, not "
-                           f"{params.model}; give an m1..m6 parameter file")
-        actuator = params.actuator_def
+                           f"{params.model.name}; give an m1..m6 parameter file")
+        actuator = params.actuator
         self._family = int(actuator.family)
         self._consts = actuator.consts()
         self._p = params.vector()

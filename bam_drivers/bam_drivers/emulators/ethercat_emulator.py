@@ -365,8 +365,9 @@ class EthercatEmulator(EmulatorServer):
         for i, name in enumerate(c.drives):
             model = get_model(name)
             params = load(c.params_file) if c.params_file else published(model.name, c.physics)
-            if params.actuator != model.name:
-                raise BamError(f"parameter set for {params.actuator} on a {model.name} drive")
+            if params.actuator.name != model.name:
+                raise BamError(f"parameter set for {params.actuator.name} on a {model.name} "
+                               "drive")
             position = c.positions[i] if c.positions else 0.0
             drives.append(ErobDrive(model, params, bench, 1.0 / c.cycle_rate, self.clock,
                                     position=position, temperature=c.temperature,

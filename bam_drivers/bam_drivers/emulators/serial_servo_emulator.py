@@ -226,7 +226,7 @@ def build_bus(config: EmulatorConfig) -> EmulatedBus:
         raise BamError("physics rate must be > 0 Hz")
     _seconds("return delay", config.return_delay)
     params = load_physics(config)
-    _check_physics(params.actuator, table)
+    _check_physics(params.actuator.name, table)
     bench = Bench(mass=config.mass, length=config.length, arm_mass=config.arm_mass)
 
     def make_sim(position: float, velocity: float) -> BenchStepper:

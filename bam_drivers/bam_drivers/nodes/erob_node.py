@@ -121,12 +121,14 @@ class ErobNode(DriverNode):
         if not models:
             raise BamError("drive_models is empty; give one drive model per joint")
         self._models = models
+        # Each drive model is the actuator of the same name (the registry's driver "erob").
+        self._drive_actuators = [get_actuator(m.name) for m in models]
         n = len(models)
         defaults = {
             "slave_positions": [0] * n,
             "joint_names": ["pendulum"] if n == 1 else [f"joint{k + 1}" for k in range(n)],
             "offsets": [0.0] * n, "directions": [1] * n, "actuator": models[0].name,
-            "gain": float(get_actuator(models[0].name).gains[1])}
+            "gain": float(self._drive_actuators[0].gains[1])}
         rest = [p for p in self.PARAMETERS if p.name not in values]
         values.update(declare(self, rest, defaults))
         return values
@@ -160,9 +162,9 @@ class ErobNode(DriverNode):
         bus = EthercatBus(v["interface"], specs, mode=MODES[self._mode_name],
                           watchdog=float(v["sm_watchdog"]),
                           frame_timeout=float(v["frame_timeout"]), csp_gain=float(v["gain"]))
-        frames = [JointFrame(float(o), int(d), get_actuator(m.name).damping,
-                             float(get_actuator(m.name).fixed["current_limit"]))
-                  for o, d, m in zip(v["offsets"], v["directions"], self._models, strict=True)]
+        frames = [JointFrame(float(o), int(d), a.damping, float(a.fixed["current_limit"]))
+                  for o, d, a in zip(v["offsets"], v["directions"], self._drive_actuators,
+                                     strict=True)]
         now = time.monotonic()
         self._supervisor = ErobSupervisor(
             bus, frames, gain=float(v["gain"]), enabled=bool(v["torque_enable_on_start"]),

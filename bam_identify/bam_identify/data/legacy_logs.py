@@ -61,7 +61,7 @@ from bam_sim.bench.bench_log import BenchLog
 from bam_sim.common.errors import BamError
 from bam_sim.models.files.parameter_file import write_atomic
 from bam_sim.models.servo import actuators
-from bam_sim.models.servo.actuators import Actuator, get_actuator
+from bam_sim.models.servo.actuators import Actuator, get_actuator, resolve_actuator
 
 REQUIRED = ("mass", "length", "kp", "motor", "entries")
 ENTRY_REQUIRED = ("timestamp", "position", "goal_position", "torque_enable")
@@ -266,7 +266,7 @@ def write_legacy_log(path: str | os.PathLike, log: BenchLog, actuator: str | Act
     of the actuator), so that :func:`read_legacy_log` reads them back.
     """
     path = Path(path)
-    act = actuator if isinstance(actuator, Actuator) else get_actuator(actuator)
+    act = resolve_actuator(actuator)
     if path.exists() and not overwrite:
         raise BamError(f"{path} already exists; choose another path or allow overwriting "
                        "(--force)")

@@ -17,8 +17,9 @@ from bam_sim.bench.rollouts import rollout
 from bam_sim.bench.trajectory import command_log
 from bam_sim.common.errors import BamError
 from bam_sim.models.files.parameter_file import published
-from bam_sim.models.model_registry import get_model
+from bam_sim.models.model_registry import FrictionModel, resolve_model
 from bam_sim.models.parameter_set import ParameterSet
+from bam_sim.models.servo.actuators import Actuator
 
 PAPER_TRAJECTORIES = ("accelerated_oscillations", "slow_oscillations", "raise_lower", "lift_drop")
 
@@ -65,7 +66,7 @@ def paper_like_set(truth: ParameterSet, n_logs: int, arm_mass: float = 0.0,
     Each trajectory is recorded equally often; masses, lengths and gains are
     drawn without repetition from their combinations (seeded).
     """
-    act = truth.actuator_def
+    act = truth.actuator
     rng = np.random.default_rng(seed)
     setups = list(itertools.product(act.masses, act.lengths, act.gains))
     order = rng.permutation(len(setups))
@@ -86,7 +87,8 @@ _EP_EXAMPLE = {"friction_base": (0.12, "friction"), "friction_stribeck": (0.16, 
                "load_friction_base": (0.02, None), "load_friction_stribeck": (0.03, None)}
 
 
-def elastoplastic_example(actuator: str, model: str = "ep_stribeck") -> ParameterSet:
+def elastoplastic_example(actuator: Actuator | str,
+                          model: FrictionModel | str = "ep_stribeck") -> ParameterSet:
     """A made-up ``ep_*`` set to simulate recordings from: not identified on any servo.
 
     Motor parameters (k_t, R, J_m, ...) of the actuator's published M2 set (M1 where
@@ -95,16 +97,16 @@ def elastoplastic_example(actuator: str, model: str = "ep_stribeck") -> Paramete
     spring-damper at the registry's defaults, so (14) and the coupling limit
     hold on the Table I benches at a 5 ms step.
     """
-    mdl = get_model(model)
+    mdl = resolve_model(model)
     if not mdl.elastoplastic:
-        raise BamError(f"{model} is not an elasto-plastic model; choose one of ep_cv, "
+        raise BamError(f"{mdl.name} is not an elasto-plastic model; choose one of ep_cv, "
                        "ep_stribeck, ep_rational, ep_load")
     try:
         m2 = published(actuator, "m2")
     except BamError:
         m2 = published(actuator, "m1")
-    scales = m2.actuator_def.scales
-    values = {name: m2.values[name] for name in m2.actuator_def.motor_bounds}
+    scales = m2.actuator.scales
+    values = {name: m2.values[name] for name in m2.actuator.motor_bounds}
     for name in mdl.params:
         factor, scale = _EP_EXAMPLE[name]
         values[name] = factor * scales.get(scale, 1.0)

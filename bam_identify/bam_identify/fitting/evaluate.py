@@ -45,20 +45,20 @@ def evaluate(request: EvalRequest) -> str:
     scores = {}
     rows = []
     for path, params in sets:
-        if params.actuator != dataset.actuator:
-            raise BamError(f"{path} is for {params.actuator} but the logs are of "
+        if params.actuator.name != dataset.actuator:
+            raise BamError(f"{path} is for {params.actuator.name} but the logs are of "
                            f"{dataset.actuator}; pass matching --params or --actuator")
         space = SearchSpace.build(params.actuator, params.model, params.values, False)
         objective = Objective(space, dataset.logs, request.replay)
         per_log = objective.per_log({})
         mae = float(np.average(per_log, weights=weights))
         _, temperature = objective.errors({})
-        scores[str(path)] = {"model": params.model, "mae": mae,
+        scores[str(path)] = {"model": params.model.name, "mae": mae,
                              "per_log": dict(zip([log.name for log in dataset.logs],
                                                  per_log.tolist(), strict=True))}
         if temperature is not None:
             scores[str(path)]["temperature_mae"] = temperature
-        rows.append((f"{str(path):<40} {params.model:<6} {mae:>10.3e}", temperature))
+        rows.append((f"{str(path):<40} {params.model.name:<6} {mae:>10.3e}", temperature))
     lines = _table(rows)
     if request.json:
         summary = {"logs": len(dataset.logs), "actuator": dataset.actuator,

@@ -68,13 +68,13 @@ from bam_sim.models.dcmotor.groups import (
     DEFAULT_VOLTAGE_WEIGHT,
     get_group,
 )
-from bam_sim.models.model_registry import get_model
+from bam_sim.models.model_registry import FrictionModel, resolve_model
 from bam_sim.models.parameter_set import (
     ParameterSet,
     allowed_names,
     identification_bounds,
 )
-from bam_sim.models.servo.actuators import FAMILY_NAMES, get_actuator
+from bam_sim.models.servo.actuators import FAMILY_NAMES, Actuator, resolve_actuator
 
 Q_OFFSET_BOUNDS = (-0.2, 0.2)  # rad: a bench mounting error, not a free rotation
 # Score of an elasto-plastic candidate that violates (14) or the coupling limit
@@ -85,20 +85,29 @@ INFEASIBLE = 1.0e6  # also above the score of a diverged rollout (DIVERGED_SCORE
 
 @dataclass(frozen=True)
 class SearchSpace:
-    """The free parameters of one (actuator, model) pair and their bounds."""
+    """The free parameters of one (actuator, model) pair and their bounds.
 
-    actuator: str
-    model: str
+    A candidate is a row of free values in the order of :attr:`names`; a
+    population of them maps onto the kernels' parameter vectors in one step
+    (:meth:`population`).
+    """
+
+    actuator: Actuator
+    model: FrictionModel
     bounds: dict[str, tuple[float, float]]
     fixed: dict[str, float]
 
     @classmethod
-    def build(cls, actuator: str, model: str, fixed: dict[str, float] | None = None,
-              identify_offset: bool = True, groups: tuple[str, ...] = ()) -> SearchSpace:
+    def build(cls, actuator: Actuator | str, model: FrictionModel | str,
+              fixed: dict[str, float] | None = None, identify_offset: bool = True,
+              groups: tuple[str, ...] = ()) -> SearchSpace:
         """``groups``: optional groups of the DC-motor model whose parameters are
         identified too (:data:`bam_sim.models.dcmotor.groups.GROUPS`; their other
-        parameters are held at ``fixed``, where the group needs them)."""
-        act, mdl = get_actuator(actuator), get_model(model)
+        parameters are held at ``fixed``, where the group needs them).
+
+        ``actuator`` and ``model`` are the registry's objects, or names given on
+        the command line or in a file (resolved here, once)."""
+        act, mdl = resolve_actuator(actuator), resolve_model(model)
         bounds = dict(identification_bounds(act, mdl))
         for name in groups:
             group = get_group(name)
@@ -116,7 +125,7 @@ class SearchSpace:
                                f"{act.name}; its parameters are {', '.join(sorted(allowed))}")
             P.check_value(name, value, "--set")
             bounds.pop(name, None)
-        space = cls(act.name, mdl.name, bounds, fixed)
+        space = cls(act, mdl, bounds, fixed)
         # A set of the space must be valid as a whole (a group missing what it needs, a
         # held value outside a group's rules): say so now, not after the fit.
         middle = {name: 0.5 * (lo + hi) for name, (lo, hi) in bounds.items()}
@@ -127,10 +136,14 @@ class SearchSpace:
     def names(self) -> list[str]:
         return list(self.bounds)
 
+    @property
+    def index(self) -> np.ndarray:
+        """Where each free parameter sits in the kernels' parameter vector."""
+        return np.array([P.INDEX[name] for name in self.bounds], dtype=np.intp)
+
     def base_vector(self) -> np.ndarray:
         """The vector of fixed values (actuator constants, --set values, q_offset 0)."""
-        act = get_actuator(self.actuator)
-        return P.to_vector({"q_offset": 0.0, **act.fixed, **self.fixed})
+        return P.to_vector({"q_offset": 0.0, **self.actuator.fixed, **self.fixed})
 
     def unit_box(self) -> tuple[np.ndarray, np.ndarray]:
         """(lower bounds, ranges): values = lower + u·range for u in the unit box."""
@@ -141,17 +154,29 @@ class SearchSpace:
         lower, span = self.unit_box()
         return (np.array([values[name] for name in self.names]) - lower) / span
 
-    def population(self, candidates: list[dict[str, float]]) -> np.ndarray:
-        base = self.base_vector()
-        pop = np.tile(base, (len(candidates), 1))
-        for i, candidate in enumerate(candidates):
-            for name, value in candidate.items():
+    def population(self, x: np.ndarray) -> np.ndarray:
+        """The kernels' parameter vectors (m, N_PARAMS) of candidates ``x`` (m, n): the
+        fixed values with each row's free values put in place."""
+        x = np.atleast_2d(np.asarray(x, dtype=np.float64))
+        pop = np.tile(self.base_vector(), (x.shape[0], 1))
+        pop[:, self.index] = x
+        return pop
+
+    def population_of(self, sets: list[dict[str, float]]) -> np.ndarray:
+        """The kernels' parameter vectors of sets given by name (a file's, a report's,
+        a test's): the fixed values with each set's values put in place."""
+        pop = np.tile(self.base_vector(), (len(sets), 1))
+        for i, values in enumerate(sets):
+            for name, value in values.items():
                 pop[i, P.INDEX[name]] = value
         return pop
 
+    def values_of(self, x: np.ndarray) -> dict[str, float]:
+        """The free values of one candidate by name (what a fit reports)."""
+        return dict(zip(self.bounds, map(float, x), strict=True))
+
     def parameter_set(self, values: dict[str, float], provenance: dict) -> ParameterSet:
-        act = get_actuator(self.actuator)
-        merged = {**act.fixed, "q_offset": 0.0, **self.fixed, **values}
+        merged = {**self.actuator.fixed, "q_offset": 0.0, **self.fixed, **values}
         return ParameterSet.build(self.actuator, self.model, merged, provenance)
 
 
@@ -195,7 +220,7 @@ class Objective:
             raise BamError(f"the temperature weight must be a finite number >= 0 (rad/K), got "
                            f"{temperature_weight}")
         self.space = space
-        self.batch = LogBatch.pack(logs, get_actuator(space.actuator))
+        self.batch = LogBatch.pack(logs, space.actuator)
         self.check_batch = (LogBatch.pack([*logs, *check_logs], self.batch.actuator)
                             if check_logs else self.batch)
         self.weights = self.batch.lengths / self.batch.lengths.sum()
@@ -206,25 +231,33 @@ class Objective:
                                and self.batch.has_input_voltage else 0.0)
         self.evaluations = 0
 
-    def __call__(self, candidates: list[dict[str, float]]) -> np.ndarray:
-        """Score of each candidate: position MAE + weight·temperature MAE (rad).
+    def __call__(self, population: np.ndarray) -> np.ndarray:
+        """Score of each parameter vector of ``population`` (see :meth:`score`)."""
+        return self.score(population)[0]
+
+    def score(self, population: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(score, violation) of each parameter vector of ``population`` (m, N_PARAMS;
+        :meth:`SearchSpace.population`): position MAE + weight·temperature MAE (rad),
+        and the constraint violation, computed once here (0: simulated).
 
         An ``ep_*`` or LuGre candidate that may not be simulated at the logs'
         step scores ``INFEASIBLE``·(1 + violation) (see the module docstring).
         """
-        population = self.space.population(candidates)
-        violation = self.violation(candidates)
+        population = np.atleast_2d(np.asarray(population, dtype=np.float64))
+        violation = self.violation(population)
         valid = violation == 0.0
         scores = INFEASIBLE * (1.0 + violation)
         if valid.any():
+            # The valid sets hold on check_batch, a superset of the scored logs: no
+            # second check in the rollout.
             errors, errors_t, errors_v = batch_errors(self.space.model, population[valid],
                                                       self.batch, self.replay,
-                                                      self.voltage_weight > 0.0)
+                                                      self.voltage_weight > 0.0, checked=True)
             simulated = (errors @ self.weights + self.temperature_weight * self._mean(errors_t)
                          + self.voltage_weight * self._mean(errors_v))
             scores[valid] = np.where(np.isfinite(simulated), simulated, np.inf)
-        self.evaluations += len(candidates)
-        return scores
+        self.evaluations += len(violation)
+        return scores, violation
 
     @property
     def scores_temperature(self) -> bool:
@@ -246,7 +279,7 @@ class Objective:
     def errors(self, values: dict[str, float]) -> tuple[float, float | None]:
         """(position MAE in rad, temperature MAE in K or None) of one set over the logs,
         step-weighted; a one-line BamError if the set may not run on them."""
-        errors, errors_t, _ = batch_errors(self.space.model, self.space.population([values]),
+        errors, errors_t, _ = batch_errors(self.space.model, self.space.population_of([values]),
                                            self.batch, self.replay)
         temperature = (float(self._mean(errors_t)[0]) if np.isfinite(errors_t).any()
                        else None)
@@ -256,32 +289,34 @@ class Objective:
         """Input-voltage MAE (V) of one set over the logs whose bus reported it (None: none)."""
         if not self.batch.has_input_voltage:
             return None
-        _, _, errors_v = batch_errors(self.space.model, self.space.population([values]),
+        _, _, errors_v = batch_errors(self.space.model, self.space.population_of([values]),
                                       self.batch, self.replay, True)
         return float(self._mean(errors_v)[0]) if np.isfinite(errors_v).any() else None
 
-    def violation(self, candidates: list[dict[str, float]]) -> np.ndarray:
-        """0 for each candidate that may be simulated, else its relative violation of
-        (14) or the coupling limit (``ep_*`` only: always 0 for M1..M6)."""
-        return batch_violation(self.space.model, self.space.population(candidates),
-                               self.check_batch)
+    def violation(self, population: np.ndarray) -> np.ndarray:
+        """0 for each parameter vector that may be simulated, else its relative violation
+        of (14) or the coupling limit (``ep_*``), or of LuGre's stick limits (always 0
+        for M1..M6)."""
+        return batch_violation(self.space.model, population, self.check_batch)
 
-    def residuals(self, candidates: list[dict[str, float]]) -> np.ndarray:
+    def residuals(self, population: np.ndarray) -> np.ndarray:
         """Simulated minus recorded position of every entry of every log, one row per
-        candidate (rad; padding 0); a row of NaN for an ``ep_*`` candidate that may not
-        be simulated. The position MAE of a row is ``|row|.sum() / batch.lengths.sum()``."""
-        population = self.space.population(candidates)
-        valid = self.violation(candidates) == 0.0
-        rows = np.full((len(candidates), self.batch.position.size), np.nan)
+        parameter vector (rad; padding 0); a row of NaN for an ``ep_*`` candidate that
+        may not be simulated. The position MAE of a row is
+        ``|row|.sum() / batch.lengths.sum()``."""
+        population = np.atleast_2d(np.asarray(population, dtype=np.float64))
+        valid = self.violation(population) == 0.0
+        rows = np.full((len(valid), self.batch.position.size), np.nan)
         if valid.any():
-            q = batch_rollout(self.space.model, population[valid], self.batch, self.replay)
+            q = batch_rollout(self.space.model, population[valid], self.batch, self.replay,
+                              checked=True)
             rows[valid] = (q - self.batch.position).reshape(int(valid.sum()), -1)
-        self.evaluations += len(candidates)
+        self.evaluations += len(valid)
         return rows
 
     def per_log(self, values: dict[str, float]) -> np.ndarray:
         """MAE of each log for one set; a one-line BamError if an ep_* set may not run."""
-        return batch_mae(self.space.model, self.space.population([values]), self.batch,
+        return batch_mae(self.space.model, self.space.population_of([values]), self.batch,
                          self.replay)[0]
 
 
@@ -345,7 +380,7 @@ def identify(space: SearchSpace, logs: list[BenchLog], settings: FitSettings,
     # The residuals hold the positions only: no polish when a reading is scored too.
     polish = settings.polish and not objective.scores_temperature
     polish = polish and objective.voltage_weight == 0.0
-    search = Search(space.names, space.unit_box(), objective, settings.trials,
+    search = Search(space, objective, settings.trials,
                     settings.target, record, polish, progress)
     start = None if settings.start is None else space.to_unit(settings.start)
     run = CmaRun(dims, 0, popsize0, settings.seed, start, settings.spread,
@@ -400,7 +435,7 @@ def _fingerprint(space: SearchSpace, objective: Objective, settings: FitSettings
             value = getattr(batch, item.name)
             if isinstance(value, np.ndarray):
                 digest.update(np.ascontiguousarray(value).tobytes())
-    return {"actuator": space.actuator, "model": space.model,
+    return {"actuator": space.actuator.name, "model": space.model.name,
             "bounds": {k: list(v) for k, v in space.bounds.items()}, "fixed": space.fixed,
             "seed": settings.seed, "popsize": popsize0, "restarts": settings.restarts,
             "start": settings.start, "spread": settings.spread, "replay": settings.replay,
@@ -431,8 +466,7 @@ def nested_start(space: SearchSpace, fitted: dict[str, float]) -> dict[str, floa
     is exact too (K_l = K_l^s = 0), and so is ep_cv → ep_stribeck
     (F_S − F_C = 0 turns Φ_Z (30) into (20)).
     """
-    mdl = get_model(space.model)
-    defaults = mdl.defaults(get_actuator(space.actuator).scales)
+    defaults = space.model.defaults(space.actuator.scales)
     load, load_static = (fitted.get("load_friction_base", 0.0),
                          fitted.get("load_friction_stribeck", 0.0))
     derived = {"load_friction_motor": load, "load_friction_external": load,

@@ -68,7 +68,7 @@ def plan_fit(job: FitJob) -> FitPlan:
     held = held_per_model(fixed, actuator, models, job.groups)
     train, validation = split(dataset, job.validation_fraction, job.seed, job.validation_kp)
     defaults = group_defaults(job.groups, train.logs)
-    plans = tuple(ModelPlan(model, SearchSpace.build(actuator.name, model.name,
+    plans = tuple(ModelPlan(model, SearchSpace.build(actuator, model,
                                                      {**defaults, **held[model.name]},
                                                      not job.no_offset, job.groups),
                             outputs[model.name], held[model.name],

@@ -58,7 +58,8 @@ class ModelResult:
 
     @property
     def model(self) -> str:
-        return self.params.model
+        """The model's name (the tables' and the report's)."""
+        return self.params.model.name
 
 
 # A span of recorded temperatures below this (K) cannot separate R(T)'s α from R: R moves
@@ -189,7 +190,7 @@ def write_report(folder: Path, results: list[ModelResult], validation: list[Benc
     if left_out:
         summary["figures_left_out"] = FIGURES_LEFT_OUT
     elastoplastic = {r.model: _elastoplastic_summary(r.params, train)
-                     for r in results if r.params.model_def.elastoplastic}
+                     for r in results if r.params.model.elastoplastic}
     if elastoplastic:
         summary["elastoplastic"] = elastoplastic
     write_atomic(folder / "summary.json", json.dumps(summary, indent=2, default=_jsonable) + "\n")
@@ -395,7 +396,7 @@ def _plot_mae(path: Path, results: list[ModelResult]) -> Path:
     ax.bar(x + 0.2, val, 0.4, label="validation")
     ax.set_xticks(x, [r.model.upper() for r in results])
     ax.set_ylabel("MAE [rad]")
-    ax.set_title(f"{results[0].params.actuator_def.title}: position MAE per model", fontsize=10)
+    ax.set_title(f"{results[0].params.actuator.title}: position MAE per model", fontsize=10)
     ax.legend()
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
@@ -447,14 +448,14 @@ def _plot_validation(path: Path, results: list[ModelResult], logs: list[BenchLog
 def _plot_diagrams(path: Path, results: list[ModelResult]) -> Path:
     from bam_sim.models.diagram import plot_diagram
 
-    title = f"{results[0].params.actuator_def.title}: fitted models"
+    title = f"{results[0].params.actuator.title}: fitted models"
     return plot_diagram([r.params for r in results], path, title=title)
 
 
 def _uses_motor(params: ParameterSet) -> bool:
     from bam_sim.models.dcmotor.motor_model import uses_motor
 
-    return bool(uses_motor(params.actuator_def.family, params.model_id, params.vector()))
+    return bool(uses_motor(params.actuator.family, params.model_id, params.vector()))
 
 
 def envelope_voltage(params: ParameterSet) -> float:
@@ -467,7 +468,7 @@ def envelope_voltage(params: ParameterSet) -> float:
     vmax = float(dcmotor_parameters(params)[dcmotor.P_VMAX])
     if vmax > 0.0:
         return vmax
-    act = params.actuator_def
+    act = params.actuator
     return act.supply_voltage * (act.max_duty if act.family == VOLTAGE else 1.0)
 
 
@@ -484,7 +485,7 @@ def _plot_dcmotor(path: Path, results: list[ModelResult]) -> Path:
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=8)
-    fig.suptitle(f"{results[0].params.actuator_def.title}: DC-motor model of the fitted sets")
+    fig.suptitle(f"{results[0].params.actuator.title}: DC-motor model of the fitted sets")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -495,7 +496,7 @@ def _ep_params(params: ParameterSet, max_load: float = 0.0):
     from bam_sim.models.elastoplastic.model import ElastoPlasticParams
     from bam_sim.models.elastoplastic.validity import ep_form
 
-    return ElastoPlasticParams.from_vector(ep_form(params.model_def), params.vector(), max_load)
+    return ElastoPlasticParams.from_vector(ep_form(params.model), params.vector(), max_load)
 
 
 def _smallest_inertia(params: ParameterSet, logs: list[BenchLog]) -> float:
@@ -549,7 +550,7 @@ def pre_sliding_curve(params: ParameterSet, dt: float, inertia: float,
 
 def _plot_friction(path: Path, results: list[ModelResult], train: list[BenchLog]) -> Path:
     plt = _pyplot()
-    ep_results = [r for r in results if r.params.model_def.elastoplastic]
+    ep_results = [r for r in results if r.params.model.elastoplastic]
     cols = 2 if ep_results else 1
     fig, axes = plt.subplots(1, cols, figsize=(5.5 * cols, 4.0), squeeze=False)
     ax = axes[0, 0]

@@ -111,7 +111,7 @@ def _fit_one(space: SearchSpace, logs: list[BenchLog], settings: FitSettings, qu
     """One model's fit with its progress bar; ``tick`` is called at every generation."""
     from tqdm import tqdm
 
-    with tqdm(total=settings.trials, desc=f"fit {space.model}", unit="trial", disable=quiet,
+    with tqdm(total=settings.trials, desc=f"fit {space.model.name}", unit="trial", disable=quiet,
               mininterval=0.5, file=sys.stderr) as bar:
         def progress(count: int, best: float) -> None:
             bar.update(count)
@@ -168,10 +168,10 @@ def save_fit(params: ParameterSet, output: Path, force: bool, interrupted: bool)
     if interrupted and output.exists():
         kept = output
         output = output.with_name(f"{output.stem}.interrupted{output.suffix or '.yaml'}")
-        print(f"interrupted: the best {params.model} parameters found are in {output}; "
+        print(f"interrupted: the best {params.model.name} parameters found are in {output}; "
               f"{kept} is kept", file=sys.stderr)
     elif interrupted:
-        print(f"interrupted: the best {params.model} parameters found are in {output}",
+        print(f"interrupted: the best {params.model.name} parameters found are in {output}",
               file=sys.stderr)
     # Through a temporary file, never over a file another command wrote meanwhile.
     return write_new(output, dump_yaml(params), "--output", force=force or interrupted)

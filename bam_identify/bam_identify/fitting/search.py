@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,6 +29,9 @@ from bam_identify.fitting.study_record import (
     shares_of,
 )
 from bam_sim.common.command import raise_if_stopped
+
+if TYPE_CHECKING:  # fit imports this module
+    from bam_identify.fitting.fit import Objective, SearchSpace
 
 # A mean position error beyond a turn: the simulation does not follow the bench at all
 # (a diverged rollout). Such candidates score a finite penalty (CMA-ES needs numbers) and
@@ -50,18 +54,22 @@ def penalize_diverged(scores: np.ndarray) -> np.ndarray:
 class Search:
     """The state of one fit: budget, best so far, history, time in the simulation.
 
-    ``objective`` is the fit's :class:`~bam_identify.fitting.fit.Objective`;
-    ``polish``: whether to polish with Levenberg–Marquardt (the objective's
-    score must then be the position MAE the residuals give).
+    ``space`` is the fit's :class:`~bam_identify.fitting.fit.SearchSpace` and
+    ``objective`` its :class:`~bam_identify.fitting.fit.Objective`; ``polish``:
+    whether to polish with Levenberg–Marquardt (the objective's score must then
+    be the position MAE the residuals give). Candidates stay arrays from the
+    optimizer to the kernel: unit box u → values x = lower + u·span (m, n) →
+    the kernels' parameter vectors (``space.population``, m × N_PARAMS).
     """
 
-    def __init__(self, names: list[str], unit_box: tuple[np.ndarray, np.ndarray], objective,
-                 trials: int, target: float | None, record, polish: bool,
+    def __init__(self, space: SearchSpace, objective: Objective, trials: int,
+                 target: float | None, record, polish: bool,
                  progress: Callable[[int, float], None] | None):
-        self.names, self.objective, self.record = names, objective, record
+        self.space, self.objective, self.record = space, objective, record
+        self.names = space.names
         self.trials, self.target, self.polishing = trials, target, polish
         self.progress = progress
-        self.lower, self.span = unit_box
+        self.lower, self.span = space.unit_box()
         self.best, self.best_values = np.inf, None
         self.done = self.evaluated = 0
         self.simulated = 0.0
@@ -73,18 +81,14 @@ class Search:
     def reached(self) -> bool:
         return self.target is not None and self.best <= self.target
 
-    def _candidates(self, x: np.ndarray) -> list[dict[str, float]]:
-        return [dict(zip(self.names, map(float, row), strict=True)) for row in x]
-
     def score(self, x: np.ndarray) -> np.ndarray:
-        """Scores of parameter vectors x (m, n): one batched simulation."""
-        candidates = self._candidates(x)
+        """Scores of candidates x (m, n): one batched simulation, the constraint
+        violation computed once (by the objective)."""
         started = time.perf_counter()
-        raw = self.objective(candidates)
+        raw, violation = self.objective.score(self.space.population(x))
         # Invalid ep_* candidates keep their graded INFEASIBLE score (not simulated,
         # so not "diverged"): CMA-ES follows it back into the valid region.
-        scores = np.where(self.objective.violation(candidates) > 0.0, raw,
-                          penalize_diverged(raw))
+        scores = np.where(violation > 0.0, raw, penalize_diverged(raw))
         self.simulated += time.perf_counter() - started
         self.evaluated += len(x)
         return scores
@@ -146,7 +150,7 @@ class Search:
         i = int(np.argmin(scores))
         if scores[i] < self.best:
             self.best = float(scores[i])
-            self.best_values = dict(zip(self.names, map(float, x[i]), strict=True))
+            self.best_values = self.space.values_of(x[i])
         self._note(count, self.best)
 
     def _note(self, count: int, best: float) -> None:
@@ -198,7 +202,7 @@ class Search:
 
         def residuals(U: np.ndarray) -> np.ndarray:
             started = time.perf_counter()
-            rows = self.objective.residuals(self._candidates(self.lower + U * self.span))
+            rows = self.objective.residuals(self.space.population(self.lower + U * self.span))
             self.simulated += time.perf_counter() - started
             self.evaluated += len(U)
             return rows
@@ -223,8 +227,7 @@ class Search:
         except KeyboardInterrupt:  # keep what the polish found (its MAE, unrounded)
             if lm.best_u is not None and lm.best < self.best:
                 self.best = lm.best
-                self.best_values = dict(zip(self.names, map(
-                    float, self.lower + lm.best_u * self.span), strict=True))
+                self.best_values = self.space.values_of(self.lower + lm.best_u * self.span)
             raise
         x = self.lower + polished.u * self.span
         score = self.score(x[None, :])

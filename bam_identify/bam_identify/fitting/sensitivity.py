@@ -96,7 +96,7 @@ def sensitivity(objective: Objective, values: dict[str, float],
     BAM's ``*_sensitivity.json``. ``supply_voltage``: [lowest, highest] supply of the
     training ``logs`` (V; None without logs or a recorded supply), the vin range.
     """
-    base = float(objective([values])[0])
+    base = float(objective(objective.space.population_of([values]))[0])
     threshold = base * (1.0 + percent / 100.0)
     axes = parameter_axes(objective, values, names)
     scale = friction_scale_axis(objective, values) if names is None else None
@@ -138,7 +138,7 @@ def _scores(objective: Objective, ends: list, points: np.ndarray) -> np.ndarray:
     """The score of every point (row i along end i), in one batched population."""
     candidates = [axis.move(x) for (axis, _), row in zip(ends, points, strict=True)
                   for x in row]
-    return np.asarray(objective(candidates), dtype=float)
+    return np.asarray(objective(objective.space.population_of(candidates)), dtype=float)
 
 
 def _interval(axis: Axis, lower: float, upper: float, lower_clamped: bool,

@@ -70,7 +70,7 @@ from bam_sim.models.dcmotor.motor_model import (
     uses_motor,
 )
 from bam_sim.models.elastoplastic.validity import check_step, violation
-from bam_sim.models.model_registry import FrictionModel, get_model
+from bam_sim.models.model_registry import FrictionModel, resolve_model
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo import actuators
 from bam_sim.models.servo.laws import (
@@ -271,7 +271,7 @@ def _control_of(log: BenchLog, replay: bool) -> np.ndarray:
 
 def rollout(params: ParameterSet, log: BenchLog, replay: bool = False) -> Rollout:
     """Simulate one log with one parameter set (Algorithm 1 at the log's Δt)."""
-    act = params.actuator_def
+    act = params.actuator
     p = params.vector()
     n = len(log)
     q, dq, tau, ctrl = (np.empty(n) for _ in range(4))
@@ -279,7 +279,7 @@ def rollout(params: ParameterSet, log: BenchLog, replay: bool = False) -> Rollou
     q0, dq0 = log.initial_state
     consts = log.consts(act)
     inertia = log.bench.inertia(p[P.ARMATURE])
-    check_step(params.model_def, act, p, log.dt, inertia, log.bench.gravity_torque,
+    check_step(params.model, act, p, log.dt, inertia, log.bench.gravity_torque,
                consts[actuators.C_SUPPLY])
     recorded_t = log.temperature if log.temperature is not None else np.empty(0)
     _rollout_kernel(params.model_id, act.family, p, consts, float(log.kp), inertia,
@@ -300,13 +300,14 @@ def _population(population: np.ndarray) -> np.ndarray:
     return population
 
 
-def batch_violation(model: str, population: np.ndarray, batch: LogBatch) -> np.ndarray:
+def batch_violation(model: FrictionModel | str, population: np.ndarray,
+                    batch: LogBatch) -> np.ndarray:
     """0 for each set that may run on every log of ``batch``, else how far it is from it.
 
     Condition (14) and the coupling limit of the ``ep_*`` models at the batch's
     step, for the smallest inertia and the largest load of its logs (0 for M1..M6).
     """
-    mdl = get_model(model)
+    mdl = resolve_model(model)
     population = _population(population)
     inertia = batch.load_inertia.min() + population[:, P.ARMATURE]
     return violation(mdl, batch.actuator, population, batch.dt, inertia,
@@ -316,7 +317,7 @@ def batch_violation(model: str, population: np.ndarray, batch: LogBatch) -> np.n
 
 def _check_batch(mdl: FrictionModel, population: np.ndarray, batch: LogBatch) -> None:
     """Raise the one-line error of the first set that may not run on the batch."""
-    bad = np.flatnonzero(batch_violation(mdl.name, population, batch) > 0.0)
+    bad = np.flatnonzero(batch_violation(mdl, population, batch) > 0.0)
     if bad.size:
         p = population[bad[0]]
         inertia = batch.load_inertia.min() + p[P.ARMATURE]
@@ -327,14 +328,13 @@ def _check_batch(mdl: FrictionModel, population: np.ndarray, batch: LogBatch) ->
                        f"coupling limit at the step {batch.dt:g} s")
 
 
-def _run_batch(model: str, population: np.ndarray, batch: LogBatch, replay: bool,
-               recorded: np.ndarray, out_q: np.ndarray,
-               voltage: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _run_batch(mdl: FrictionModel, population: np.ndarray, batch: LogBatch, replay: bool,
+               recorded: np.ndarray, out_q: np.ndarray, voltage: bool = False,
+               checked: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if replay:
         for log in batch.logs:
             _control_of(log, True)
-    mdl = get_model(model)
-    if mdl.elastoplastic or mdl.lugre:
+    if (mdl.elastoplastic or mdl.lugre) and not checked:
         _check_batch(mdl, population, batch)
     errors = np.zeros((population.shape[0], len(batch)))
     errors_t = np.full((population.shape[0], len(batch)), np.nan)
@@ -349,33 +349,40 @@ def _run_batch(model: str, population: np.ndarray, batch: LogBatch, replay: bool
     return errors, errors_t, errors_v
 
 
-def batch_rollout(model: str, population: np.ndarray, batch: LogBatch,
-                  replay: bool = False) -> np.ndarray:
-    """Positions q[set, log, entry] for every parameter set and log (padding left 0)."""
+def batch_rollout(model: FrictionModel | str, population: np.ndarray, batch: LogBatch,
+                  replay: bool = False, checked: bool = False) -> np.ndarray:
+    """Positions q[set, log, entry] for every parameter set and log (padding left 0).
+
+    ``checked``: the caller has found every set may run on the batch
+    (:func:`batch_violation` 0), so it is not computed again.
+    """
     population = _population(population)
     out = np.zeros((population.shape[0], len(batch), batch.goal.shape[1]))
-    _run_batch(model, population, batch, replay, np.empty((0, 0)), out)
+    _run_batch(resolve_model(model), population, batch, replay, np.empty((0, 0)), out,
+               checked=checked)
     return out
 
 
-def batch_errors(model: str, population: np.ndarray, batch: LogBatch, replay: bool = False,
-                 voltage: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def batch_errors(model: FrictionModel | str, population: np.ndarray, batch: LogBatch,
+                 replay: bool = False, voltage: bool = False,
+                 checked: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(position MAE[set, log] in rad, temperature MAE[set, log] in K, input-voltage
     MAE[set, log] in V) in one pass.
 
     The temperature error is NaN for a log without a recorded temperature and
     for a set without the thermal group; the voltage error is NaN unless
     ``voltage`` is asked for and the log recorded the input voltage.
+    ``checked`` as for :func:`batch_rollout`.
     """
     population = _population(population)
     missing = [i for i, log in enumerate(batch.logs) if log.position is None]
     if missing:
         raise BamError(f"log {missing[0]} has no recorded positions to compute an error against")
-    return _run_batch(model, population, batch, replay, batch.position, np.empty((0, 0, 0)),
-                      voltage)
+    return _run_batch(resolve_model(model), population, batch, replay, batch.position,
+                      np.empty((0, 0, 0)), voltage, checked)
 
 
-def batch_mae(model: str, population: np.ndarray, batch: LogBatch,
+def batch_mae(model: FrictionModel | str, population: np.ndarray, batch: LogBatch,
               replay: bool = False) -> np.ndarray:
     """Mean absolute position error MAE[set, log] against the recorded positions."""
     return batch_errors(model, population, batch, replay)[0]

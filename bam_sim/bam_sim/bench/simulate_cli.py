@@ -31,7 +31,7 @@ from bam_sim.common.output_paths import check_output, output_file
 from bam_sim.models.files.parameter_file import load, published
 from bam_sim.models.model_registry import MODELS
 from bam_sim.models.parameter_set import ParameterSet
-from bam_sim.models.servo.actuators import ACTUATORS, get_actuator
+from bam_sim.models.servo.actuators import ACTUATORS, Actuator, get_actuator
 
 # Physically plausible benches (Table I spans 0.05..19.6 kg, 0.05..0.5 m) and steps: the
 # explicit step of the servo loop is unstable far above a few ms, and below 0.1 ms a
@@ -94,18 +94,18 @@ def _check_rollout(name: str, run: Rollout, log, kp: float, dt: float) -> None:
 
 def run(args: argparse.Namespace) -> str:
     actuator = get_actuator(args.actuator)
-    chosen = load(args.params) if args.params else published(actuator.name, args.model)
-    if chosen.actuator != actuator.name:
-        raise BamError(f"{args.params} is for actuator {chosen.actuator}, not {actuator.name}; "
-                       f"pass --actuator {chosen.actuator}")
-    baseline = _baseline(actuator.name)
+    chosen = load(args.params) if args.params else published(actuator, args.model)
+    if chosen.actuator.name != actuator.name:
+        raise BamError(f"{args.params} is for actuator {chosen.actuator.name}, not "
+                       f"{actuator.name}; pass --actuator {chosen.actuator.name}")
+    baseline = _baseline(actuator)
     bench = Bench(mass=args.mass if args.mass is not None else actuator.masses[1],
                   length=args.length if args.length is not None else actuator.lengths[-1],
                   arm_mass=args.arm_mass)
     kp = args.kp if args.kp is not None else actuator.gains[1]
     _check_gain(kp, actuator)
     output = args.output or Path(
-        f"out/simulate_{actuator.name}_{chosen.model}_{args.trajectory}.png")
+        f"out/simulate_{actuator.name}_{chosen.model.name}_{args.trajectory}.png")
     _check_outputs(args, output)
 
     log = command_log(args.trajectory, bench, kp, args.dt)
@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
-def _baseline(actuator: str) -> ParameterSet | None:
+def _baseline(actuator: Actuator) -> ParameterSet | None:
     """The published M1 set drawn beside the chosen one (None: the actuator has none)."""
     try:
         return published(actuator, "m1")
@@ -153,7 +153,7 @@ def _baseline(actuator: str) -> ParameterSet | None:
 
 def _label(params: ParameterSet) -> str:
     """The model's name, with the DC-motor groups the set carries."""
-    return "+".join((params.model, *params.groups))
+    return "+".join((params.model.name, *params.groups))
 
 
 def _plot(path: Path, log, runs: dict[str, Rollout], title: str) -> None:

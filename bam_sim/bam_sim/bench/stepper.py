@@ -158,7 +158,7 @@ class BenchStepper:
         self._dt = _finite("time step dt", dt)
         if self._dt <= 0.0:
             raise BamError(f"time step dt must be > 0 s, got {self._dt}")
-        self._actuator = params.actuator_def
+        self._actuator = params.actuator
         volts = self._actuator.supply_voltage if supply_voltage is None else supply_voltage
         volts = _finite("supply voltage", volts)
         if volts <= 0.0:
@@ -323,9 +323,9 @@ class BenchStepper:
         """Swap the parameter set (model or values); it must be for the same actuator."""
         if not isinstance(params, ParameterSet):
             raise BamError(f"params must be a ParameterSet, got {type(params).__name__}")
-        if params.actuator != self._actuator.name:
+        if params.actuator.name != self._actuator.name:
             raise BamError(
-                f"parameter set is for actuator {params.actuator}, but this bench has a "
+                f"parameter set is for actuator {params.actuator.name}, but this bench has a "
                 f"{self._actuator.name}; use a parameter set of the {self._actuator.name}")
         self._install(params, self._bench)
 
@@ -347,7 +347,7 @@ class BenchStepper:
         p = params.vector()
         # The same expressions as simulator.rollout, so both step bit-identically.
         inertia = bench.inertia(p[P.ARMATURE])
-        check_step(params.model_def, self._actuator, p, self._dt, inertia,
+        check_step(params.model, self._actuator, p, self._dt, inertia,
                    bench.gravity_torque, self._supply_voltage)
         rows = None
         if uses_motor(self._family, params.model_id, p):

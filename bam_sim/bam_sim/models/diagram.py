@@ -92,7 +92,7 @@ def max_motor_torque(params: ParameterSet) -> float:
 
     Within the saturation τ_max of the DC-motor model when the set carries it.
     """
-    act = params.actuator_def
+    act = params.actuator
     p = params.vector()
     stall = float(stall_torque(act, p, act.supply_voltage))
     rows = motor_rows(act.family, params.model_id, p, act.consts())
@@ -181,6 +181,6 @@ def _draw(ax, params: ParameterSet, velocities: tuple[float, ...]) -> None:
     ax.set_ylim(bottom, top)
     ax.set_xlabel(r"motor torque $\tau_m$ [N·m]")
     ax.set_ylabel(r"external torque $\tau_e$ [N·m]")
-    ax.set_title(f"{params.actuator} {params.model} ({params.model_def.title})", fontsize=10)
+    ax.set_title(f"{params.actuator.name} {params.model.name} ({params.model.title})", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper right")

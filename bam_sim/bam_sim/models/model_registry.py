@@ -184,3 +184,9 @@ def get_model(name: str) -> FrictionModel:
     if key not in MODELS:
         raise BamError(f"unknown friction model '{name}'; choose one of {', '.join(MODELS)}")
     return MODELS[key]
+
+
+def resolve_model(model: FrictionModel | str) -> FrictionModel:
+    """``model`` itself, or the entry of a name an edge gives (a file, a command line, a
+    table): what an API that takes the object accepts instead, looked up here only."""
+    return model if isinstance(model, FrictionModel) else get_model(model)

@@ -20,8 +20,8 @@ from bam_sim.models.dcmotor.groups import (
     check_groups,
     group_error,
 )
-from bam_sim.models.model_registry import FrictionModel, get_model
-from bam_sim.models.servo.actuators import Actuator, get_actuator
+from bam_sim.models.model_registry import FrictionModel, resolve_model
+from bam_sim.models.servo.actuators import Actuator, resolve_actuator
 
 
 def required_names(actuator: Actuator, model: FrictionModel) -> tuple[str, ...]:
@@ -49,30 +49,36 @@ def identification_bounds(actuator: Actuator,
 
 @dataclass(frozen=True)
 class ParameterSet:
-    """Values of one model for one actuator, with the provenance of the numbers."""
+    """Values of one model for one actuator, with the provenance of the numbers.
 
-    actuator: str
-    model: str
+    It holds the registry's objects; their names (``.actuator.name``,
+    ``.model.name``) are for the files and messages it is written to.
+    """
+
+    actuator: Actuator
+    model: FrictionModel
     values: dict[str, float]
     provenance: dict[str, object] = field(default_factory=dict)
 
     @classmethod
     def build(
         cls,
-        actuator: str,
-        model: str,
+        actuator: Actuator | str,
+        model: FrictionModel | str,
         values: Mapping[str, object],
         provenance: Mapping[str, object] | None = None,
         where: str = "",
     ) -> ParameterSet:
         """Validate ``values`` for (actuator, model) and complete the fixed ones.
 
+        ``actuator`` and ``model`` are the registry's objects, or their names where
+        a file or a message gives them (resolved here, once).
+
         Raises :class:`BamError` naming the offending field: an unknown or
         misspelt name, a parameter the model does not have, a missing one, a
         non-finite or negative value.
         """
-        act = get_actuator(actuator)
-        mdl = get_model(model)
+        act, mdl = resolve_actuator(actuator), resolve_model(model)
         origin = f" in {where}" if where else ""
         allowed = allowed_names(act, mdl)
         clean: dict[str, float] = {}
@@ -90,19 +96,11 @@ class ParameterSet:
         for name, value in act.fixed.items():
             clean.setdefault(name, value)
         clean.setdefault("q_offset", 0.0)
-        return cls(act.name, mdl.name, clean, dict(provenance or {}))
-
-    @property
-    def actuator_def(self) -> Actuator:
-        return get_actuator(self.actuator)
-
-    @property
-    def model_def(self) -> FrictionModel:
-        return get_model(self.model)
+        return cls(act, mdl, clean, dict(provenance or {}))
 
     @property
     def model_id(self) -> int:
-        return self.model_def.model_id
+        return self.model.model_id
 
     @property
     def groups(self) -> tuple[str, ...]:

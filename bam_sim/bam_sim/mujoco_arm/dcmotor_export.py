@@ -179,7 +179,7 @@ class DcMotorExport:
 def consts(params: ParameterSet, supply_voltage: float | None = None) -> np.ndarray:
     """The servo constant vector of :mod:`bam_sim.models.servo.laws`, with a supply voltage
     override."""
-    c = params.actuator_def.consts()
+    c = params.actuator.consts()
     if supply_voltage is not None:
         c[actuators.C_SUPPLY] = number(supply_voltage, "supply voltage (V)", low=0.0,
                                        low_open=True)
@@ -189,7 +189,7 @@ def consts(params: ParameterSet, supply_voltage: float | None = None) -> np.ndar
 def dcmotor_settings(joint: str, params: ParameterSet, gain: float | None = None,
                      supply_voltage: float | None = None) -> DcMotorSettings:
     """Closed-form mapping of a servo model onto dcmotor attributes (module docstring)."""
-    act = params.actuator_def
+    act = params.actuator
     kp = number(act.gains[1] if gain is None else gain, f"servo gain of joint '{joint}'",
                 low=0.0)
     c = consts(params, supply_voltage)
@@ -217,7 +217,7 @@ def dcmotor_settings(joint: str, params: ParameterSet, gain: float | None = None
         groups = _group_attributes(params, row)
         if row[dc.P_FORCELIMITED] != 0.0:
             limit = min(limit, float(row[dc.P_FMAX])) if limit > 0.0 else float(row[dc.P_FMAX])
-        if params.model_def.lugre:  # friction is the actuator's (σ2 its damping)
+        if params.model.lugre:  # friction is the actuator's (σ2 its damping)
             damping = frictionloss = 0.0
     return DcMotorSettings(joint, resistance, kt, kp_t, kd_t, vmax, limit, float(vec[P.ARMATURE]),
                            damping, frictionloss, ki, slew, imax, groups,
@@ -237,7 +237,7 @@ def _group_attributes(params: ParameterSet, row: np.ndarray) -> tuple[tuple[str,
     if row[dc.P_COG_A] != 0.0:
         out.append(("cogging", " ".join(_num(row[i]) for i in
                                         (dc.P_COG_A, dc.P_COG_N, dc.P_COG_PHASE))))
-    if params.model_def.lugre:
+    if params.model.lugre:
         out.append(("lugre", " ".join(_num(row[i]) for i in
                                       (dc.P_SIGMA0, dc.P_SIGMA1, dc.P_FC, dc.P_FS, dc.P_VS))))
         out.append(("damping", _num(params.vector()[P.LG_S2])))
@@ -271,15 +271,15 @@ def losses(params: ParameterSet, timestep: float | None = None) -> list[str]:
     it loses nothing. ``timestep`` (s, the model's) tells whether the command latency
     is at least one step, the shortest delay MuJoCo applies.
     """
-    v, act = params.values, params.actuator_def
+    v, act = params.values, params.actuator
     out = [f"{name} = {_fmt(v[name])}: {_EFFECTS[name]}"
-           for name in params.model_def.params
-           if name not in M1_PARAMS and not params.model_def.lugre]
+           for name in params.model.params
+           if name not in M1_PARAMS and not params.model.lugre]
     if out:
         p = params.vector()
         # ep_*: F_S, the level the elasto-plastic friction holds at rest.
         rest = static_level(params.model_id, p, 0.0, 0.0, 0.0)
-        out.append(f"{params.model} static budget at rest, no load: {_fmt(rest)} N·m; the "
+        out.append(f"{params.model.name} static budget at rest, no load: {_fmt(rest)} N·m; the "
                    f"export keeps K_c = {_fmt(v['friction_base'])} N·m (for a dcmotor, prefer a "
                    "set identified as M1)")
     if act.family == actuators.CURRENT:
@@ -386,10 +386,10 @@ def _check_stable(model: mujoco.MjModel, joints: Sequence[ExportJoint]) -> None:
 
     for spec in joints:
         dof = int(model.jnt_dofadr[_joint_index(model, spec.joint)])
-        act = spec.params.actuator_def
+        act = spec.params.actuator
         supply = act.supply_voltage if spec.supply_voltage is None else spec.supply_voltage
         try:
-            check_step(spec.params.model_def, act, spec.params.vector(),
+            check_step(spec.params.model, act, spec.params.vector(),
                        float(model.opt.timestep), float(model.dof_M0[dof]), 0.0, float(supply))
         except BamError as exc:
             raise BamError(f"joint '{spec.joint}': {exc}") from None

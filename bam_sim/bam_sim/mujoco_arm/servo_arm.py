@@ -354,7 +354,7 @@ class ServoArm:
             self._check_elastoplastic(spec)
         # Table I's second gain of each actuator, then the given ones (a map may
         # name only some joints).
-        self._work[:, W_KP] = [j.params.actuator_def.gains[1] for j in joints]
+        self._work[:, W_KP] = [j.params.actuator.gains[1] for j in joints]
         if gains is not None:
             self._work[:, W_KP] = self._gains(gains)
         self._work[:, W_ENABLE] = 1.0
@@ -390,10 +390,10 @@ class ServoArm:
         joint = _joint_index(m, spec.joint)
         act, scale = _motor_scale(m, spec.actuator, joint, spec.joint)
         dof = int(m.jnt_dofadr[joint])
-        actuator = spec.params.actuator_def
+        actuator = spec.params.actuator
         motor = uses_motor(actuator.family, spec.params.model_id, spec.params.vector())
-        if motor and spec.params.model_def.elastoplastic:
-            raise BamError(f"joint '{spec.joint}': an {spec.params.model} set with DC-motor "
+        if motor and spec.params.model.elastoplastic:
+            raise BamError(f"joint '{spec.joint}': an {spec.params.model.name} set with DC-motor "
                            f"groups ({', '.join(spec.params.groups)}) is simulated on the "
                            "pendulum bench only; use M1..M6 or lugre with groups in the arm")
         if "latency" in spec.params.groups:
@@ -419,14 +419,14 @@ class ServoArm:
 
     def _check_elastoplastic(self, spec: ArmJoint) -> None:
         """Condition (14) and the coupling limit of an ep_* joint at this timestep."""
-        if not spec.params.model_def.elastoplastic:
+        if not spec.params.model.elastoplastic:
             return
         m = self.model
         dof = int(m.jnt_dofadr[_joint_index(m, spec.joint)])
         try:
-            check_step(spec.params.model_def, spec.params.actuator_def, spec.params.vector(),
+            check_step(spec.params.model, spec.params.actuator, spec.params.vector(),
                        float(m.opt.timestep), float(m.dof_M0[dof]), 0.0,
-                       spec.params.actuator_def.supply_voltage
+                       spec.params.actuator.supply_voltage
                        if spec.supply_voltage is None else float(spec.supply_voltage))
         except BamError as exc:
             raise BamError(f"joint '{spec.joint}': {exc}") from None

@@ -138,9 +138,9 @@ def load_arm(name_or_mjcf: str | os.PathLike,
         for j in spec.joints:
             chosen = (_param_set(j.joint, params[j.joint]) if j.joint in params
                       else published(j.actuator, j.model))
-            if chosen.actuator != j.actuator:
+            if chosen.actuator.name != j.actuator:
                 raise BamError(f"joint '{j.joint}' of the {spec.name} arm is an {j.actuator}; "
-                               f"the parameter set given is for {chosen.actuator}")
+                               f"the parameter set given is for {chosen.actuator.name}")
             joints.append(ArmJoint(j.joint, j.actuator_name, chosen))
         return ServoArm.from_mjcf(spec.mjcf, joints, **kw)
     path = Path(name_or_mjcf)

@@ -45,7 +45,7 @@ from bam_sim.common.runner import run_node
 from bam_sim.models.files.parameter_file import load, published
 from bam_sim.models.model_registry import get_model
 from bam_sim.models.parameter_set import ParameterSet
-from bam_sim.models.servo.actuators import CURRENT, get_actuator
+from bam_sim.models.servo.actuators import CURRENT, Actuator, get_actuator
 from bam_sim.mujoco_arm.servo_arm import ServoArm
 from bam_sim.mujoco_arm.shipped_arms import ARMS, ArmSpec, arm_spec, load_arm
 from bam_sim.nodes import model_parameters
@@ -130,7 +130,7 @@ class ArmNode(SimNode):
             self._open_viewer()
         self.get_logger().info(
             f"{spec.title if not values['mjcf'] else self._mjcf}: "
-            + ", ".join(f"{j} {a.name} {p.model} ({s})" for j, a, p, s in
+            + ", ".join(f"{j} {a.name} {p.model.name} ({s})" for j, a, p, s in
                         zip(self.joint_names, self._actuators, sets, self._sources))
             + f"; {1.0 / self._dt:g} Hz physics, states every {self._every} step(s), "
             f"real-time factor {values['real_time_factor']:g}")
@@ -172,7 +172,7 @@ class ArmNode(SimNode):
         files = _per_joint("params_files", values["params_files"], joints)
         models = _per_joint("models", values["models"], joints)
         self._sources = [os.path.abspath(f) if f else "published" for f in files]
-        sets = [self._resolve(joint, actuator.name, file, model,
+        sets = [self._resolve(joint, actuator, file, model,
                               defaults.get(joint, DEFAULT_MODEL))
                 for joint, actuator, file, model in zip(joints, self._actuators, files, models)]
         return self._with_given_set(sets)
@@ -182,7 +182,7 @@ class ArmNode(SimNode):
         given = model_parameters.declare_values(self)
         if given is None:
             return sets
-        name = given.actuator
+        name = given.actuator.name
         chosen = [i for i, a in enumerate(self._actuators) if a.name == name]
         if not chosen:
             raise BamError(f"the parameter set given is for {name}, but the joints are driven "
@@ -193,20 +193,21 @@ class ArmNode(SimNode):
             self._sources[i] = model_parameters.SOURCE
         return sets
 
-    def _resolve(self, joint: str, actuator: str, path: str, model: str,
+    def _resolve(self, joint: str, actuator: Actuator, path: str, model: str,
                  default: str) -> ParameterSet:
-        """A joint's parameter set: its file (checked) or the published one."""
-        if model:
-            model = get_model(model).name  # a clear error for an unknown model
+        """A joint's parameter set: its file (checked) or the published one; ``model``
+        and ``default`` are names (a ROS parameter's, the arm table's)."""
+        chosen = get_model(model) if model else None  # a clear error for an unknown model
         if not path:
-            return published(actuator, model or default)
+            return published(actuator, chosen or default)
         params = load(path)
-        if params.actuator != actuator:
-            raise BamError(f"{path} is for actuator {params.actuator}, but joint '{joint}' is "
-                           f"a {actuator}; give a parameter file of the {actuator}")
-        if model and model != params.model:
-            raise BamError(f"{path} holds model {params.model}, not {model} (models entry of "
-                           f"joint '{joint}'); leave that entry '' to follow the file")
+        if params.actuator.name != actuator.name:
+            raise BamError(f"{path} is for actuator {params.actuator.name}, but joint "
+                           f"'{joint}' is a {actuator.name}; give a parameter file of the "
+                           f"{actuator.name}")
+        if chosen is not None and chosen.name != params.model.name:
+            raise BamError(f"{path} holds model {params.model.name}, not {chosen.name} (models "
+                           f"entry of joint '{joint}'); leave that entry '' to follow the file")
         return params
 
     def _build(self, values: dict, arm: str, sets: dict[str, ParameterSet]) -> ServoArm:
@@ -312,7 +313,7 @@ class ArmNode(SimNode):
 
         actuators = self._actuators
         with self._lock:
-            models = [j.params.model for j in self._arm.joints]
+            models = [j.params.model.name for j in self._arm.joints]
             gravity = float(np.linalg.norm(self._arm.model.opt.gravity))
             k = self._steps
         msg = BenchInfo(

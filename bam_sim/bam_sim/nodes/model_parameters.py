@@ -23,9 +23,9 @@ from bam_sim.common.errors import BamError
 from bam_sim.common.node_parameters import Param, declare, refuse_unknown
 from bam_sim.models import parameter_vector as P
 from bam_sim.models.files.parameter_file import parse_mapping, published
-from bam_sim.models.model_registry import get_model
+from bam_sim.models.model_registry import FrictionModel
 from bam_sim.models.parameter_set import ParameterSet
-from bam_sim.models.servo.actuators import DCMOTOR, get_actuator
+from bam_sim.models.servo.actuators import DCMOTOR, Actuator
 
 SOURCE = "ROS parameters"
 WHERE = "the ROS parameters (--params-file, -p)"  # where an error in the set lies
@@ -83,12 +83,12 @@ def _is_entry(name: str) -> bool:
             or bool(difflib.get_close_matches(name, P.NAMES, n=1, cutoff=0.8)))
 
 
-def base_set(actuator: str, model: str, values: Mapping[str, float]) -> ParameterSet:
+def base_set(actuator: Actuator, model: FrictionModel,
+             values: Mapping[str, float]) -> ParameterSet:
     """What ``values`` complete: the published set, or for a model or an actuator without
     one (``ep_*``, ``lugre``, ``dcmotor``) the set of ``values`` alone, which must then be
     complete."""
-    mdl = get_model(model)
-    unpublished = mdl.elastoplastic or mdl.lugre or get_actuator(actuator).family == DCMOTOR
+    unpublished = model.elastoplastic or model.lugre or actuator.family == DCMOTOR
     if unpublished and values:
         return ParameterSet.build(actuator, model, values, {"source": SOURCE}, SOURCE)
     return published(actuator, model)

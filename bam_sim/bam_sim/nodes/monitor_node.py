@@ -121,7 +121,7 @@ class MonitorNode(Node):
         self._quiet_periods = 0
         self._create_topics()
         self.get_logger().info(
-            f"{self.params.actuator} {self.params.model} from {path}: WARN above "
+            f"{self.params.actuator.name} {self.params.model.name} from {path}: WARN above "
             f"{self.thresholds.warn:.3g} rad, ERROR above {self.thresholds.error:.3g} rad "
             f"(running MAE, re-synced every {values['resync_period']:g} s)")
 
@@ -153,9 +153,9 @@ class MonitorNode(Node):
             return
         self._info, self._joint = info, msg.joint_name
         self._problem = ""
-        if msg.actuator != self.params.actuator:
+        if msg.actuator != self.params.actuator.name:
             self._problem = (f"the bench's actuator is a {msg.actuator}, the parameter file "
-                             f"is for a {self.params.actuator}")
+                             f"is for a {self.params.actuator.name}")
         try:
             settings = ShadowSettings(1.0 / msg.control_rate, self._values["resync_period"],
                                       self._values["mae_window"],
@@ -255,13 +255,13 @@ class MonitorNode(Node):
             "error_mae": self.thresholds.error, "friction_scale": shadow.friction_scale,
             "resistance_change": shadow.resistance_change, "temperature": shadow.temperature,
             "jammed": shadow.jammed, "windows": shadow.windows, "samples": self.samples,
-            "gaps": self.gaps, "model": self.params.model,
+            "gaps": self.gaps, "model": self.params.model.name,
         }
         return self._make_status(level, name, message, values)
 
     def _make_status(self, level: int, name: str, message: str, values: dict) -> DiagnosticStatus:
         return DiagnosticStatus(level=_LEVELS[level], name=name, message=message,
-                                hardware_id=self.params.actuator,
+                                hardware_id=self.params.actuator.name,
                                 values=[KeyValue(key=k, value=_text(v))
                                         for k, v in values.items()])
 

@@ -44,7 +44,7 @@ from bam_sim.common.node_parameters import (
 from bam_sim.common.numbers import finite_non_negative, number
 from bam_sim.common.runner import run_node
 from bam_sim.models.files.parameter_file import load
-from bam_sim.models.model_registry import get_model
+from bam_sim.models.model_registry import FrictionModel, get_model
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo.actuators import ACTUATORS, CURRENT, get_actuator
 from bam_sim.nodes import model_parameters
@@ -113,7 +113,7 @@ class PendulumNode(SimNode):
         self.command_limits = CommandLimits.per_joint([(actuator.goal_range,
                                                         actuator.gain_limit)])
         self._rate = float(values["rate"])
-        get_model(values["model"])  # a clear error for an unknown model
+        model = get_model(values["model"])  # a clear error for an unknown model
         given = model_parameters.declare_values(self)
         if given is not None and values["params_file"]:
             raise BamError("a parameter set was given twice, as ROS parameters (--params-file "
@@ -122,9 +122,9 @@ class PendulumNode(SimNode):
         # set is made of, so that `ros2 param set` on one value changes only that value.
         self._values = dict(given.values) if given is not None else {}
         params = given or self._resolve(values["params_file"], None if values["params_file"]
-                                        else values["model"], {})
-        if params.model != values["model"]:
-            self.set_parameters([Parameter("model", value=params.model)])
+                                        else model, {})
+        if params.model.name != values["model"]:
+            self.set_parameters([Parameter("model", value=params.model.name)])
         self._params_file = values["params_file"]
         bench = Bench(mass=values["mass"], length=values["length"],
                       arm_mass=values["arm_mass"])
@@ -146,28 +146,28 @@ class PendulumNode(SimNode):
         self.add_pre_set_parameters_callback(self._pre_set)
         self._follow_parameters()
         self.get_logger().info(
-            f"{actuator.title} with {params.model} ({self._source_label()}), joint "
+            f"{actuator.title} with {params.model.name} ({self._source_label()}), joint "
             f"'{self._joint}', m={bench.mass:g} kg, l={bench.length:g} m, "
             f"{self._rate:g} Hz, real-time factor {values['real_time_factor']:g}")
         self._start_loop("pendulum-loop", self._rate, values["real_time_factor"],
                          values["thread_priority"])
 
-    def _resolve(self, path: str, model: str | None,
+    def _resolve(self, path: str, model: FrictionModel | None,
                  values: dict[str, float]) -> ParameterSet:
         """The parameter set of a file (checked against the actuator) or the published one
         (for an ep_* model, which has none, the given ``values`` alone)."""
         actuator = self._actuator.name
         if not path:
-            return model_parameters.base_set(actuator, model, values)
+            return model_parameters.base_set(self._actuator, model, values)
         peeked, self._peeked = getattr(self, "_peeked", None), None
         params = peeked[1] if peeked and peeked[0] == path else load(path)
-        if params.actuator != actuator:
-            raise BamError(f"{path} is for actuator {params.actuator}, but this bench simulates "
-                           f"a {actuator}; give a parameter file of the {actuator}")
-        if model is not None and get_model(model).name != params.model:
-            raise BamError(f"{path} holds model {params.model}, not {model}; set params_file "
-                           f"alone (model follows it), or params_file:='' for the published "
-                           f"{model}")
+        if params.actuator.name != actuator:
+            raise BamError(f"{path} is for actuator {params.actuator.name}, but this bench "
+                           f"simulates a {actuator}; give a parameter file of the {actuator}")
+        if model is not None and model.name != params.model.name:
+            raise BamError(f"{path} holds model {params.model.name}, not {model.name}; set "
+                           f"params_file alone (model follows it), or params_file:='' for the "
+                           f"published {model.name}")
         return params
 
     def _source_label(self) -> str:
@@ -229,7 +229,8 @@ class PendulumNode(SimNode):
             supply_voltage=sim.supply_voltage,
             damping=self._actuator.damping if self._actuator.family == CURRENT else math.nan,
             control_unit=self._actuator.control_unit, source=BenchInfo.SOURCE_SIM,
-            control_rate=self._rate, model=params.model, parameters=self._source_label())
+            control_rate=self._rate, model=params.model.name,
+            parameters=self._source_label())
         self.topics.publish_info(msg, self._time.ns(k))
 
     # -- commands --------------------------------------------------------------------
@@ -254,7 +255,7 @@ class PendulumNode(SimNode):
                     self._peeked = (path, load(path))
                 except BamError:
                     return params  # rejected with the reason by _on_set
-                model = self._peeked[1].model
+                model = self._peeked[1].model.name
                 if model != self.get_parameter("model").value:
                     return [*params, Parameter("model", value=model)]
         return params
@@ -268,8 +269,7 @@ class PendulumNode(SimNode):
         changed_values = model_parameters.value_names(params)
         if "model" in new or "params_file" in new or changed_values:
             path = new.get("params_file", current["params_file"])
-            model = new.get("model", current["model"])
-            get_model(model)
+            model = get_model(new.get("model", current["model"]))
             values = {**self._values, **{name: number(new[name], f"parameter {name}")
                                          for name in changed_values
                                          if not _is_nan(new[name])}}
@@ -307,7 +307,7 @@ class PendulumNode(SimNode):
         if "real_time_factor" in plan:
             self._set_real_time_factor(plan["real_time_factor"])
         if "params" in plan:
-            self.get_logger().info(f"parameter set: {self._sim.params.model} "
+            self.get_logger().info(f"parameter set: {self._sim.params.model.name} "
                                    f"({self._source_label()})")
         if republish:
             self._publish_bench_info()

@@ -17,16 +17,17 @@ against K_l (τ_m − τ_e) (a few ulps).
 
 from __future__ import annotations
 
-from bam_sim.models.model_registry import get_model
+from bam_sim.models.model_registry import MODELS, FrictionModel
 from bam_sim.models.parameter_set import ParameterSet
 
-DIRECTIONAL = "m5"
+DIRECTIONAL = MODELS["m5"]
 # The directional pairs (motor side, external side) each non-directional level becomes.
 _SPLIT = {"load_friction_base": ("load_friction_motor", "load_friction_external"),
           "load_friction_stribeck": ("load_friction_motor_stribeck",
                                      "load_friction_external_stribeck")}
 # The models that have an exact directional form.
-EQUIVALENT = {"m3": DIRECTIONAL, "m4": DIRECTIONAL}
+EQUIVALENT: dict[FrictionModel, FrictionModel] = {MODELS["m3"]: DIRECTIONAL,
+                                                 MODELS["m4"]: DIRECTIONAL}
 
 
 def as_directional(params: ParameterSet) -> ParameterSet:
@@ -35,10 +36,10 @@ def as_directional(params: ParameterSet) -> ParameterSet:
     for level, pair in _SPLIT.items():
         for name in pair:
             values[name] = params.values.get(level, 0.0)
-    target = get_model(EQUIVALENT[params.model])
+    target = EQUIVALENT[params.model]
     if "friction_stribeck" not in params.values:  # M3: no Stribeck term at all
-        shape = target.defaults(params.actuator_def.scales)
+        shape = target.defaults(params.actuator.scales)
         values |= {"friction_stribeck": 0.0, "dtheta_stribeck": shape["dtheta_stribeck"],
                    "alpha": shape["alpha"]}
-    provenance = {**params.provenance, "rewritten_from": params.model}
-    return ParameterSet.build(params.actuator, target.name, values, provenance)
+    provenance = {**params.provenance, "rewritten_from": params.model.name}
+    return ParameterSet.build(params.actuator, target, values, provenance)

@@ -164,7 +164,7 @@ def dcmotor_parameters(params, kp: float = 0.0, consts: np.ndarray | None = None
     What the bench simulates for ``params`` (k_p = ``kp`` for the dcmotor
     family), e.g. for the curves of :mod:`bam_sim.models.dcmotor.curves`.
     """
-    act = params.actuator_def
+    act = params.actuator
     rows = motor_rows(act.family, params.model_id, params.vector(),
                       act.consts() if consts is None else consts)
     rows[ON, D.P_KP] = kp if act.family == DCMOTOR else 0.0

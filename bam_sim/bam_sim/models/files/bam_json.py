@@ -89,12 +89,12 @@ def law_constants(actuator: Actuator) -> dict[str, float | None]:
 def parameters_from_json(text: str, where: str = "<string>") -> ParameterSet:
     """Parse a BAM JSON parameter file into a ParameterSet."""
     doc = _document(text, where)
-    actuator = _actuator_of(doc, where)
-    _check_law(doc, get_actuator(actuator), where)
+    actuator = get_actuator(_actuator_of(doc, where))
+    _check_law(doc, actuator, where)
     values = {k: v for k, v in doc.items() if k not in _NOT_VALUES}
-    values |= _delay_of(doc, where) | _ratio_of(doc, get_actuator(actuator), where)
+    values |= _delay_of(doc, where) | _ratio_of(doc, actuator, where)
     # What a file identified before a parameter existed leaves at the reference's start.
-    for name, value in get_actuator(actuator).legacy_defaults.items():
+    for name, value in actuator.legacy_defaults.items():
         values.setdefault(name, value)
     provenance: dict[str, object] = {"source": "legacy BAM JSON", "imported_from": where}
     if "kp" in doc:
@@ -195,7 +195,7 @@ def parameters_to_json(params: ParameterSet, kp: float | None = None,
     _check_exportable(params)
     if target == ISAACLAB:
         params = _for_isaaclab(params)
-    act, mdl = params.actuator_def, params.model_def
+    act, mdl = params.actuator, params.model
     names = [n for n in _REFERENCE_COMMON if n in params.values]
     names += [n for n in required_names(act, mdl) if n not in names]
     doc: dict[str, object] = {n: float(params.values[n]) for n in names}
@@ -204,8 +204,8 @@ def parameters_to_json(params: ParameterSet, kp: float | None = None,
     if target == ISAACLAB:
         _fold_gain_ratio(doc)
     doc["kp"] = _gain(kp, "kp") if kp is not None else _default_gain(params)
-    doc["model"] = params.model
-    doc["actuator"] = _EXPORT_NAMES.get(params.actuator, params.actuator)
+    doc["model"] = mdl.name
+    doc["actuator"] = _EXPORT_NAMES.get(act.name, act.name)
     return json.dumps(doc, indent=4) + "\n"
 
 
@@ -220,11 +220,11 @@ def _default_gain(params: ParameterSet) -> float:
     """The gain of the file the set was read from, else the actuator's default gain."""
     if "kp" in params.provenance:
         return _gain(params.provenance["kp"], "provenance.kp of the set")
-    return float(params.actuator_def.gains[1])
+    return float(params.actuator.gains[1])
 
 
 def _check_exportable(params: ParameterSet) -> None:
-    act, mdl = params.actuator_def, params.model_def
+    act, mdl = params.actuator, params.model
     what = f"{act.name} {mdl.name}"
     known = REFERENCE_ACTUATORS + tuple(LATER_ACTUATORS)
     if _EXPORT_NAMES.get(act.name, act.name) not in known:
@@ -257,7 +257,7 @@ def _check_groups(params: ParameterSet, what: str) -> None:
 
 def _for_isaaclab(params: ParameterSet) -> ParameterSet:
     """``params`` as Isaac Lab's BamMotorParams reads it, or a one-line refusal."""
-    act = params.actuator_def
+    act = params.actuator
     if act.family != VOLTAGE:
         raise BamError(f"Isaac Lab's BAM actuator runs the PWM voltage law only, not the "
                        f"{act.name}'s current law; export it --for {BAM} or as dcmotor-mjcf")
@@ -265,9 +265,9 @@ def _for_isaaclab(params: ParameterSet) -> ParameterSet:
         raise BamError(f"Isaac Lab's BAM actuator has no firmware target slew (max_velocity) "
                        f"nor error_gain_ratio, which the {act.name}'s law has; export it "
                        f"--for {BAM} (BAM and its mjlab actuator read them) or as dcmotor-mjcf")
-    if params.model in ISAACLAB_MODELS:
+    if params.model.name in ISAACLAB_MODELS:
         return params
     if params.model not in EQUIVALENT:
-        raise BamError(f"Isaac Lab's BAM actuator has no model {params.model}: it supports "
+        raise BamError(f"Isaac Lab's BAM actuator has no model {params.model.name}: it supports "
                        f"{', '.join(ISAACLAB_MODELS)}; fit one of those or export --for {BAM}")
     return as_directional(params)

@@ -32,9 +32,9 @@ from bam_sim.common.errors import BamError
 from bam_sim.common.input_files import read_text
 from bam_sim.common.numbers import number
 from bam_sim.models.dcmotor.groups import INPUT_MODES, effective_constant, thermal_pair
-from bam_sim.models.model_registry import BAM_PAPER
+from bam_sim.models.model_registry import BAM_PAPER, FrictionModel, resolve_model
 from bam_sim.models.parameter_set import ParameterSet
-from bam_sim.models.servo.actuators import DCMOTOR, get_actuator
+from bam_sim.models.servo.actuators import DCMOTOR, Actuator, get_actuator, resolve_actuator
 
 PUBLISHED_CITATION = (
     "M. Duclusaud, G. Passault, V. Padois, O. Ly, 'Extended Friction Models for the "
@@ -163,8 +163,8 @@ def _ros_parameters(doc: object, where: str) -> dict:
 
 def dump_yaml(params: ParameterSet) -> str:
     """Text of the ROS 2 parameter file for ``params``."""
-    body: dict[str, object] = {"actuator": params.actuator, "model": params.model}
-    if params.actuator_def.family == DCMOTOR:
+    body: dict[str, object] = {"actuator": params.actuator.name, "model": params.model.name}
+    if params.actuator.family == DCMOTOR:
         body["input"] = INPUT_MODES[0]
     grouped: dict[str, dict[str, float]] = {}
     for name, value in params.values.items():
@@ -176,10 +176,10 @@ def dump_yaml(params: ParameterSet) -> str:
     body.update(grouped)  # nested groups after the plain values, as the document's attributes
     if params.provenance:
         body["provenance"] = _ros_safe(params.provenance)
-    mdl = params.model_def
+    mdl = params.model
     paper = f" of {mdl.paper}" if mdl.paper != BAM_PAPER else ""
-    header = (f"# BAM actuator parameters: {params.actuator_def.title}, friction model "
-              f"{params.model} ({mdl.title}, equation {mdl.equation}{paper}).\n"
+    header = (f"# BAM actuator parameters: {params.actuator.title}, friction model "
+              f"{mdl.name} ({mdl.title}, equation {mdl.equation}{paper}).\n"
               "# SI units (REP-103). Load with bam_sim.models.files.parameter_file.load or as a "
               "ROS 2 --params-file.\n")
     return header + yaml.safe_dump({"/**": {"ros__parameters": body}}, sort_keys=False)
@@ -228,20 +228,20 @@ def _ros_safe(value: object) -> object:
     return str(value)
 
 
-def published(actuator: str, model: str) -> ParameterSet:
-    """The published parameter set of ``model`` for ``actuator`` (shipped defaults)."""
-    from bam_sim.models.model_registry import get_model
-
-    mdl = get_model(model)
+def published(actuator: Actuator | str, model: FrictionModel | str) -> ParameterSet:
+    """The published parameter set of ``model`` for ``actuator`` (shipped defaults); names
+    where a command line, a ROS parameter or a table gives them."""
+    mdl = resolve_model(model)
     if mdl.elastoplastic or mdl.lugre:
         kind = "elasto-plastic models" if mdl.elastoplastic else "LuGre model"
         raise BamError(f"there is no published {mdl.name} set (the {kind} are "
                        "not part of the published release); give a parameter file, e.g. "
                        "one written by 'fit --models " + mdl.name + "'")
-    name = f"{get_actuator(actuator).name}_{mdl.name}.yaml"
+    act = resolve_actuator(actuator)
+    name = f"{act.name}_{mdl.name}.yaml"
     source = resources.files("bam_sim.models.files").joinpath("published", name)
     if not source.is_file():
-        raise BamError(f"there is no published {mdl.name} set of {actuator} (the published "
+        raise BamError(f"there is no published {mdl.name} set of {act.name} (the published "
                        "sets are M1..M6 of the MX, XL, eRob and STS3215 (7.4 V) servos, M1 "
                        "of the STS3215 at 12 V, M4 and M6 of the ST3025); give a parameter "
                        "file, e.g. one written by 'fit'")

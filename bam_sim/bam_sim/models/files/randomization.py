@@ -107,8 +107,8 @@ def randomization_yaml(params: ParameterSet, sim_dt: float, params_name: str) ->
     isaaclab = {"vin_range": ranges["vin"], "vin_drop_gain_range": _gain(ranges, params),
                 "vin_min": ranges["vin_min"], "min_delay": steps[0], "max_delay": steps[1],
                 "friction_scale_range": ranges["friction_scale"]}
-    body = {"source": {"params": params_name, "actuator": params.actuator,
-                       "model": params.model, "sensitivity_percent": found["percent"],
+    body = {"source": {"params": params_name, "actuator": params.actuator.name,
+                       "model": params.model.name, "sensitivity_percent": found["percent"],
                        "sim_dt": sim_dt},
             "ranges": {"friction_scale": ranges["friction_scale"], "vin": ranges["vin"],
                        "vin_drop_resistance": ranges["drop"], "vin_min": ranges["vin_min"],
@@ -121,7 +121,7 @@ def _ranges(params: ParameterSet, found: dict) -> dict:
     """The ranges in SI units: from the intervals, else the set's value at both ends."""
     intervals, values = found["parameters"], params.values
     scale = found.get("friction_scale")
-    supply = found.get("supply_voltage") or [params.actuator_def.supply_voltage] * 2
+    supply = found.get("supply_voltage") or [params.actuator.supply_voltage] * 2
     return {"friction_scale": _pair(scale) if scale else [1.0, 1.0],
             "vin": [float(v) for v in supply],
             "drop": _range_of("supply.resistance", intervals, values),

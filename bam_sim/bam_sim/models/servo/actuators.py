@@ -84,6 +84,10 @@ class Actuator:
     control_table: str = ""
     emulator_model: str = ""
 
+    def __hash__(self) -> int:
+        # Equal actuators have equal names; the dict fields keep the generated hash out.
+        return hash(self.name)
+
     @property
     def control_unit(self) -> str:
         return CONTROL_UNITS[self.family]
@@ -273,6 +277,12 @@ def get_actuator(name: str) -> Actuator:
     if key not in ACTUATORS:
         raise BamError(f"unknown actuator '{name}'; choose one of {', '.join(ACTUATORS)}")
     return ACTUATORS[key]
+
+
+def resolve_actuator(actuator: Actuator | str) -> Actuator:
+    """``actuator`` itself, or the entry of a name an edge gives (a file, a command line,
+    a table): what an API that takes the object accepts instead, looked up here only."""
+    return actuator if isinstance(actuator, Actuator) else get_actuator(actuator)
 
 
 DRIVERS: tuple[str, ...] = tuple(dict.fromkeys(a.driver for a in ACTUATORS.values() if a.driver))
