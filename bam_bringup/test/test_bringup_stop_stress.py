@@ -234,6 +234,59 @@ def torque_check(started: ss.Started) -> list[str]:
     return [f"torque still on at {on}, as the emulator reads it"] if on else []
 
 
+# -- the health monitor, beside a simulated servo ---------------------------------------------
+
+class PendulumSlot:
+    """A simulated pendulum in a namespace of its own, kept over the rounds: the servo its
+    slot's monitors shadow, one after the other."""
+
+    def __init__(self, slot: int) -> None:
+        self.namespace = f"/stress_monitored_{slot}"
+        self.log = Path(tempfile.mkstemp(prefix="stress_monitored_", suffix=".log")[1])
+        self.started = ss.start("pendulum", [script("bam_sim", "pendulum"),
+                                             *ros_args(self.namespace)],
+                                self.log, (signal.SIGTERM,), environment())
+        # Up once built: its stepper may compile first (the monitors then load it cached).
+        self.started.wait_output(f"[{self.namespace[1:]}.pendulum]", timeout=COMPILE_TIMEOUT)
+
+    def stop(self) -> None:
+        ss.stop_all([self.started])
+        self.log.unlink(missing_ok=True)
+
+
+COMPILE_TIMEOUT = 300.0  # s: numba compiling a kernel cold on a loaded machine
+
+
+def monitor_start(i: int, tmp: Path, signals: tuple, slot: object = None) -> ss.Started:
+    from bam_sim.models.files.parameter_file import published, save
+
+    params = tmp / f"monitor_{i}.yaml"
+    save(published("mx64", "m4"), params)
+    # reference_mae given: a published set carries no validation MAE in its provenance
+    started = ss.start("monitor", [script("bam_sim", "monitor"),
+                                   *ros_args(slot.namespace, params_file=params,
+                                             reference_mae=0.01)],
+                       tmp / f"monitor_{i}.log", signals, environment())
+    started.data["namespace"] = slot.namespace
+    return started
+
+
+def monitor_ready(started: ss.Started, probe: ss.TrafficProbe) -> None:
+    """The servo driven while the monitor shadows it: its running MAE received."""
+    from sensor_msgs.msg import JointState
+
+    from bam_sim.common import contract
+    from bam_sim.common.qos import profile
+
+    namespace = namespace_of(started)
+    mae = probe.received(JointState, f"{namespace}/{contract.MONITOR_MAE.name}",
+                         profile(contract.MONITOR_MAE.qos))
+    ss.until(lambda: probe.node.count_publishers(f"{namespace}/{contract.MONITOR_MAE.name}"),
+             f"the monitor's MAE publisher in {namespace}")
+    probe.drive(namespace)
+    ss.until(lambda: len(mae) >= 3, f"the monitor's running MAE in {namespace}")
+
+
 # -- bench serve and bench session ----------------------------------------------------------------
 
 def bench_serve_start(i: int, tmp: Path, signals: tuple, slot: object = None) -> ss.Started:
@@ -419,6 +472,7 @@ def scenarios(logs: Path) -> list[Scenario]:
         Scenario("feetech", 5, serial_start("feetech"), driver_ready, torque_check,
                  serial_emulator("feetech")),
         Scenario("erob", 5, erob_start, driver_ready, torque_check, erob_emulator),
+        Scenario("monitor", 5, monitor_start, monitor_ready, slot=PendulumSlot),
         Scenario("bench serve", 5, bench_serve_start, drive, bench_serve_check),
         Scenario("bench session", 5, bench_session_start,
                  lambda s, p: s.wait_output("first message on"), bench_session_check),
