@@ -16,12 +16,17 @@ from bam_sim.testing import stop_stress as ss
 # The first signal ends it; later ones are ignored. SIG_IGN, not a Python handler: the
 # interpreter resets Python handlers to SIG_DFL while it finalizes, and a second SIGTERM
 # landing then would kill the process (-15) instead of leaving its exit code alone.
+# The first signal is kept before anything else: signal.signal() runs the Python handlers
+# of signals already received, so a SIGTERM arriving during the SIGINT handler re-enters
+# it from there (exit 143 instead of 130, seen once in CI).
 CLEAN = """
 import signal, sys
+first = []
 def stop(s, f):
+    first.append(s)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
-    sys.exit(128 + s)
+    sys.exit(128 + first[0])
 signal.signal(signal.SIGTERM, stop)
 signal.signal(signal.SIGINT, stop)
 print("READY", flush=True)
@@ -35,7 +40,7 @@ print("READY", flush=True)
 while True:
     time.sleep(1)
 """
-WRONG_CODE = CLEAN.replace("sys.exit(128 + s)", "sys.exit(0)")
+WRONG_CODE = CLEAN.replace("sys.exit(128 + first[0])", "sys.exit(0)")
 # Starts a grandchild in its own session (out of the process group), then ends cleanly.
 LEAVES_A_CHILD = """
 import signal, subprocess, sys
@@ -45,7 +50,7 @@ signal.signal(signal.SIGTERM, lambda s, f: sys.exit(128 + s))
 print("READY", flush=True)
 signal.pause()
 """
-TRACEBACK = CLEAN.replace("sys.exit(128 + s)", "1 / 0")
+TRACEBACK = CLEAN.replace("sys.exit(128 + first[0])", "1 / 0")
 
 
 def stop_one(code: str, tmp_path, signals=(signal.SIGTERM,)) -> ss.Stop:
