@@ -5,6 +5,8 @@ thread died with an AttributeError traceback) and before its node is destroyed."
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from rclpy.node import Node
@@ -17,6 +19,19 @@ pytestmark = pytest.mark.live  # DDS and threads: rerun under load
 ROUNDS = 5
 
 
+@contextmanager
+def thread_failures() -> Iterator[list[str]]:
+    """The exceptions that end a thread inside the block, as "thread: ExceptionType"."""
+    failures: list[str] = []
+    hook = threading.excepthook
+    threading.excepthook = lambda args: failures.append(f"{args.thread.name}: "
+                                                        f"{args.exc_type.__name__}")
+    try:
+        yield failures
+    finally:
+        threading.excepthook = hook
+
+
 def busy_node(context, name: str) -> Node:
     """A node whose executor always has work: a 1 kHz timer."""
     node = Node(name, context=context)
@@ -25,27 +40,20 @@ def busy_node(context, name: str) -> Node:
 
 
 def test_spin_threads_end_before_their_executor_and_node_go():
-    failures: list[str] = []
     order: list[str] = []
-    hook = threading.excepthook
-    threading.excepthook = lambda args: failures.append(f"{args.thread.name}: "
-                                                        f"{args.exc_type.__name__}")
-    try:
-        with private_context() as context:
-            for round_ in range(ROUNDS):
-                bench = ProcessBench([], context=context)
-                for i in range(3):
-                    bench.add(busy_node(context, f"busy{round_}_{i}"))
-                for name, (executor, thread, _) in bench.spinners.items():
-                    executor.shutdown = _noting(executor.shutdown, thread, f"{name} executor",
-                                                order)
-                    node = bench.nodes[name]
-                    node.destroy_node = _noting(node.destroy_node, thread, f"{name} node",
-                                                order)
-                bench.shutdown()
-                assert bench.nodes == {} and bench.spinners == {}
-    finally:
-        threading.excepthook = hook
+    with thread_failures() as failures, private_context() as context:
+        for round_ in range(ROUNDS):
+            bench = ProcessBench([], context=context)
+            for i in range(3):
+                bench.add(busy_node(context, f"busy{round_}_{i}"))
+            for name, (executor, thread, _) in bench.spinners.items():
+                executor.shutdown = _noting(executor.shutdown, thread, f"{name} executor",
+                                            order)
+                node = bench.nodes[name]
+                node.destroy_node = _noting(node.destroy_node, thread, f"{name} node",
+                                            order)
+            bench.shutdown()
+            assert bench.nodes == {} and bench.spinners == {}
     assert failures == []
     assert len(order) == ROUNDS * 3 * 2 and all(o.endswith("after its thread")
                                                 for o in order), order
@@ -67,23 +75,16 @@ def test_a_closed_nodes_action_client_goes_after_its_thread():
 
     from bam_msgs.action import RunTrajectory
 
-    failures: list[str] = []
     order: list[str] = []
-    hook = threading.excepthook
-    threading.excepthook = lambda args: failures.append(f"{args.thread.name}: "
-                                                        f"{args.exc_type.__name__}")
-    try:
-        with private_context() as context:
-            for round_ in range(ROUNDS):
-                bench = ProcessBench([], context=context)
-                node = busy_node(context, f"client{round_}")
-                bench.add(node)
-                client = ActionClient(node, RunTrajectory, "run_trajectory")
-                thread = bench.spinners[node.get_name()][1]
-                client.destroy = _noting(client.destroy, thread, "client", order)
-                bench.close(node.get_name(), waitables=(client,))
-                bench.shutdown()
-    finally:
-        threading.excepthook = hook
+    with thread_failures() as failures, private_context() as context:
+        for round_ in range(ROUNDS):
+            bench = ProcessBench([], context=context)
+            node = busy_node(context, f"client{round_}")
+            bench.add(node)
+            client = ActionClient(node, RunTrajectory, "run_trajectory")
+            thread = bench.spinners[node.get_name()][1]
+            client.destroy = _noting(client.destroy, thread, "client", order)
+            bench.close(node.get_name(), waitables=(client,))
+            bench.shutdown()
     assert failures == []
     assert order == ["client after its thread"] * ROUNDS, order
