@@ -93,7 +93,13 @@ def test_hardware_error_bits_are_reported(bench):
     status = wait_status(rig, at, lambda s: s.level == DiagnosticStatus.ERROR,
                          "hardware error in /diagnostics")
     assert status.message == "hardware error: overload"
-    assert values(status)["hardware error bits"] == str(OVERLOAD)
+    v = values(status)
+    assert v["hardware error bits"] == str(OVERLOAD) and v["hardware errors"] == "overload"
+    # Per servo, beside its errors: temperature and supply as the servo reports them (its
+    # registers hold 1 °C and 0.1 V steps).
+    truth = emulator.truth()[1]
+    assert float(v["temperature (C)"]) == pytest.approx(truth["temperature"], abs=1.0)
+    assert float(v["input voltage (V)"]) == pytest.approx(truth["input_voltage"], abs=0.1)
     rig.wait_for(lambda: rig.actuator_states[-1][1].actuators[0].error_flags == OVERLOAD,
                  "error_flags")
     emulator.inject(hardware_error={1: 0})
@@ -118,6 +124,10 @@ def test_port_vanishing_and_returning(bench):
     first = next(when for when, _ in rig.joint_states if when > back)
     assert first - back < RESUME
     assert rig.node.stats["port_losses"] >= 1
+    # The link's history in words on /diagnostics: the loss and the connection after it.
+    rig.wait_for(lambda: (s := rig.status(": bus", back)) is not None
+                 and int(values(s)["connections"]) >= 2, "the reconnection on /diagnostics")
+    assert int(values(rig.status(": bus", back))["port losses"]) >= 1
     recovered(rig)
     # Gains and torque were written again on the new port.
     assert emulator.truth()[1]["torque_enable"] and emulator.truth()[1]["gain"] == 16.0
