@@ -31,7 +31,7 @@ setup(
     extras_require={'test': ['pytest']},
     entry_points={
         'console_scripts': [
-            'bench = bam_bringup.runner:main',
+            'bench = bam_bringup.executables:bench',
         ],
     },
 )

@@ -20,11 +20,11 @@ setup(
     extras_require={'test': ['pytest']},
     entry_points={
         'console_scripts': [
-            'dynamixel = bam_drivers.nodes.serial_servo_node:main',
-            'serial_servo_emulator = bam_drivers.emulators.serial_servo_emulator:main',
-            'feetech = bam_drivers.nodes.feetech_node:main',
-            'erob = bam_drivers.nodes.erob_node:main',
-            'ethercat_emulator = bam_drivers.emulators.ethercat_emulator:main',
+            'dynamixel = bam_drivers.executables:dynamixel',
+            'serial_servo_emulator = bam_drivers.executables:serial_servo_emulator',
+            'feetech = bam_drivers.executables:feetech',
+            'erob = bam_drivers.executables:erob',
+            'ethercat_emulator = bam_drivers.executables:ethercat_emulator',
         ],
     },
 )

@@ -24,13 +24,13 @@ setup(
     extras_require={'test': ['pytest']},
     entry_points={
         'console_scripts': [
-            'fit = bam_identify.cli:fit_main',
-            'eval = bam_identify.cli:eval_main',
-            'recover = bam_identify.cli:recover_main',
-            'campaign = bam_identify.campaign_cli:campaign_main',
-            'export = bam_identify.export_cli:export_main',
-            'trajectory = bam_identify.nodes.trajectory_node:main',
-            'recorder = bam_identify.nodes.recorder_node:main',
+            'fit = bam_identify.executables:fit',
+            'eval = bam_identify.executables:eval',
+            'recover = bam_identify.executables:recover',
+            'campaign = bam_identify.executables:campaign',
+            'export = bam_identify.executables:export',
+            'trajectory = bam_identify.executables:trajectory',
+            'recorder = bam_identify.executables:recorder',
         ],
     },
 )

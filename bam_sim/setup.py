@@ -26,10 +26,10 @@ setup(
     extras_require={'test': ['pytest']},
     entry_points={
         'console_scripts': [
-            'simulate = bam_sim.bench.simulate_cli:main',
-            'pendulum = bam_sim.nodes.pendulum_node:main',
-            'arm = bam_sim.nodes.arm_node:main',
-            'monitor = bam_sim.nodes.monitor_node:main',
+            'simulate = bam_sim.executables:simulate',
+            'pendulum = bam_sim.executables:pendulum',
+            'arm = bam_sim.executables:arm',
+            'monitor = bam_sim.executables:monitor',
         ],
     },
 )

@@ -45,7 +45,9 @@ def node_class(package: str, executable: str) -> type:
     for entry in importlib.metadata.entry_points(group="console_scripts", name=executable):
         if entry.dist is None or _distribution(entry.dist.name) != package:
             continue
-        module = importlib.import_module(entry.module)
+        # The console script's callable names the module that runs (startup.Deferred).
+        main = getattr(importlib.import_module(entry.module), entry.attr)
+        module = importlib.import_module(getattr(main, "module", entry.module))
         classes = [c for c in vars(module).values() if isinstance(c, type)
                    and issubclass(c, Node) and c.__module__ == module.__name__]
         if len(classes) != 1:

@@ -176,7 +176,7 @@ def test_the_node_table_comes_from_the_entry_points(monkeypatch):
             return real(**kwargs)
         (entry,) = real(group="console_scripts", name="trajectory")
         return [SimpleNamespace(name="pendulum", value=entry.value, module=entry.module,
-                                dist=SimpleNamespace(name="bam_sim"))]
+                                attr=entry.attr, dist=SimpleNamespace(name="bam_sim"))]
 
     process_bench.node_class.cache_clear()
     monkeypatch.setattr(importlib.metadata, "entry_points", entry_points)

@@ -42,4 +42,6 @@ def test_python_package(name):
 
 def test_simulate_entry_point():
     scripts = importlib.metadata.entry_points(group='console_scripts', name='simulate')
-    assert [ep.value for ep in scripts] == ['bam_sim.bench.simulate_cli:main']
+    assert [ep.value for ep in scripts] == ['bam_sim.executables:simulate']
+    (script,) = scripts
+    assert script.load().module == 'bam_sim.bench.simulate_cli'
