@@ -220,3 +220,20 @@ def test_orphaned_emulator_stops_with_its_parent() -> None:
             return True
 
     assert wait_for(gone, timeout=30.0) and not os.path.lexists(path)
+
+
+def test_physics_changes_mid_run_and_refuses_bad_names(emulator) -> None:
+    start = emulator.set_physics()  # the set it started with
+    try:
+        jammed = emulator.set_physics(friction_base=500.0)
+        assert jammed["friction_base"] == 500.0 and jammed["kt"] == start["kt"]
+        # The stop-torque clip holds the joint where it is put, torque off or on.
+        emulator.set_position(1, 0.7)
+        ticks = emulator.stats()["physics_ticks"]
+        assert wait_for(lambda: emulator.stats()["physics_ticks"] > ticks + 100)
+        assert emulator.truth()[1]["position"] == pytest.approx(0.7, abs=1e-6)
+        with pytest.raises(BamError, match="did you mean 'friction_base'"):
+            emulator.set_physics(frction_base=1.0)
+        assert emulator.set_physics() == start  # nothing given: the start set again
+    finally:
+        emulator.set_physics()

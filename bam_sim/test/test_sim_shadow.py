@@ -18,7 +18,7 @@ from bam_sim.bench.shadow import (
     ERROR,
     OK,
     WARN,
-    FrictionTracker,
+    DriftTracker,
     Measurement,
     Shadow,
     ShadowSettings,
@@ -119,12 +119,14 @@ def test_friction_names_and_scaling():
 
 
 def test_the_tracker_ignores_windows_without_sensitivity():
-    tracker = FrictionTracker(0.5)
+    tracker = DriftTracker((0.5, 0.5))
     for _ in range(100):
-        tracker.add(0.0, 0.3)  # a joint held still: the scale cannot be seen
-    assert tracker.update() == 1.0
-    tracker.add(1.0, 10.0)  # a wild window: one step is bounded
-    assert tracker.update() == pytest.approx(1.25)
+        tracker.add(0.0, 0.0, 0.3)  # a joint held still: neither the scale nor a lag is seen
+    assert tracker.update() == (1.0, 0.0)
+    tracker.add(1.0, 0.0, 10.0)  # a wild window: one step is bounded
+    assert tracker.update() == (pytest.approx(1.25), 0.0)
+    tracker.add(0.0, -100.0, 100.0)  # the same for the lag
+    assert tracker.update() == (pytest.approx(1.25), pytest.approx(0.0))  # floored at 0
 
 
 def test_the_reference_mae_comes_from_the_files_provenance():
@@ -142,6 +144,7 @@ def test_the_reference_mae_comes_from_the_files_provenance():
     (Thresholds(0.0), "reference MAE must be > 0"),
     (Thresholds(math.nan), "reference MAE must be > 0"),
     (Thresholds(0.01, warn_factor=5.0, error_factor=2.0), "warn_factor < error_factor"),
+    (Thresholds(0.01, lag_tolerance=0.0), "lag_tolerance must be > 0"),
 ])
 def test_bad_thresholds_are_refused(thresholds, match):
     with pytest.raises(BamError, match=match):
@@ -153,6 +156,7 @@ def test_bad_thresholds_are_refused(thresholds, match):
     (dict(dt=DT, resync_period=DT / 2), "at least one tick"),
     (dict(dt=DT, mae_window=math.inf), "mae_window must be > 0"),
     (dict(dt=DT, friction_rate=2.0), "friction_rate must be in"),
+    (dict(dt=DT, lag_rate=-0.1), "lag_rate must be in"),
 ])
 def test_bad_settings_are_refused(settings, match):
     with pytest.raises(BamError, match=match):
@@ -163,6 +167,109 @@ def test_levels_follow_the_thresholds(true_log):
     shadow = shadow_of(simulate(with_friction(TRUE, 1.5)))
     mae = shadow.mae_position
     assert mae > 0.0
-    assert assess(shadow, Thresholds(mae))[0] == OK  # 1x
-    assert assess(shadow, Thresholds(mae / 3.0))[0] == WARN  # 3x
-    assert assess(shadow, Thresholds(mae / 6.0))[0] == ERROR  # 6x
+    blind = dict(friction_tolerance=10.0)  # the MAE alone: ŝ's own WARN out of the way
+    assert assess(shadow, Thresholds(mae, **blind))[0] == OK  # 1x
+    assert assess(shadow, Thresholds(mae / 3.0, **blind))[0] == WARN  # 3x
+    assert assess(shadow, Thresholds(mae / 6.0, **blind))[0] == ERROR  # 6x
+    # A friction drift past its tolerance is a WARN whatever the MAE.
+    level, message = assess(shadow, Thresholds(mae))
+    assert level == WARN and "friction +50 %" in message, message
+
+
+# -- a bus delay: the lag τ̂, and states slower than the bench's rate ---------------------
+
+def late(params: ParameterSet, delay: float) -> ParameterSet:
+    """``params`` with its commands acting ``delay`` s late: the closed form of a bus that
+    delivers each goal that much after the state it follows was stamped."""
+    return params.replace(**{"latency.command": delay})
+
+
+def lag_message(shadow: Shadow) -> str:
+    return assess(shadow, Thresholds(1.0))[1]  # a large MAE scale: only the names matter
+
+
+@pytest.mark.parametrize("delay", [0.004, 0.012])
+def test_a_command_delay_is_measured_and_named_from_its_tolerance(delay):
+    shadow = shadow_of(simulate(late(TRUE, delay)))
+    # The model's own law with the goals late: τ̂ finds the delay, ŝ stays.
+    assert shadow.lag == pytest.approx(delay, abs=5e-4)
+    assert shadow.friction_scale == pytest.approx(1.0, abs=0.05)
+    named = re.search(r"measurement lags the model by (\d+) ms: bus delay",
+                      lag_message(shadow))
+    tolerance = Thresholds(1.0).lag_tolerance
+    assert bool(named) == (delay >= tolerance), lag_message(shadow)
+    if named:
+        assert int(named[1]) == round(1e3 * shadow.lag)
+    assert "friction" not in lag_message(shadow)
+
+
+def test_friction_is_not_taken_for_a_delay_nor_a_delay_for_friction():
+    more_friction = shadow_of(simulate(with_friction(TRUE, 1.5)))
+    assert abs(more_friction.lag) < 1e-3  # the joint is braked, not late
+    both = shadow_of(simulate(late(with_friction(TRUE, 1.5), 0.012), rounds=2))
+    assert both.friction_scale == pytest.approx(1.5, abs=0.1)
+    assert both.lag == pytest.approx(0.012, abs=1e-3)
+    message = lag_message(both)
+    assert "bus delay" in message and "friction +" in message, message
+
+
+def test_states_slower_than_the_bench_rate_are_a_warned_bus_delay(true_log):
+    period = 1.8 * DT  # every reply late past the cycle: the driver runs at 1/1.8 its rate
+    shadow = Shadow(TRUE, BENCH, ShadowSettings(DT))
+    for k, m in enumerate(true_log[:400]):
+        shadow.step(m._replace(time=k * period), resync=k > 0)  # each sample after a gap
+    level, message = assess(shadow, Thresholds(1.0))
+    assert shadow.state_interval == pytest.approx(period)
+    assert level == WARN, message
+    assert f"states {1e3 * period:.1f} ms apart where the bench runs at 5.0 ms: bus delay" \
+        in message
+    # One held-up cycle among regular ones is not a slow bus (the median).
+    regular = Shadow(TRUE, BENCH, ShadowSettings(DT))
+    for k, m in enumerate(true_log[:400]):
+        regular.step(m._replace(time=k * DT + (0.1 if k >= 300 else 0.0)), resync=k == 300)
+    assert regular.state_interval == pytest.approx(DT)
+    assert assess(regular, Thresholds(1.0))[0] == OK
+
+
+# -- the thermal group: R(T) from the reported winding temperature -------------------------
+
+THERMAL = TRUE.replace(**{"thermal.resistance": 5.0, "thermal.capacitance": 1.0,
+                          "thermal.tempcoef": 0.0039})
+
+
+def heated_log(cool: float, hot: float) -> list[Measurement]:
+    """The thermal set's bench over the protocol at ``cool`` °C ambient, then, from the
+    state it reached, again with the winding and its surroundings at ``hot`` °C."""
+    goal, enabled = commands()
+    kp = float(THERMAL.actuator.gains[1])
+    log: list[Measurement] = []
+    position = velocity = 0.0
+    for ambient in (cool, hot):
+        bench = BenchStepper(THERMAL.replace(**{"thermal.ambient": ambient}), BENCH, DT,
+                             position=position, velocity=velocity, gain=kp)
+        for g, e in zip(goal, enabled, strict=True):
+            bench.set_command(goal=float(g), torque_enable=bool(e))
+            s = bench.tick()
+            log.append(Measurement(s.position, s.velocity, s.goal, s.torque_enable, s.gain,
+                                   s.temperature, s.input_voltage))
+        position, velocity = bench.state
+    return log
+
+
+def test_a_hotter_winding_is_named_from_the_reported_temperature():
+    log = heated_log(30.0, 70.0)
+    shadow = shadow_of(log, THERMAL)
+    first, last = log[0].temperature, log[-1].temperature
+    assert last > first + 35.0  # the winding did get hot
+    alpha, t0 = THERMAL.values["thermal.tempcoef"], THERMAL.values.get("thermal.reftemp", 25.0)
+    expected = (1 + alpha * (last - t0)) / (1 + alpha * (first - t0)) - 1  # R(T) of (8)
+    assert shadow.resistance_change == pytest.approx(expected, rel=1e-9)
+    level, message = assess(shadow, Thresholds(1.0))
+    assert f"R +{100 * expected:.0f} %: hot" in message, message
+    # The model runs its winding at the reported temperature: the heat is explained, not a
+    # fault (no friction taken for it, the level stays OK).
+    assert "friction" not in message and level == OK
+    # At one temperature throughout, R is not named.
+    steady = shadow_of(heated_log(30.0, 30.0), THERMAL)
+    assert abs(steady.resistance_change) < 0.05
+    assert not re.search(r"\bR [+-]\d+ %", assess(steady, Thresholds(1.0))[1])

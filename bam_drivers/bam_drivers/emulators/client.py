@@ -10,6 +10,7 @@ Example::
         truth = emulator.truth()[1]["position"]    # rad, ground truth of servo 1
         emulator.inject(drop=0.1)                  # 10 % of the replies lost
         emulator.vanish(1.0)                       # the port disappears for 1 s
+        emulator.set_physics(friction_base=0.1)    # the joint's friction changes mid-run
 
 The process runs the same interpreter (``sys.executable -m
 bam_drivers.emulators.serial_servo_emulator``); its stderr goes to a temporary file whose tail is
@@ -113,6 +114,11 @@ class EmulatorProcess(EmulatorChild):
         """Move a joint to ``position`` rad (and ``velocity`` rad/s)."""
         self.call({"cmd": "set_position", "id": int(dxl_id), "position": float(position),
                     "velocity": float(velocity)})
+
+    def set_physics(self, **values: float) -> dict[str, float]:
+        """Change parameter values of every joint's model mid-run (the state kept), from the
+        set the emulator started with (none given: that set again); the values in force."""
+        return self.call({"cmd": "physics", "values": {k: float(v) for k, v in values.items()}})
 
     def stats(self) -> dict:
         """Packets received, replies, errors, faults injected, physics ticks, port state."""

@@ -33,7 +33,10 @@ line out (``{"ok": true, "result": ...}`` or ``{"ok": false, "error": ...}``).
 Commands: ``{"cmd": "truth"}``, ``{"cmd": "inject", "drop": p, "corrupt": p,
 "latency": s, "hardware_error": {"1": bits}}``, ``{"cmd": "vanish",
 "seconds": s}`` (``null``: until ``{"cmd": "restore"}``), ``{"cmd": "set_position",
-"id": i, "position": rad}``, ``{"cmd": "stats"}``, ``{"cmd": "stop"}``.
+"id": i, "position": rad}``, ``{"cmd": "physics", "values": {"friction_base": 0.1}}``
+(parameter values of every joint changed mid-run, the state kept: the faults a health
+monitor must see; ``{}`` restores the set it started with), ``{"cmd": "stats"}``,
+``{"cmd": "stop"}``.
 
 Stops cleanly (symlink, socket and temporary directory removed) on SIGTERM,
 SIGINT, the ``stop`` command, or with ``--exit-with-parent`` when the process
@@ -304,11 +307,13 @@ class Emulator(EmulatorServer):
     """The bus, physics and control threads around an :class:`EmulatedBus`."""
 
     PROGRAM = "serial_servo_emulator"
-    COMMANDS = ("truth", "inject", "vanish", "restore", "set_position", "stats", "stop")
+    COMMANDS = ("truth", "inject", "vanish", "restore", "set_position", "physics", "stats",
+                "stop")
 
     def __init__(self, config: EmulatorConfig) -> None:
         self.config = config
         self.bus = build_bus(config)
+        self._start_params = next(iter(self.bus.servos.values())).sim.params
         self.protocol = self.bus.protocol
         self.faults = Faults(_probability("drop", config.drop),
                              _probability("corrupt", config.corrupt),
@@ -436,6 +441,18 @@ class Emulator(EmulatorServer):
         with self._lock:
             servo = self._servo(request["id"])
             servo.set_state(float(request["position"]), float(request.get("velocity", 0.0)))
+
+    def _cmd_physics(self, request: dict) -> dict[str, float]:
+        """The start set with ``values`` changed, on every joint; its values."""
+        values = request.get("values")
+        if not isinstance(values, dict):
+            raise BamError(f"physics needs values, a mapping of parameter names to numbers, "
+                           f"got {values!r}")
+        with self._lock:
+            params = self._start_params.replace(**values)  # validated: a bad name refuses
+            for servo in self.bus.servos.values():
+                servo.set_parameters(params)
+        return dict(params.values)
 
     def _cmd_stats(self, request: dict) -> dict:
         return {**self.stats, "port_present": self.port.is_open,

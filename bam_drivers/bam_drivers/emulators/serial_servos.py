@@ -64,6 +64,7 @@ from bam_drivers.serial_servo import packet as pk
 from bam_drivers.serial_servo.control_table import P2_VELOCITY_UNIT, ControlTable
 from bam_sim.bench.stepper import BenchStepper
 from bam_sim.models import parameter_vector as P
+from bam_sim.models.parameter_set import ParameterSet
 
 
 class Fault(Enum):
@@ -201,10 +202,19 @@ class EmulatedServo:
         self.control, self.motor_torque = sample.control, sample.motor_torque
 
     def set_state(self, position: float, velocity: float = 0.0) -> None:
-        """Move the joint (a new simulator with the same command)."""
-        command = self.sim.command
+        """Move the joint (a new simulator with the same command and parameters)."""
+        command, params = self.sim.command, self.sim.params
         self.sim = self._make_sim(position, velocity)
+        if self.sim.params != params:  # changed by set_parameters since the start
+            self.sim.set_parameters(params)
         self.sim.set_command(*command)
+
+    def set_parameters(self, params: ParameterSet) -> None:
+        """Swap the joint's parameter set mid-run (a fault: more friction, a jam); the state
+        and the command are kept."""
+        self.sim.set_parameters(params)
+        p = params.vector()
+        self._kt, self._resistance = float(p[P.KT]), float(p[P.R])
 
     @property
     def current(self) -> float:

@@ -11,14 +11,25 @@ compared with the model's state k before the model takes command k (the tick
 convention of :mod:`bam_sim.bench.stepper`), so the true set against its own
 simulation gives a residual of exactly zero.
 
-Beside the identified model run two copies with the friction scaled by ŝ and
-ŝ(1 + ε): their difference is the sensitivity J of the position to the scale,
-and at the end of each window ŝ takes a damped Gauss-Newton step on the
-window's residual (ŝ += rate · ΣJr / (ΣJ² + λ)). That is a slowly varying
-friction multiplier fitted on the residual, which names a drift ("friction
-+35 % since start") that the residual alone only shows as "worse". The
-identified model itself is never changed: the running MAE stays the distance to
-the model the thresholds were derived from.
+Beside the identified model runs an estimate: the same set with its friction
+scaled by ŝ and its commands acting τ̂ later, and two probes, one with the
+friction × ŝ(1 + ε), one with the commands τ̂ + δ late. Their differences from
+the estimate are the sensitivities J of the position to the scale and to the
+lag, and at the end of each window (ŝ, τ̂) take one damped Gauss-Newton step on
+the window's residual ((JᵀJ + λ) Δ = rate · Jᵀr). That is a slowly varying
+friction multiplier and a delay fitted on the residual, which name a drift
+("friction +35 % since start", "measurement lags the model by 6 ms: bus delay")
+that the residual alone only shows as "worse". The two are fitted together
+because each alone would take the other's share: more friction also makes the
+joint arrive late, and a late joint also looks braked. The identified model
+itself is never changed: the running MAE stays the distance to the model the
+thresholds were derived from.
+
+The lag is a command delay (the set's ``latency.command`` + τ̂): a driver that
+stamps its states just before the read and writes the goals after it, as the
+serial drivers do, puts a slow reply between the stamp and the goal, so the
+joint follows its commands τ late; a state read late looks the same over a
+window (the measured motion is the model's shifted by τ).
 
 A window in which the measured joint does not move while the model moves it
 far is a jam. With the thermal group, the winding temperature the actuator
@@ -33,8 +44,11 @@ No ROS import: :mod:`bam_sim.nodes.monitor_node` is a thin node over it.
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass
 from typing import NamedTuple
+
+import numpy as np
 
 from bam_sim.bench.geometry import Bench
 from bam_sim.bench.stepper import BenchStepper
@@ -57,6 +71,17 @@ MAX_STEP = 0.25  # largest relative change of ŝ in one window: one odd window c
 # λ of the Gauss-Newton step per sample: sensitivities below 1 mrad per unit of scale
 # (a joint at rest, held by its controller) move nothing.
 SENSITIVITY_FLOOR = 1.0e-3
+# States arriving with a median interval past this many ticks of the bench's rate: the
+# bus no longer keeps the rate (a reply slower than the cycle), "bus delay".
+SLOW_STATES = 1.25
+# The lag probe's step δ, in ticks of the states: the command delay is interpolated
+# linearly between ticks, so half a tick is a finite difference inside one segment.
+LAG_PROBE_TICKS = 0.5
+MAX_LAG = 0.25  # s: τ̂ is kept in [−the set's own command delay, this]
+MAX_LAG_STEP = 0.004  # s, the largest change of τ̂ in one window (ŝ moves 25 % at most)
+# λ for the lag, per sample: a joint slower than 0.05 rad/s (∂q/∂τ is about −q̇) says
+# nothing about a delay.
+LAG_SENSITIVITY_FLOOR = 0.05  # rad/s
 # A jam: the joint moved less than JAM_STILL (a few encoder steps) in a window where the
 # model moved it more than JAM_MOVING.
 JAM_STILL = 0.005  # rad
@@ -73,6 +98,7 @@ class Measurement(NamedTuple):
     gain: float
     temperature: float = math.nan  # °C, NaN when not measured
     input_voltage: float = math.nan  # V, NaN when not measured
+    time: float = math.nan  # s, the sample's stamp (NaN: none): how fast states come
 
 
 class Residual(NamedTuple):
@@ -91,7 +117,8 @@ class ShadowSettings:
     dt: float  # s, the period of the states (the model's time step)
     resync_period: float = 1.0  # s between two re-syncs to the measured state
     mae_window: float = 5.0  # s, time constant of the running MAE
-    friction_rate: float = 0.5  # fraction of the Gauss-Newton step taken per window
+    friction_rate: float = 0.5  # fraction of the Gauss-Newton step ŝ takes per window
+    lag_rate: float = 0.5  # the same for τ̂
 
     def check(self) -> ShadowSettings:
         for name in ("dt", "resync_period", "mae_window"):
@@ -101,8 +128,10 @@ class ShadowSettings:
         if self.resync_period < self.dt:
             raise BamError(f"resync_period ({self.resync_period:g} s) must be at least one "
                            f"tick of the states ({self.dt:g} s)")
-        if not 0.0 <= self.friction_rate <= 1.0:
-            raise BamError(f"friction_rate must be in [0, 1], got {self.friction_rate}")
+        for name in ("friction_rate", "lag_rate"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise BamError(f"{name} must be in [0, 1], got {value}")
         return self
 
 
@@ -118,6 +147,19 @@ def with_friction(params: ParameterSet, scale: float) -> ParameterSet:
     return params.replace(**{n: params.values[n] * scale for n in friction_names(params)})
 
 
+def command_delay(params: ParameterSet) -> float:
+    """The set's own command delay (its ``latency`` group), s."""
+    return params.values.get("latency.command", 0.0)
+
+
+def with_drift(params: ParameterSet, scale: float, lag: float) -> ParameterSet:
+    """``params`` with the friction × ``scale`` and the commands ``lag`` s later."""
+    scaled = with_friction(params, scale)
+    if lag == 0.0:
+        return scaled
+    return scaled.replace(**{"latency.command": command_delay(params) + lag})
+
+
 def has_thermal(params: ParameterSet) -> bool:
     return params.values.get("thermal.resistance", 0.0) > 0.0
 
@@ -130,31 +172,55 @@ def resistance_factor(params: ParameterSet, temperature: float) -> float:
     return 1.0 + alpha * (temperature - params.values.get("thermal.reftemp", 25.0))
 
 
-class FrictionTracker:
-    """ŝ, a multiplier of the friction budget, fitted window by window on the residual."""
+class DriftTracker:
+    """(ŝ, τ̂): a multiplier of the friction budget and a command delay, fitted window by
+    window on the residual with one damped Gauss-Newton step each.
 
-    def __init__(self, rate: float, scale: float = 1.0) -> None:
-        self.scale = scale
-        self._rate = rate
-        self._sum_jr = self._sum_jj = 0.0
+    ``rates``: the fraction of the step each takes (0: not tracked). ``lag_floor``: the
+    lowest τ̂, minus the set's own command delay (a total delay is never negative).
+    """
+
+    def __init__(self, rates: tuple[float, float], lag_floor: float = 0.0) -> None:
+        self.scale = 1.0
+        self.lag = 0.0  # s
+        self._rates = np.array(rates, dtype=float)
+        self._lag_floor = lag_floor
+        self._jj = np.zeros((2, 2))
+        self._jr = np.zeros(2)
         self._count = 0
 
-    def add(self, sensitivity: float, residual: float) -> None:
-        """One sample: ∂q/∂s (rad per unit of scale) and measured − model(ŝ) (rad)."""
-        self._sum_jr += sensitivity * residual
-        self._sum_jj += sensitivity * sensitivity
+    def add(self, j_scale: float, j_lag: float, residual: float) -> None:
+        """One sample: ∂q/∂s (rad per unit of scale), ∂q/∂τ (rad/s) and measured −
+        estimate (rad)."""
+        j = np.array((j_scale, j_lag))
+        self._jj += np.outer(j, j)
+        self._jr += j * residual
         self._count += 1
 
-    def update(self) -> float:
-        """Close the window: take the damped step; the new ŝ."""
-        damping = self._count * SENSITIVITY_FLOOR ** 2
-        if self._count and self._sum_jj > 0.0:
-            step = self._rate * self._sum_jr / (self._sum_jj + damping)
-            step = max(-MAX_STEP * self.scale, min(MAX_STEP * self.scale, step))
-            self.scale = max(SCALE_RANGE[0], min(SCALE_RANGE[1], self.scale + step))
-        self._sum_jr = self._sum_jj = 0.0
+    def update(self) -> tuple[float, float]:
+        """Close the window: take the damped step; the new (ŝ, τ̂)."""
+        if self._count and np.any(self._jj.diagonal() > 0.0):
+            floors = np.array((SENSITIVITY_FLOOR, LAG_SENSITIVITY_FLOOR))
+            # λ per parameter: a quiet sensitivity gets a step near 0, and one parameter
+            # the window cannot see leaves the other a 1-D step.
+            normal = self._jj + np.diag(self._count * floors ** 2)
+            step = self._rates * np.linalg.solve(normal, self._jr)
+            bound = MAX_STEP * self.scale
+            self.scale = _clip(self.scale + _clip(step[0], -bound, bound), *SCALE_RANGE)
+            self.lag = _clip(self.lag + _clip(step[1], -MAX_LAG_STEP, MAX_LAG_STEP),
+                             self._lag_floor, MAX_LAG)
+        self.discard()
+        return self.scale, self.lag
+
+    def discard(self) -> None:
+        """Forget the window's samples."""
+        self._jj[:] = 0.0
+        self._jr[:] = 0.0
         self._count = 0
-        return self.scale
+
+
+def _clip(value: float, low: float, high: float) -> float:
+    return max(low, min(high, float(value)))
 
 
 class Shadow:
@@ -173,9 +239,14 @@ class Shadow:
         self._supply = supply_voltage
         self._window = max(1, round(settings.resync_period / settings.dt))
         self._alpha = min(1.0, settings.dt / settings.mae_window)  # EWMA weight per tick
-        self._friction = FrictionTracker(settings.friction_rate)
         self._has_friction = bool(friction_names(params))
+        rates = (settings.friction_rate if self._has_friction else 0.0, settings.lag_rate)
+        self._drift = DriftTracker(rates, lag_floor=-command_delay(params))
+        self._lag_probe = LAG_PROBE_TICKS * settings.dt
         self._models: tuple[BenchStepper, ...] = ()
+        self._previous: Measurement | None = None  # the sample before, for a late command
+        self._last_time = math.nan  # s, the stamp of the sample before
+        self._intervals: deque[float] = deque(maxlen=self._window)  # s, the last window's
         self._since = 0  # ticks since the last re-sync
         self.mae_position = self.mae_velocity = 0.0
         self.windows = 0  # windows closed
@@ -189,7 +260,24 @@ class Shadow:
     @property
     def friction_scale(self) -> float:
         """ŝ: the friction the joint shows, relative to the identified set's."""
-        return self._friction.scale
+        return self._drift.scale
+
+    @property
+    def state_interval(self) -> float:
+        """The median time between two stamps over the last window, s (NaN without stamps).
+
+        The median: a driver that was held up once and caught up does not count."""
+        return float(np.median(self._intervals)) if self._intervals else math.nan
+
+    @property
+    def slow_states(self) -> bool:
+        """Whether the states come markedly slower than the bench's rate."""
+        return self.state_interval > SLOW_STATES * self.settings.dt
+
+    @property
+    def lag(self) -> float:
+        """τ̂, s: how much later than the model the joint follows its commands."""
+        return self._drift.lag
 
     @property
     def resistance_change(self) -> float:
@@ -208,23 +296,26 @@ class Shadow:
         ``resync``: put the model on this sample now (e.g. after a lost sample).
         """
         self._note_temperature(m.temperature)
+        if math.isfinite(m.time) and math.isfinite(self._last_time):
+            self._intervals.append(m.time - self._last_time)
+        self._last_time = m.time
         if resync or not self._models or self._since >= self._window:
             self._close_window()
-            self._resync(m)
-        identified, estimate, probe = self._models
-        q, dq = identified.state
+            self._resync(m, resync)
+        identified, estimate, friction_probe, lag_probe = (m.state for m in self._models)
+        q, dq = identified
         rq, rdq = q - m.position, dq - m.velocity
         self.mae_position += (abs(rq) - self.mae_position) * self._alpha
         self.mae_velocity += (abs(rdq) - self.mae_velocity) * self._alpha
-        if self._has_friction:
-            q_est, q_probe = estimate.state[0], probe.state[0]
-            sensitivity = (q_probe - q_est) / (self._friction.scale * PROBE_STEP)
-            self._friction.add(sensitivity, m.position - q_est)
+        q_est = estimate[0]
+        self._drift.add((friction_probe[0] - q_est) / (self._drift.scale * PROBE_STEP),
+                        (lag_probe[0] - q_est) / self._lag_probe, m.position - q_est)
         self._range.add(m.position, q)
         for model in self._models:
             model.set_command(m.goal, bool(m.torque_enable), m.gain)
             model.tick()
         self._since += 1
+        self._previous = m
         return Residual(rq, rdq, self.mae_position, self.mae_velocity)
 
     def _note_temperature(self, temperature: float) -> None:
@@ -234,31 +325,44 @@ class Shadow:
                 self.first_temperature = temperature
 
     def _close_window(self) -> None:
-        """The window's verdicts: ŝ steps, jam or not (nothing before the first window)."""
+        """The window's verdicts: (ŝ, τ̂) step, jam or not (nothing before the first
+        window). A window cut short by a break in the stream (under half its length) gives
+        none: a few samples after a slip are too few to move an estimate on."""
         if not self._models:
             return
-        if self._has_friction:
-            self._friction.update()
-        moved, modelled = self.window_motion = self._range.motions()
-        self.jammed = moved < JAM_STILL and modelled > JAM_MOVING
+        if 2 * self._since >= self._window:
+            self._drift.update()
+            moved, modelled = self.window_motion = self._range.motions()
+            self.jammed = moved < JAM_STILL and modelled > JAM_MOVING
+            self.windows += 1
+        else:
+            self._drift.discard()
         self._range = _Ranges()
-        self.windows += 1
 
-    def _resync(self, m: Measurement) -> None:
-        """Three models on the measured state: identified, ŝ, ŝ(1 + ε)."""
+    def _resync(self, m: Measurement, resync: bool) -> None:
+        """Four models on the measured state: identified, (ŝ, τ̂), (ŝ(1 + ε), τ̂), (ŝ, τ̂ + δ).
+
+        A late model acts on the command before this sample's until its delay has passed
+        (the previous sample's, unless the stream broke: then this one's, which is all
+        there is).
+        """
         base = self.params
         if has_thermal(base) and math.isfinite(m.temperature):
             base = base.replace(**{"thermal.ambient": m.temperature})
-        scale = self._friction.scale
-        sets = [base, with_friction(base, scale), with_friction(base, scale * (1 + PROBE_STEP))]
+        scale, lag = self._drift.scale, self._drift.lag
+        sets = [base, with_drift(base, scale, lag),
+                with_drift(base, scale * (1 + PROBE_STEP), lag),
+                with_drift(base, scale, lag + self._lag_probe)]
         supply = self._supply
         if ("supply.resistance" not in base.values and math.isfinite(m.input_voltage)
                 and m.input_voltage > 0.0):
             supply = m.input_voltage
+        before = m if resync or self._previous is None else self._previous
         self._models = tuple(
             BenchStepper(p, self.bench, self.settings.dt, position=m.position,
-                         velocity=m.velocity, goal=m.goal, torque_enable=bool(m.torque_enable),
-                         gain=m.gain, supply_voltage=supply)
+                         velocity=m.velocity, goal=before.goal,
+                         torque_enable=bool(before.torque_enable), gain=before.gain,
+                         supply_voltage=supply)
             for p in sets)
         self._since = 0
 
@@ -291,17 +395,21 @@ MAE_KEYS = ("validation_mae", "train_mae")
 @dataclass(frozen=True)
 class Thresholds:
     """WARN above ``warn_factor`` x the reference MAE, ERROR above ``error_factor`` x;
-    drifts are named beyond their tolerances (relative)."""
+    drifts are named beyond their tolerances (relative; the lag's in s); see
+    :func:`assess` for those that are a WARN by themselves."""
 
     reference_mae: float  # rad
     warn_factor: float = 2.0
     error_factor: float = 5.0
     friction_tolerance: float = 0.2
     resistance_tolerance: float = 0.05
+    lag_tolerance: float = 0.01  # s
 
     def check(self) -> Thresholds:
         if not (math.isfinite(self.reference_mae) and self.reference_mae > 0.0):
             raise BamError(f"reference MAE must be > 0 rad, got {self.reference_mae}")
+        if not (math.isfinite(self.lag_tolerance) and self.lag_tolerance > 0.0):
+            raise BamError(f"lag_tolerance must be > 0 s, got {self.lag_tolerance}")
         if not 1.0 <= self.warn_factor < self.error_factor:
             raise BamError(f"need 1 <= warn_factor < error_factor, got {self.warn_factor:g} "
                            f"and {self.error_factor:g}")
@@ -330,11 +438,19 @@ def reference_mae(params: ParameterSet, where: str, given: float = 0.0) -> float
 
 
 def causes(shadow: Shadow, thresholds: Thresholds) -> list[str]:
-    """The drifts the shadow sees, in words: jam, friction, winding resistance."""
+    """The drifts the shadow sees, in words: jam, slow states, lag, friction, winding
+    resistance."""
     found = []
     if shadow.jammed:
         moved, modelled = shadow.window_motion
         found.append(f"jammed: moved {moved:.3f} rad where the model moved {modelled:.2f} rad")
+    if shadow.slow_states:
+        found.append(f"states {1e3 * shadow.state_interval:.1f} ms apart where the bench runs "
+                     f"at {1e3 * shadow.settings.dt:.1f} ms: bus delay")
+    if lagging(shadow, thresholds):
+        lag = shadow.lag
+        found.append(f"measurement {'lags' if lag > 0 else 'leads'} the model by "
+                     f"{1e3 * abs(lag):.0f} ms: {'bus delay' if lag > 0 else 'early stamps'}")
     change = shadow.friction_scale - 1.0
     if abs(change) >= thresholds.friction_tolerance:
         found.append(f"friction {100 * change:+.0f} % since start")
@@ -344,10 +460,33 @@ def causes(shadow: Shadow, thresholds: Thresholds) -> list[str]:
     return found
 
 
+def lagging(shadow: Shadow, thresholds: Thresholds) -> bool:
+    """Whether τ̂ is past its tolerance."""
+    return abs(shadow.lag) >= thresholds.lag_tolerance
+
+
+def drifted(shadow: Shadow, thresholds: Thresholds) -> bool:
+    """A fault named whatever the MAE: a jam, states slower than the bench's rate, a
+    friction change past its tolerance.
+
+    The MAE threshold sits a few times the fit's error, which a real bus's timing
+    noise already fills in part: a friction 50 % up may stay under it, while ŝ sees it
+    in a few windows. Not the lag: τ̂ also takes up what a model integrated at the
+    states' rate misses of a continuous joint (a few ms, depending on the motion), so it
+    is named and left to the MAE; nor R, which the set models (R(T) follows the
+    reported temperature).
+    """
+    return (shadow.jammed or shadow.slow_states
+            or abs(shadow.friction_scale - 1.0) >= thresholds.friction_tolerance)
+
+
 def assess(shadow: Shadow, thresholds: Thresholds) -> tuple[int, str]:
-    """(level, message): the level from the running MAE, the message naming the causes."""
+    """(level, message): the level from the running MAE, at least WARN for a fault
+    :func:`drifted` names; the message naming the causes."""
     mae = shadow.mae_position
     level = ERROR if mae > thresholds.error else WARN if mae > thresholds.warn else OK
+    if drifted(shadow, thresholds):
+        level = max(level, WARN)
     ratio = mae / thresholds.reference_mae
     message = (f"MAE {mae:.3g} rad = {ratio:.1f}x the validation MAE "
                f"{thresholds.reference_mae:.3g} rad (WARN above {thresholds.warn_factor:g}x, "

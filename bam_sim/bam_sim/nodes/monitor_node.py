@@ -75,6 +75,10 @@ PARAMETERS: tuple[Param, ...] = (
           "relative size on", read_only=True, low=0.0, high=100.0),
     Param("resistance_tolerance", 0.05, "winding resistance change (thermal group) named "
           "from this relative size on", read_only=True, low=0.0, high=100.0),
+    Param("lag_rate", 0.5, "fraction of the Gauss-Newton step the command delay estimate "
+          "takes per re-sync window (0 = not tracked)", read_only=True, low=0.0, high=1.0),
+    Param("lag_tolerance", 0.01, "lag of the joint behind the model named (bus delay) from "
+          "this many s on", read_only=True, low=1.0e-4, high=1.0),
     Param("diagnostic_period", 1.0, "s of the states' time between two /diagnostics",
           read_only=True, low=1.0e-3, high=3600.0),
     Param("publish_every", 1, "publish the residuals every this many samples", read_only=True,
@@ -105,9 +109,9 @@ class MonitorNode(Node):
         self.thresholds = Thresholds(
             reference_mae(self.params, path, values["reference_mae"]), values["warn_factor"],
             values["error_factor"], values["friction_tolerance"],
-            values["resistance_tolerance"]).check()
+            values["resistance_tolerance"], values["lag_tolerance"]).check()
         ShadowSettings(1.0e-3, values["resync_period"], values["mae_window"],
-                       values["friction_rate"]).check()  # refused now, not at the first info
+                       values["friction_rate"], values["lag_rate"]).check()  # refused now
         self.shadow: Shadow | None = None
         self.last_status: DiagnosticStatus | None = None
         self.samples = self.gaps = self.skipped = 0
@@ -159,7 +163,8 @@ class MonitorNode(Node):
         try:
             settings = ShadowSettings(1.0 / msg.control_rate, self._values["resync_period"],
                                       self._values["mae_window"],
-                                      self._values["friction_rate"]).check()
+                                      self._values["friction_rate"],
+                                      self._values["lag_rate"]).check()
             bench = Bench(mass=msg.mass, length=msg.length, arm_mass=msg.arm_mass)
             supply = msg.supply_voltage if msg.supply_voltage > 0.0 else None
             self.shadow = None if self._problem else Shadow(self.params, bench, settings,
@@ -229,7 +234,8 @@ class MonitorNode(Node):
             state = next(a for a in states.actuators if a.name == self._joint)
             return Measurement(float(joint.position[i]), float(joint.velocity[i]),
                                state.goal_position, state.torque_enable, state.gain,
-                               state.temperature, state.input_voltage)
+                               state.temperature, state.input_voltage,
+                               _stamp_ns(joint) * 1e-9)
         except (ValueError, IndexError, StopIteration):
             return None
 
@@ -254,6 +260,7 @@ class MonitorNode(Node):
             "reference_mae": self.thresholds.reference_mae, "warn_mae": self.thresholds.warn,
             "error_mae": self.thresholds.error, "friction_scale": shadow.friction_scale,
             "resistance_change": shadow.resistance_change, "temperature": shadow.temperature,
+            "lag": shadow.lag, "state_interval": shadow.state_interval,
             "jammed": shadow.jammed, "windows": shadow.windows, "samples": self.samples,
             "gaps": self.gaps, "model": self.params.model.name,
         }
