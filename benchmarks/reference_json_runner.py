@@ -12,7 +12,8 @@ The workload holds ``dt`` and ``logs`` in the neutral format of benchmarks/throu
 Each file is loaded exactly as an RL stack loads it (``load_model(path)``) and every log
 is rolled out with the control recomputed from the simulated state
 (``Simulator.rollout_log(log, simulate_control=True)``). Output: per file, the model and
-actuator the reference built, its parameter values and the positions of every log.
+actuator the reference built, its parameter values, the law's constants its actuator
+holds in code (error_gain, max_pwm, max_current, vin) and the positions of every log.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import json
 import sys
 
 from reference_runner import environment, fail, import_reference, rollout_per_log, to_reference_log
+
+CONSTANTS = ("error_gain", "max_pwm", "max_current", "vin")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,10 +49,15 @@ def main(argv: list[str] | None = None) -> int:
            "Simulator.rollout_log(log, simulate_control=True) per log", "files": {}}
     for path in args.files:
         model = load_model(path)
+        # The law's constants the reference keeps in code (files carry them too), read
+        # before a log sets kp and vin.
+        constants = {k: getattr(model.actuator, k) for k in CONSTANTS
+                     if hasattr(model.actuator, k)}
         positions, _ = rollout_per_log(simulate, np, model, ref_logs)
         out["files"][path] = {
             "model": model.name, "actuator": model.actuator_name,
             "params": {n: p.value for n, p in model.get_parameters().items()},
+            "constants": constants,
             "positions": positions,
         }
     with open(args.output, "w") as f:
