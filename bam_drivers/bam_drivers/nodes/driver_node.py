@@ -37,6 +37,7 @@ from bam_sim.common.numbers import finite_non_negative
 from bam_sim.common.runner import error_line, run_node
 from bam_sim.models.files.parameter_file import published
 from bam_sim.models.model_registry import MODELS
+from bam_sim.models.servo.actuators import Actuator
 
 BENCH_PARAMETERS = frozenset(("mass", "arm_mass", "length"))
 DIAGNOSTICS_TOPIC = "/diagnostics"
@@ -57,10 +58,10 @@ CONNECT_TIMEOUT = Param(
     "answered is retried for ever", read_only=True, low=0.0, high=1.0e6)
 
 
-def mean_kt(actuator: str) -> float:
+def mean_kt(actuator: Actuator) -> float:
     """k_t of ``actuator``, mean over its published parameter sets (NaN if none)."""
     values = []
-    for model in MODELS:
+    for model in MODELS.values():
         try:
             values.append(float(published(actuator, model).values["kt"]))
         except (BamError, KeyError):

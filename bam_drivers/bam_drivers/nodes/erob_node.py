@@ -54,7 +54,8 @@ from bam_drivers.nodes.driver_node import DIAGNOSTICS_TOPIC as DIAGNOSTICS_TOPIC
 from bam_msgs.msg import ActuatorState
 from bam_sim.common.errors import BamError
 from bam_sim.common.node_parameters import Param, declare
-from bam_sim.models.servo.actuators import CURRENT, get_actuator
+from bam_sim.common.registry_parameters import actuator_parameter
+from bam_sim.models.servo.actuators import CURRENT
 
 NODE_NAME = "erob"
 MODES = {"cst": cia402.CST, "csp": cia402.CSP}
@@ -122,7 +123,7 @@ class ErobNode(DriverNode):
             raise BamError("drive_models is empty; give one drive model per joint")
         self._models = models
         # Each drive model is the actuator of the same name (the registry's driver "erob").
-        self._drive_actuators = [get_actuator(m.name) for m in models]
+        self._drive_actuators = [actuator_parameter(m.name) for m in models]
         n = len(models)
         defaults = {
             "slave_positions": [0] * n,
@@ -149,14 +150,14 @@ class ErobNode(DriverNode):
             raise BamError(f"slave_positions must be >= 0, got {list(v['slave_positions'])}")
         if str(v["mode"]).lower() not in MODES:
             raise BamError(f"mode must be one of {', '.join(MODES)}, got {v['mode']!r}")
-        self._actuator = get_actuator(v["actuator"])
+        self._actuator = actuator_parameter(v["actuator"])
         if self._actuator.family != CURRENT:
             raise BamError(f"actuator {self._actuator.name} is voltage-controlled; the eRob "
                            "driver's bench actuator is an eRob (erob80_50, erob80_100)")
         self.joint_names = joints
         self._mode_name = str(v["mode"]).lower()
         self._configure_loop(v)
-        self._kt = mean_kt(self._actuator.name)
+        self._kt = mean_kt(self._actuator)
         specs = [JointSpec(j, m, p or None) for j, m, p in
                  zip(joints, self._models, v["slave_positions"], strict=True)]
         bus = EthercatBus(v["interface"], specs, mode=MODES[self._mode_name],

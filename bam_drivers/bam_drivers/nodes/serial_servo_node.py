@@ -53,6 +53,7 @@ from bam_msgs.msg import ActuatorState, ActuatorStateArray
 from bam_sim.common.actuator_topics import joint_state
 from bam_sim.common.errors import BamError
 from bam_sim.common.node_parameters import Param, declare
+from bam_sim.common.registry_parameters import declare_actuator
 from bam_sim.models.servo.actuators import driven_by, get_actuator
 
 NODE_NAME = "dynamixel"
@@ -122,8 +123,7 @@ class SerialServoNode(DriverNode):
 
     def _declare(self) -> dict:
         by_name = {p.name: p for p in self.PARAMETERS}
-        values = declare(self, [by_name["ids"], by_name["actuator"]])
-        actuator = get_actuator(values["actuator"])
+        values, actuator = declare_actuator(self, [by_name["ids"], by_name["actuator"]])
         if actuator.name not in self.ACTUATORS:
             raise BamError(f"actuator {actuator.name} is not a servo of the {self.BUS.KIND} "
                            f"driver; give one of {', '.join(self.ACTUATORS)}")
@@ -151,7 +151,7 @@ class SerialServoNode(DriverNode):
                            f"(one per id), got {list(joints)}")
         self.joint_names = joints
         self._configure_loop(v)
-        self._kt = mean_kt(self._actuator.name) if table.current is not None else math.nan
+        self._kt = mean_kt(self._actuator) if table.current is not None else math.nan
         limit = bus.gain_limit()
         if not 0.0 <= v["gain"] <= limit:
             raise BamError(f"gain {v['gain']} is outside [0, {limit:g}], the P-gain register "

@@ -41,11 +41,11 @@ from bam_sim.common.node_parameters import (
     usage,
 )
 from bam_sim.common.numbers import finite_non_negative
+from bam_sim.common.registry_parameters import actuator_parameter, model_parameter
 from bam_sim.common.runner import run_node
 from bam_sim.models.files.parameter_file import load, published
-from bam_sim.models.model_registry import get_model
 from bam_sim.models.parameter_set import ParameterSet
-from bam_sim.models.servo.actuators import CURRENT, Actuator, get_actuator
+from bam_sim.models.servo.actuators import CURRENT, Actuator
 from bam_sim.mujoco_arm.servo_arm import ServoArm
 from bam_sim.mujoco_arm.shipped_arms import ARMS, ArmSpec, arm_spec, load_arm
 from bam_sim.nodes import model_parameters
@@ -154,8 +154,8 @@ class ArmNode(SimNode):
                            f"{', '.join(j.actuator for j in spec.joints)}; set mjcf to use "
                            "other joints or actuators")
         self.joint_names = joints
-        self._actuators = [get_actuator(a) for a in _per_joint("actuators",
-                                                               values["actuators"], joints)]
+        names = _per_joint("actuators", values["actuators"], joints)
+        self._actuators = [actuator_parameter(name) for name in names]
         self.command_limits = CommandLimits.per_joint([(a.goal_range, a.gain_limit)
                                                        for a in self._actuators])
         n = len(joints)
@@ -197,7 +197,7 @@ class ArmNode(SimNode):
                  default: str) -> ParameterSet:
         """A joint's parameter set: its file (checked) or the published one; ``model``
         and ``default`` are names (a ROS parameter's, the arm table's)."""
-        chosen = get_model(model) if model else None  # a clear error for an unknown model
+        chosen = model_parameter(model) if model else None  # a clear error for an unknown one
         if not path:
             return published(actuator, chosen or default)
         params = load(path)

@@ -42,11 +42,12 @@ from bam_sim.common.node_parameters import (
     usage,
 )
 from bam_sim.common.numbers import finite_non_negative, number
+from bam_sim.common.registry_parameters import declare_actuator, model_parameter
 from bam_sim.common.runner import run_node
 from bam_sim.models.files.parameter_file import load
-from bam_sim.models.model_registry import FrictionModel, get_model
+from bam_sim.models.model_registry import FrictionModel
 from bam_sim.models.parameter_set import ParameterSet
-from bam_sim.models.servo.actuators import ACTUATORS, CURRENT, get_actuator
+from bam_sim.models.servo.actuators import ACTUATORS, CURRENT
 from bam_sim.nodes import model_parameters
 
 NODE_NAME = "pendulum"
@@ -100,8 +101,7 @@ class PendulumNode(SimNode):
     # -- set-up ----------------------------------------------------------------------
 
     def _setup(self) -> None:
-        values = declare(self, PARAMETERS[:1])
-        actuator = get_actuator(values["actuator"])
+        values, actuator = declare_actuator(self, PARAMETERS[:1])
         defaults = {"gain": float(actuator.gains[1]),
                     "supply_voltage": float(actuator.supply_voltage)}
         values.update(declare(self, PARAMETERS[1:], defaults))
@@ -113,7 +113,7 @@ class PendulumNode(SimNode):
         self.command_limits = CommandLimits.per_joint([(actuator.goal_range,
                                                         actuator.gain_limit)])
         self._rate = float(values["rate"])
-        model = get_model(values["model"])  # a clear error for an unknown model
+        model = model_parameter(values["model"])  # a clear error for an unknown model
         given = model_parameters.declare_values(self)
         if given is not None and values["params_file"]:
             raise BamError("a parameter set was given twice, as ROS parameters (--params-file "
@@ -269,7 +269,7 @@ class PendulumNode(SimNode):
         changed_values = model_parameters.value_names(params)
         if "model" in new or "params_file" in new or changed_values:
             path = new.get("params_file", current["params_file"])
-            model = get_model(new.get("model", current["model"]))
+            model = model_parameter(new.get("model", current["model"]))
             values = {**self._values, **{name: number(new[name], f"parameter {name}")
                                          for name in changed_values
                                          if not _is_nan(new[name])}}
