@@ -31,8 +31,9 @@ from pathlib import Path
 from bam_sim.common.errors import BamError
 from bam_sim.common.numbers import integer, number
 from bam_sim.models.dcmotor.groups import get_group
+from bam_sim.models.model_registry import FrictionModel
 from bam_sim.models.parameter_set import ParameterSet
-from bam_sim.models.servo.actuators import get_actuator
+from bam_sim.models.servo.actuators import Actuator
 
 SENSOR_KEYS = ("quantization", "position_noise", "latency", "supply_resistance", "seed")
 ENCODER = "encoder"  # quantization: the actuator's own encoder step
@@ -71,8 +72,9 @@ def ideal_session(config: dict) -> dict:
     return {**config, "sensor": {**(sensor if isinstance(sensor, dict) else {}), **IDEAL}}
 
 
-def parse_sensor(config: dict, where: str) -> Sensor:
-    """The session's ``sensor`` mapping checked (BamError, one line naming the fix)."""
+def parse_sensor(config: dict, where: str, actuator: Actuator) -> Sensor:
+    """The session's ``sensor`` mapping checked (BamError, one line naming the fix);
+    ``actuator``: the session's, whose encoder ``quantization: encoder`` means."""
     given = config.get("sensor", DEFAULT_SENSOR)
     if not isinstance(given, dict):
         raise BamError(f"{where}: sensor must be a mapping of {', '.join(SENSOR_KEYS)}, "
@@ -82,7 +84,6 @@ def parse_sensor(config: dict, where: str) -> Sensor:
             raise BamError(f"{where}: unknown sensor key '{key}'; known keys: "
                            f"{', '.join(SENSOR_KEYS)}")
     values = {**DEFAULT_SENSOR, **given}
-    actuator = str(config.get("actuator", "mx64"))
     rate = number(config.get("rate", 1000.0), f"{where}: rate", low=1.0, high=1.0e5)
     step, encoder = _quantization(values["quantization"], actuator, where)
     return Sensor(
@@ -95,13 +96,12 @@ def parse_sensor(config: dict, where: str) -> Sensor:
         seed=integer(values["seed"], f"{where}: sensor.seed", low=0, high=2**31 - 1))
 
 
-def _quantization(value: object, actuator: str, where: str) -> tuple[float, str]:
+def _quantization(value: object, actuator: Actuator, where: str) -> tuple[float, str]:
     if value == ENCODER:
         from bam_drivers.encoder import encoder_step
 
         step = encoder_step(actuator)
-        record = get_actuator(actuator)
-        origin = f"{record.driver} {record.control_table}" if step else ""
+        origin = f"{actuator.driver} {actuator.control_table}" if step else ""
         return step, origin
     if isinstance(value, str) and not _numeric(value):
         raise BamError(f"{where}: sensor.quantization must be '{ENCODER}' (the actuator's "
@@ -128,13 +128,13 @@ def _latency_ticks(value: object, rate: float, where: str) -> int:
     return ticks
 
 
-def sags(sensor: Sensor, actuator: str) -> bool:
+def sags(sensor: Sensor, actuator: Actuator) -> bool:
     """Whether the bench's supply sags: a resistance, and a law that sees its supply."""
     family = get_group("supply").family
-    return sensor.supply_resistance > 0.0 and get_actuator(actuator).family == family
+    return sensor.supply_resistance > 0.0 and actuator.family == family
 
 
-def truth_set(actuator: str, model: str, sensor: Sensor) -> ParameterSet:
+def truth_set(actuator: Actuator, model: FrictionModel, sensor: Sensor) -> ParameterSet:
     """The set the bench simulates: the published one, with the supply sag when on."""
     from bam_sim.models.files.parameter_file import published
 
@@ -147,7 +147,7 @@ def truth_set(actuator: str, model: str, sensor: Sensor) -> ParameterSet:
     return ParameterSet.build(actuator, model, values, provenance)
 
 
-def fit_groups(sensor: Sensor, actuator: str) -> tuple[str, ...]:
+def fit_groups(sensor: Sensor, actuator: Actuator) -> tuple[str, ...]:
     """The groups the fit frees to represent what the sensor adds."""
     return (("supply",) if sags(sensor, actuator) else ()) + \
         (("latency",) if sensor.latency_ticks else ())
@@ -171,7 +171,7 @@ def truth_values(truth: ParameterSet, sensor: Sensor) -> dict[str, float]:
     return values
 
 
-def sensor_rows(sensor: Sensor, actuator: str, fit_seed: int) -> list[tuple[str, str]]:
+def sensor_rows(sensor: Sensor, actuator: Actuator, fit_seed: int) -> list[tuple[str, str]]:
     """The sensor's settings and the seeds, as the report's table lists them."""
     from bam_drivers.encoder import counts_per_turn
 
@@ -183,7 +183,7 @@ def sensor_rows(sensor: Sensor, actuator: str, fit_seed: int) -> list[tuple[str,
         step = "off (exact)"
     supply = (f"R_s = {sensor.supply_resistance:g} Ω" if sags(sensor, actuator) else
               "off" if not sensor.supply_resistance else "not modelled (the law of "
-              f"{actuator} does not see its supply)")
+              f"{actuator.name} does not see its supply)")
     return [("encoder step", step),
             ("position noise (std)", f"{sensor.position_noise:g} rad"),
             ("read latency", f"{1e3 * sensor.latency:g} ms ({sensor.latency_ticks} tick(s) at "

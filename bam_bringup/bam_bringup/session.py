@@ -34,7 +34,8 @@ from bam_sim.common.errors import BamError, one_line
 from bam_sim.common.numbers import number
 from bam_sim.common.output_paths import check_writable
 from bam_sim.common.share import share_file
-from bam_sim.models.model_registry import get_model
+from bam_sim.models.model_registry import FrictionModel, get_model
+from bam_sim.models.servo.actuators import Actuator, get_actuator
 
 SOURCE_ROOT = Path(__file__).resolve().parent.parent  # the package's source folder
 BENCH = LaunchFile("bench")  # the session records the simulated bench of bench.launch.py
@@ -69,16 +70,21 @@ def _known_keys(mapping: dict, known: tuple[str, ...], where: str) -> None:
             raise BamError(f"{where}: unknown key '{key}'; {hint}known keys: {', '.join(known)}")
 
 
+def session_bench(config: dict) -> tuple[Actuator, FrictionModel]:
+    """The actuator and the truth model the session names, resolved (a BamError of one line
+    naming the valid choices): what the rest of the session is given."""
+    actuator = get_actuator(config.get("actuator", "mx64"))
+    return actuator, get_model(config.get("truth_model", "m4"))
+
+
 def check_session(config: dict, where: str) -> dict:
     """The session ``config`` checked before anything is recorded (BamError, one line)."""
     from bam_identify.protocol import parse_protocol
     from bam_sim.bench.geometry import Bench
-    from bam_sim.models.servo.actuators import get_actuator
 
     where = f"session {where}"
     _known_keys(config, SESSION_KEYS, where)
-    get_actuator(config.get("actuator", "mx64"))
-    get_model(config.get("truth_model", "m4"))
+    actuator, truth_model = session_bench(config)
     number(config.get("rate", 1000.0), f"{where}: rate", low=1.0, high=1.0e5)
     number(config.get("real_time_factor", 1.0), f"{where}: real_time_factor", low=0.0,
            high=1.0e5)
@@ -95,10 +101,9 @@ def check_session(config: dict, where: str) -> dict:
     if not isinstance(fit, dict):
         raise BamError(f"{where}: fit must be a mapping of {', '.join(FIT_KEYS)}")
     _known_keys(fit, FIT_KEYS, f"{where}: fit")
-    sensor = bench_sensor.parse_sensor(config, where)
+    sensor = bench_sensor.parse_sensor(config, where, actuator)
     # The truth composes with the sensor's supply sag (and is published) before recording.
-    bench_sensor.truth_set(config.get("actuator", "mx64"), config.get("truth_model", "m4"),
-                           sensor)
+    bench_sensor.truth_set(actuator, truth_model, sensor)
     return config
 
 
@@ -127,11 +132,11 @@ def _play(client, trajectory: str, gain: float, repetition: int, timeout: float,
         raise BamError(f"{trajectory} at kp={gain:g} failed: {result.message}")
 
 
-def session_specs(config: dict, bag: Path, settle: float, duration: float,
+def session_specs(config: dict, sensor: Sensor, bag: Path, settle: float, duration: float,
                   bench_namespace: str = "", truth_file: Path | None = None) -> list[NodeSpec]:
-    """The simulated bench of a session: recording to ``bag``, at the session's rate, its
-    sensor modelled; ``truth_file``: the parameter file the pendulum runs (else the
-    published set of the truth model)."""
+    """The simulated bench of a session: recording to ``bag``, at the session's rate,
+    ``sensor`` (the session's, parsed) modelled; ``truth_file``: the parameter file the
+    pendulum runs (else the published set of the truth model)."""
     first = (config.get("setups") or [{"mass": 1.0, "length": 0.15}])[0]
     specs = BENCH.compose({
         "actuator": config.get("actuator", "mx64"), "model": config.get("truth_model", "m4"),
@@ -139,7 +144,6 @@ def session_specs(config: dict, bag: Path, settle: float, duration: float,
         "real_time_factor": float(config.get("real_time_factor", 1)),
         "mass": float(first["mass"]), "length": float(first["length"]),
         "arm_mass": float(config.get("arm_mass", 0.0)), "namespace": bench_namespace})
-    sensor = bench_sensor.parse_sensor(config, "session")
     pendulum = {"rate": float(config.get("rate", 1000.0)),
                 **bench_sensor.pendulum_parameters(sensor, truth_file)}
     extra = {"pendulum": pendulum,
@@ -163,10 +167,10 @@ def run_session(config: dict, output_dir: Path, quiet: bool = False,
     duration = protocol.duration or 6.0
     settle = protocol.settle if protocol.settle is not None else 1.0
     bag, truth_file = folder / "bag", folder / "truth.yaml"
-    sensor = bench_sensor.parse_sensor(config, "session")
-    actuator = config.get("actuator", "mx64")
-    truth = bench_sensor.truth_set(actuator, config.get("truth_model", "m4"), sensor)
-    specs = session_specs(config, bag, settle, duration, bench_namespace, truth_file)
+    actuator, truth_model = session_bench(config)
+    sensor = bench_sensor.parse_sensor(config, "session", actuator)
+    truth = bench_sensor.truth_set(actuator, truth_model, sensor)
+    specs = session_specs(config, sensor, bag, settle, duration, bench_namespace, truth_file)
     job = _fit_job(config, bag, folder, quiet, bench_sensor.fit_groups(sensor, actuator))
     try:  # a bad fit request failed above, before recording
         folder.mkdir(parents=True)
@@ -184,7 +188,7 @@ def run_session(config: dict, output_dir: Path, quiet: bool = False,
             outcome = _fit(job)
     except Interrupted as exc:  # the bag is closed too: the message names all that was written
         raise Interrupted(f"recorded: {bag}\n{exc}") from None
-    _report_truth(outcome, config, sensor, truth, job)
+    _report_truth(outcome, sensor, truth, job)
     runs = len(config.get("setups") or [None]) * len(protocol)
     counts = ", ".join(f"{k} {v}" for k, v in recorded.items()) if recorded else "?"
     logged = f"  node logs: {log}\n" if log is not None else ""
@@ -200,19 +204,18 @@ def _bench_label(sensor: Sensor) -> str:
             f"ohm, seed {sensor.seed}")
 
 
-def _report_truth(outcome, config: dict, sensor: Sensor, truth, job) -> None:
+def _report_truth(outcome, sensor: Sensor, truth, job) -> None:
     """The truth table beside the fit: report.md's section, summary.json's "truth"."""
     from bam_identify.fitting.fit import SearchSpace
     from bam_identify.fitting.truth_report import append_truth, errors, truth_markdown
 
     if outcome.report is None:
         return
-    actuator = config.get("actuator", "mx64")
     identified = {r.model: SearchSpace.build(r.params.actuator, r.params.model,
                                              groups=job.groups).bounds
                   for r in outcome.results}
     values = bench_sensor.truth_values(truth, sensor)
-    settings = bench_sensor.sensor_rows(sensor, actuator, job.seed)
+    settings = bench_sensor.sensor_rows(sensor, truth.actuator, job.seed)
     section = truth_markdown(values, truth.model.name, outcome.results, identified, settings)
     record = {"model": truth.model.name, "values": values, "settings": dict(settings),
               "seeds": {"noise": sensor.seed, "fit": job.seed},
@@ -299,13 +302,13 @@ def _await_recorder(recorder, timeout: float, stop: StopSignal) -> None:
 def _fit_job(config: dict, bag: Path, folder: Path, quiet: bool, groups: tuple[str, ...] = ()):
     """The session's fit, as ``fit`` would run it: one typed job, checked."""
     from bam_identify.fitting.job import FitJob
+    from bam_identify.fitting.plan import resolve_models
 
     fit = config.get("fit", {})
     models = fit.get("models", list(FitJob.models))
     if isinstance(models, str) or not all(isinstance(m, str) for m in models):
         raise BamError(f"session fit.models must be a list of model names, got {models!r}")
-    for model in models:
-        get_model(model)
+    resolve_models(models)  # an unknown name fails here, before recording
     return FitJob(
         bags=(bag,), models=tuple(models),
         trials=int(number(fit.get("trials", 1500), "session fit.trials", low=1, high=1e7)),

@@ -20,14 +20,24 @@ import pytest
 from bam_bringup import process_bench
 from bam_bringup.process_bench import node_class
 from bam_bringup.runner import main
-from bam_bringup.session import load_session, session_config, session_specs
+from bam_bringup.session import load_session, session_bench, session_config, session_specs
 from bam_sim.common.errors import BamError
 from bam_sim.common.ready_line import NotReady, await_ready_line
+from bam_sim.models.model_registry import get_model
+from bam_sim.models.servo.actuators import get_actuator
 from bam_sim.testing.ros_context import ros_domain
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 
 TIMEOUT = 60.0  # s, for the command to start or to stop
+MX64 = get_actuator("mx64")
+
+
+def _sensor(config: dict):
+    """The session's sensor, as the session parses it (for its own actuator)."""
+    from bam_bringup.bench_sensor import parse_sensor
+
+    return parse_sensor(config, "test", session_bench(config)[0])
 CODE = "import sys; from bam_bringup.runner import main; sys.exit(main(sys.argv[1:]))"
 
 
@@ -152,7 +162,8 @@ def test_the_session_config_is_found_through_the_ament_index(tmp_path, monkeypat
 
 def test_the_session_bench_runs_in_its_namespace():
     config = load_session(session_config())
-    specs = {s.name: s for s in session_specs(config, Path("bag"), 1.0, 6.0, "/bench3")}
+    specs = {s.name: s for s in session_specs(config, _sensor(config), Path("bag"), 1.0, 6.0,
+                                              "/bench3")}
     assert set(specs) == {"pendulum", "trajectory", "recorder"}
     assert {s.namespace for s in specs.values()} == {"/bench3"}
     assert specs["pendulum"].parameters["rate"] == float(config["rate"])
@@ -326,19 +337,19 @@ def test_the_session_report_holds_the_truth_table(sensed_session):
     import math
     import re
 
-    from bam_bringup.bench_sensor import fit_groups, parse_sensor, truth_values
+    from bam_bringup.bench_sensor import fit_groups, truth_values
     from bam_identify.fitting.fit import SearchSpace
     from bam_identify.fitting.truth_report import NEGLIGIBLE, NOT_COMPARED
     from bam_sim.models.files.parameter_file import load
 
     folder, config = sensed_session.folder, sensed_session.config
-    sensor = parse_sensor(config, "test")
+    sensor = _sensor(config)
     truth = truth_values(load(folder / "truth.yaml"), sensor)
     assert truth["supply.resistance"] == 0.25 and truth["latency.command"] == 0.005
     report = (folder / "report" / "report.md").read_text()
     table = _truth_table(report)
     for model in ("m1", "m4"):
-        bounds = SearchSpace.build("mx64", model, groups=fit_groups(sensor, "mx64")).bounds
+        bounds = SearchSpace.build("mx64", model, groups=fit_groups(sensor, MX64)).bounds
         for name, (lo, hi) in bounds.items():
             if name in NOT_COMPARED or abs(truth[name]) <= NEGLIGIBLE * (hi - lo):
                 continue
@@ -359,7 +370,7 @@ def test_the_recorded_positions_are_whole_encoder_counts(sensed_session):
     from bam_drivers.encoder import encoder_step
     from bam_identify.data.bag_reader import read_bag
 
-    step = encoder_step("mx64")
+    step = encoder_step(MX64)
     (log,) = read_bag(sensed_session.folder / "bag", dt=0.005)
     counts = np.asarray(log.position) / step
     assert np.abs(counts - np.round(counts)).max() < 1e-6
@@ -380,13 +391,15 @@ def test_the_progress_bar_stays_one_line(sensed_session):
 
 def _readings(config: dict, ticks: int = 2000) -> list[float]:
     """The positions the session's pendulum reports over ``ticks``, arm held down at rest."""
-    from bam_bringup.bench_sensor import parse_sensor, truth_set
+    from bam_bringup.bench_sensor import truth_set
     from bam_sim.bench.geometry import Bench
     from bam_sim.bench.stepper import BenchStepper
 
-    parameters = {s.name: s.parameters for s in session_specs(config, Path("bag"), 1.0, 6.0)}
+    sensor = _sensor(config)
+    parameters = {s.name: s.parameters for s in session_specs(config, sensor, Path("bag"), 1.0,
+                                                              6.0)}
     p, rate = parameters["pendulum"], float(config["rate"])
-    sim = BenchStepper(truth_set("mx64", "m4", parse_sensor(config, "test")),
+    sim = BenchStepper(truth_set(*session_bench(config), sensor),
                        Bench(mass=1.0, length=0.15), 1.0 / rate,
                        quantization=p["quantization"], position_noise=p["position_noise"],
                        latency=round(p["latency"] * rate), seed=p["seed"])
@@ -406,19 +419,19 @@ def test_the_sensor_noise_is_seeded_and_sized():
     # At rest at 0 the reading is off by a count where |noise| > step/2: for the shipped
     # std of 5e-4 rad and the MX-64's 2π/4096 step that is p = P(|z| > 1.534) = 0.125 of the
     # 2000 readings, 250 ± 15 (binomial sd); the band is ± 6.7 sd.
-    counts = np.round(np.asarray(first) / encoder_step("mx64"))
+    counts = np.round(np.asarray(first) / encoder_step(MX64))
     assert set(np.unique(counts)) <= {-1.0, 0.0, 1.0}
     assert 150 <= np.count_nonzero(counts) <= 350
 
 
 def test_ideal_gives_the_noiseless_bench():
-    from bam_bringup.bench_sensor import fit_groups, ideal_session, parse_sensor, truth_set
+    from bam_bringup.bench_sensor import fit_groups, ideal_session, truth_set
 
     config = ideal_session(load_session(session_config()))
-    sensor = parse_sensor(config, "test")
-    assert sensor.ideal and fit_groups(sensor, "mx64") == ()
-    assert truth_set("mx64", "m4", sensor).groups == ()
-    pendulum = {s.name: s.parameters for s in session_specs(config, Path("b"), 1.0, 6.0)}
+    sensor = _sensor(config)
+    assert sensor.ideal and fit_groups(sensor, MX64) == ()
+    assert truth_set(MX64, get_model("m4"), sensor).groups == ()
+    pendulum = {s.name: s.parameters for s in session_specs(config, sensor, Path("b"), 1.0, 6.0)}
     assert {pendulum["pendulum"][k] for k in ("quantization", "position_noise", "latency")} \
         == {0.0}
     assert set(_readings(config, 50)) == {0.0}  # arm at rest at 0: read exactly

@@ -12,28 +12,27 @@ from __future__ import annotations
 import math
 
 from bam_sim.common.errors import BamError
-from bam_sim.models.servo.actuators import get_actuator
+from bam_sim.models.servo.actuators import Actuator
 
 
-def encoder_step(actuator: str) -> float:
+def encoder_step(actuator: Actuator) -> float:
     """Radians per count of ``actuator``'s position reading; 0.0 for an actuator no
     driver runs (simulation only: nothing to emulate)."""
-    record = get_actuator(actuator)
-    if record.driver == "dynamixel":
+    if actuator.driver == "dynamixel":
         from bam_drivers.serial_servo.control_table import get_table
 
-        return get_table(record.control_table).field("present_position").scale
-    if record.driver == "feetech":
+        return get_table(actuator.control_table).field("present_position").scale
+    if actuator.driver == "feetech":
         from bam_drivers.feetech.control_table import TABLES
         from bam_drivers.serial_servo.control_table import get_table
 
-        return get_table(record.control_table, TABLES).field("present_position").scale
-    if record.driver == "erob":
+        return get_table(actuator.control_table, TABLES).field("present_position").scale
+    if actuator.driver == "erob":
         from bam_drivers.ethercat.drive_models import get_model
 
-        return get_model(record.control_table).position(1)
-    if record.driver:
-        raise BamError(f"no encoder known for driver '{record.driver}' of {record.name}")
+        return get_model(actuator.control_table).position(1)
+    if actuator.driver:
+        raise BamError(f"no encoder known for driver '{actuator.driver}' of {actuator.name}")
     return 0.0
 
 

@@ -10,6 +10,7 @@ the job (actuator, models, groups) are resolved into objects once; the run
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,7 +59,7 @@ class FitPlan:
 def plan_fit(job: FitJob) -> FitPlan:
     """The plan of ``job``; a one-line BamError for the first problem found."""
     _check_sharing(job)
-    models = _resolve_models(job.models)
+    models = resolve_models(job.models)
     names = [m.name for m in models]
     _check_outputs(job, job.actuator or "actuator", names)  # before loading the data
     fixed = parse_assignments(job.set)
@@ -79,8 +80,9 @@ def plan_fit(job: FitJob) -> FitPlan:
                    fit_provenance(job, dataset, train, validation))
 
 
-def _resolve_models(names: tuple[str, ...]) -> list[FrictionModel]:
-    """The job's models, each once, simpler first (the registry's order)."""
+def resolve_models(names: Sequence[str]) -> list[FrictionModel]:
+    """The models a job names, each once, simpler first (the registry's order); an
+    unknown name is a one-line BamError naming the valid choices."""
     models = {model.name: model for model in map(get_model, names)}
     return sorted(models.values(), key=lambda m: list(MODELS).index(m.name))
 
