@@ -11,6 +11,7 @@ from bam_identify.data.dataset import Dataset, bag_paths, load_dataset, split
 from bam_identify.data.legacy_logs import write_legacy_log
 from bam_sim.bench.bench_log import BenchLog
 from bam_sim.common.errors import BamError
+from bam_sim.models.servo.actuators import get_actuator
 
 
 def mx_session(trajectory: str, kp: float, trial_id: int) -> BagSession:
@@ -36,7 +37,7 @@ def test_folder_of_bags_and_legacy_logs(recordings):
     found = bag_paths(recordings / "bags")
     assert [p.name for p in found] == ["a_first", "b_second"]
     data = load_dataset(bags=[recordings / "bags"], logs=recordings / "json")
-    assert data.actuator == "mx64" and len(data) == 4
+    assert data.actuator.name == "mx64" and len(data) == 4
     assert [log.meta["trajectory"] for log in data.logs] == ["lift_drop", "steps", "steps",
                                                              "raise_lower"]
     assert data.sources == [str(recordings / "bags" / "a_first"),
@@ -58,7 +59,7 @@ def test_one_actuator_per_dataset(recordings):
     message = str(info.value)
     assert "erob80_100, mx64" in message and "--actuator" in message and "\n" not in message
     erob = load_dataset(bags=both, actuator="erob80_100")
-    assert erob.actuator == "erob80_100" and len(erob) == 1
+    assert erob.actuator.name == "erob80_100" and len(erob) == 1
     assert erob.sources == [str(recordings / "erob")]
     with pytest.raises(BamError, match="no log of actuator 'mx106'"):
         load_dataset(bags=both, actuator="mx106")
@@ -82,7 +83,7 @@ def dataset(counts: dict[str, int], gains=(8.0, 16.0)) -> Dataset:
                                  np.ones(3, bool), name=f"{trajectory}{i}",
                                  meta={"trajectory": trajectory, "actuator": "mx64",
                                        "source": f"{trajectory}.mcap"}))
-    return Dataset("mx64", logs, [])
+    return Dataset(get_actuator("mx64"), logs, [])
 
 
 def names(data: Dataset) -> list[str]:

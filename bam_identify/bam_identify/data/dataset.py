@@ -30,6 +30,7 @@ from bam_identify.data.bag_topics import BAG_SUFFIXES
 from bam_identify.data.legacy_logs import legacy_log_files, read_legacy_log
 from bam_sim.bench.bench_log import BenchLog
 from bam_sim.common.errors import BamError
+from bam_sim.models.servo.actuators import Actuator, get_actuator
 
 PathsLike = str | os.PathLike | Iterable[str | os.PathLike]
 LOG = logging.getLogger(__name__)
@@ -86,7 +87,7 @@ def _sources_of(logs: list[BenchLog]) -> list[str]:
 class Dataset:
     """Bench logs of one actuator, with the bags and files they come from."""
 
-    actuator: str
+    actuator: Actuator  # resolved once, from the name the logs carry, by load_dataset
     logs: list[BenchLog] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
 
@@ -134,7 +135,7 @@ class Dataset:
         """One line: counts, trajectories, gains, masses, lengths."""
         def fmt(values: list[float]) -> str:
             return ", ".join(f"{v:g}" for v in values)
-        return (f"{self.actuator}: {len(self)} logs from {len(self.sources)} sources; "
+        return (f"{self.actuator.name}: {len(self)} logs from {len(self.sources)} sources; "
                 f"trajectories {', '.join(self.trajectories)}; kp {fmt(self.gains)}; "
                 f"mass {fmt(self.masses)} kg; length {fmt(self.lengths)} m")
 
@@ -196,7 +197,7 @@ def load_dataset(bags: PathsLike = (), logs: PathsLike = (), dt: float = 0.005,
         if not items:
             raise BamError(f"no log of actuator '{actuator}' (the logs are of "
                            f"{', '.join(present)}); choose one of those with --actuator")
-    return Dataset(name, items, _sources_of(items))
+    return Dataset(get_actuator(name), items, _sources_of(items))
 
 
 def _canonical(members: list[int], logs: list[BenchLog]) -> list[int]:

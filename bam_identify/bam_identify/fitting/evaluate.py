@@ -45,9 +45,9 @@ def evaluate(request: EvalRequest) -> str:
     scores = {}
     rows = []
     for path, params in sets:
-        if params.actuator.name != dataset.actuator:
+        if params.actuator.name != dataset.actuator.name:
             raise BamError(f"{path} is for {params.actuator.name} but the logs are of "
-                           f"{dataset.actuator}; pass matching --params or --actuator")
+                           f"{dataset.actuator.name}; pass matching --params or --actuator")
         space = SearchSpace.build(params.actuator, params.model, params.values, False)
         objective = Objective(space, dataset.logs, request.replay)
         per_log = objective.per_log({})
@@ -61,7 +61,7 @@ def evaluate(request: EvalRequest) -> str:
         rows.append((f"{str(path):<40} {params.model.name:<6} {mae:>10.3e}", temperature))
     lines = _table(rows)
     if request.json:
-        summary = {"logs": len(dataset.logs), "actuator": dataset.actuator,
+        summary = {"logs": len(dataset.logs), "actuator": dataset.actuator.name,
                    "replay": request.replay, "scores": scores, "version": version()}
         with shielded():  # written whole or not at all, and named if a stop follows
             write_new(request.json, json.dumps(summary, indent=2) + "\n", "--json",

@@ -24,7 +24,7 @@ from bam_identify.fitting.report import identifiability_warnings
 from bam_sim.common.errors import BamError
 from bam_sim.common.output_paths import check_output
 from bam_sim.models.model_registry import MODELS, FrictionModel, get_model
-from bam_sim.models.servo.actuators import Actuator, get_actuator
+from bam_sim.models.servo.actuators import Actuator
 
 
 @dataclass(frozen=True)
@@ -64,8 +64,8 @@ def plan_fit(job: FitJob) -> FitPlan:
     _check_outputs(job, job.actuator or "actuator", names)  # before loading the data
     fixed = parse_assignments(job.set)
     dataset = load_data(job)
-    outputs = _check_outputs(job, dataset.actuator, names)
-    actuator = get_actuator(dataset.actuator)
+    actuator = dataset.actuator
+    outputs = _check_outputs(job, actuator.name, names)
     held = held_per_model(fixed, actuator, models, job.groups)
     train, validation = split(dataset, job.validation_fraction, job.seed, job.validation_kp)
     defaults = group_defaults(job.groups, train.logs)
@@ -73,7 +73,7 @@ def plan_fit(job: FitJob) -> FitPlan:
                                                      {**defaults, **held[model.name]},
                                                      not job.no_offset, job.groups),
                             outputs[model.name], held[model.name],
-                            study_name(job, dataset.actuator, model.name, len(models)))
+                            study_name(job, actuator.name, model.name, len(models)))
                   for model in models)
     return FitPlan(job, actuator, plans, train, validation,
                    tuple(identifiability_warnings(train.logs, names, job.groups, actuator)),

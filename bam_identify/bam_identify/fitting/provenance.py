@@ -26,7 +26,7 @@ def fit_provenance(job: FitJob, dataset: Dataset, train: Dataset, validation: Da
         "source": "bam_identify fit",
         "version": version(),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "actuator": dataset.actuator,
+        "actuator": dataset.actuator.name,
         "seed": job.seed,
         "dt": job.dt,
         "data": [str(s) for s in dataset.sources],
