@@ -34,7 +34,7 @@ from bam_sim.common.numbers import number
 from bam_sim.models.dcmotor.groups import INPUT_MODES, effective_constant, thermal_pair
 from bam_sim.models.model_registry import BAM_PAPER, FrictionModel, resolve_model
 from bam_sim.models.parameter_set import ParameterSet
-from bam_sim.models.servo.actuators import DCMOTOR, Actuator, get_actuator, resolve_actuator
+from bam_sim.models.servo.actuators import DCMOTOR, Actuator, resolve_actuator
 
 PUBLISHED_CITATION = (
     "M. Duclusaud, G. Passault, V. Padois, O. Ly, 'Extended Friction Models for the "
@@ -83,9 +83,12 @@ def parse_mapping(entries: Mapping[str, object], where: str) -> ParameterSet:
     provenance = flat.get("provenance", {})
     if not isinstance(provenance, dict):
         raise BamError(f"'provenance' in {where} must be a mapping")
-    _check_input(flat, where)
+    has_input, mode = "input" in flat, flat.pop("input", None)
     values = _flatten_groups({k: v for k, v in flat.items() if k not in _META}, where)
-    return ParameterSet.build(flat["actuator"], flat["model"], values, provenance, where)
+    params = ParameterSet.build(flat["actuator"], flat["model"], values, provenance, where)
+    if has_input:  # checked on the actuator the set resolved
+        _check_input(mode, params.actuator, flat["actuator"], where)
+    return params
 
 
 def _nest_provenance(flat: dict, where: str) -> dict:
@@ -99,14 +102,12 @@ def _nest_provenance(flat: dict, where: str) -> dict:
     return flat
 
 
-def _check_input(flat: dict, where: str) -> None:
-    """``input`` (the dcmotor family's input mode): only ``position`` on the bench."""
-    if "input" not in flat:
-        return
-    value = flat.pop("input")
-    if get_actuator(flat["actuator"]).family != DCMOTOR:
+def _check_input(value: object, actuator: Actuator, named: str, where: str) -> None:
+    """``input`` (the dcmotor family's input mode): only ``position`` on the bench;
+    ``named``: the actuator as the file names it."""
+    if actuator.family != DCMOTOR:
         raise BamError(f"'input' in {where} is the input mode of the dcmotor family; "
-                       f"{flat['actuator']} has its own control law, remove it")
+                       f"{named} has its own control law, remove it")
     if value not in INPUT_MODES:
         raise BamError(f"input '{value}' in {where} is not supported: the bench commands goal "
                        "positions, so input is position (replay a recorded voltage with "
