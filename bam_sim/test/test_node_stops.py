@@ -153,17 +153,18 @@ def test_signals_during_and_after_the_shutdown_are_absorbed():
 
 
 TEARDOWN = textwrap.dedent("""
-    import sys, threading
+    import ctypes
     from bam_sim.common.runner import shut_down
 
     class Stuck:
         # Released (torque off, files closed), then a teardown that never ends: the
-        # middleware spinning inside destroy_node.
+        # middleware spinning inside destroy_node, holding the GIL as Fast DDS's
+        # participant deletion does (bam_sim.common.exit_timer): no Python thread runs.
         def release(self):
             print("released", flush=True)
 
         def destroy_node(self):
-            threading.Event().wait()
+            ctypes.PyDLL(None).sleep(3600)  # a native call that keeps the GIL
 
     shut_down(Stuck(), exit_code=143)
     print("not reached", flush=True)
@@ -179,6 +180,23 @@ def test_a_teardown_that_never_ends_is_cut_after_the_node_is_released():
     assert done.stdout.split() == ["released"], done.stdout
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and f"within {TEARDOWN_LIMIT:g} s" in lines[0], done.stderr
+
+
+CANCELLED = textwrap.dedent("""
+    import ctypes
+    from bam_sim.common.exit_timer import ExitTimer
+
+    timer = ExitTimer(0.2, 143, "should not be said")
+    timer.cancel()
+    ctypes.PyDLL(None).usleep(600_000)  # past the deadline, GIL held
+    print("went on", flush=True)
+""")
+
+
+def test_a_cancelled_exit_timer_leaves_the_process_alone():
+    done = subprocess.run([sys.executable, "-c", CANCELLED], capture_output=True, text=True,
+                          timeout=TIMEOUT)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "went on\n", "")
 
 
 # The pendulum as installed, with a numba listener that says when its first compilation

@@ -19,7 +19,6 @@ the first signal). The shutdown order is the same for every node
 from __future__ import annotations
 
 import gc
-import os
 import signal
 import sys
 import threading
@@ -34,6 +33,7 @@ from rclpy.signals import SignalHandlerOptions
 
 from bam_sim.common import ros_arguments
 from bam_sim.common.errors import BamError
+from bam_sim.common.exit_timer import ExitTimer
 from bam_sim.common.node_parameters import refuse_unknown
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -114,14 +114,17 @@ def shut_down(node: Node | None, exit_code: int | None = None) -> None:
     services, action servers) and the node; last, the context shuts down.
 
     ``exit_code`` (given by :func:`run_node`, the process's own shutdown) bounds that
-    teardown by :data:`TEARDOWN_LIMIT`: the DDS middleware's node teardown was seen, once
-    in hundreds of stops, spinning forever inside ``destroy_node`` with no Python thread
-    left; once the node is released nothing is lost by leaving it to the kernel, so the
+    teardown by :data:`TEARDOWN_LIMIT`: Fast DDS's participant deletion can spin forever
+    inside ``destroy_node`` holding the GIL, when another node leaves at the same moment
+    (the cause, and why the bound is a native timer: :mod:`bam_sim.common.exit_timer`);
+    once the node is released nothing is lost by leaving it to the kernel, so the
     process then says so in one line and exits with that code.
     """
     if node is not None and hasattr(node, "release"):
         node.release()
-    guard = _exit_after(TEARDOWN_LIMIT, exit_code) if exit_code is not None else None
+    guard = None if exit_code is None else ExitTimer(
+        TEARDOWN_LIMIT, exit_code, f"the middleware's teardown did not end within "
+        f"{TEARDOWN_LIMIT:g} s after the node was released; exiting without it")
     try:
         if node is not None:
             node.destroy_node()
@@ -133,19 +136,6 @@ def shut_down(node: Node | None, exit_code: int | None = None) -> None:
     # over numba's, SciPy's and MuJoCo's objects, about 0.5 s of CPU, seconds of wall time
     # on a loaded machine (measured), after the node has stopped.
     gc.freeze()
-
-
-def _exit_after(seconds: float, code: int) -> threading.Timer:
-    def give_up() -> None:
-        sys.stderr.write(f"the middleware's teardown did not end within {seconds:g} s "
-                         "after the node was released; exiting without it\n")
-        sys.stderr.flush()
-        os._exit(code)
-
-    timer = threading.Timer(seconds, give_up)
-    timer.daemon = True
-    timer.start()
-    return timer
 
 
 def error_line(program: str, exc: BaseException) -> str:
