@@ -47,7 +47,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 
 from bam_drivers.emulators.ethercat_client import EthercatEmulatorProcess, NamespaceUnavailable
-from bam_drivers.ethercat.drive_models import get_model
+from bam_drivers.ethercat.drive_models import get_drive_model
 from bam_drivers.ethercat.master import EthercatBus, JointSpec
 from bam_sim.testing.ros_context import ros_domain
 
@@ -65,7 +65,7 @@ def load_average() -> list[float]:
 
 def bus_alone(interface: str, models: tuple[str, ...], seconds: float) -> dict:
     """(a) One LRW exchange after the other, no node."""
-    bus = EthercatBus(interface, [JointSpec(f"j{i}", get_model(m))
+    bus = EthercatBus(interface, [JointSpec(f"j{i}", get_drive_model(m))
                                   for i, m in enumerate(models)], watchdog=0.0)
     bus.open()
     durations, lost = [], 0

@@ -28,9 +28,9 @@ def encoder_step(actuator: Actuator) -> float:
 
         return get_table(actuator.control_table, TABLES).field("present_position").scale
     if actuator.driver == "erob":
-        from bam_drivers.ethercat.drive_models import get_model
+        from bam_drivers.ethercat.drive_models import get_drive_model
 
-        return get_model(actuator.control_table).position(1)
+        return get_drive_model(actuator.control_table).position(1)
     if actuator.driver:
         raise BamError(f"no encoder known for driver '{actuator.driver}' of {actuator.name}")
     return 0.0

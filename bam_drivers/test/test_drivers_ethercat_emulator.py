@@ -128,7 +128,7 @@ def test_mapping_to_op_with_the_expected_working_counter(line, master):
 
 def test_cst_torque_reaches_the_joint_and_a_silent_master_trips_the_watchdog(line, master):
     to_op(master)
-    drive, model = master.slaves[0], dm.get_model("erob80_100")
+    drive, model = master.slaves[0], dm.get_drive_model("erob80_100")
     torque = 300  # per mille of the rated torque
     walk = ((cia402.SHUTDOWN, "ready to switch on"), (cia402.SWITCH_ON, "switched on"),
             (cia402.ENABLE_OPERATION, "operation enabled"))

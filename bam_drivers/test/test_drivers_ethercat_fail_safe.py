@@ -19,7 +19,7 @@ from rclpy.parameter import Parameter
 from test_drivers_fail_safe import backoff_times
 
 from bam_drivers.emulators.ethercat_client import EmulatorError
-from bam_drivers.ethercat.drive_models import get_model
+from bam_drivers.ethercat.drive_models import get_drive_model
 from bam_drivers.ethercat.master import EthercatBus, JointSpec, check_interface_name
 from bam_drivers.ethercat.supervisor import ErobSupervisor, JointFrame
 from bam_drivers.nodes.erob_node import ErobNode
@@ -60,7 +60,7 @@ def test_a_300_character_interface_is_refused_before_soem():
 
 def test_a_line_that_is_down_is_rescanned_with_a_backoff():
     """The loop asks for a cycle every millisecond for 20 simulated seconds."""
-    bus = EthercatBus(ABSENT, [JointSpec("pendulum", get_model("erob80_100"))])
+    bus = EthercatBus(ABSENT, [JointSpec("pendulum", get_drive_model("erob80_100"))])
     sup = ErobSupervisor(bus, [JointFrame()], gain=25.0, enabled=False, command_timeout=0.0,
                          log=lambda level, text: None, now=0.0)
     for k in range(20_000):

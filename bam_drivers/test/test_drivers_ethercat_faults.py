@@ -17,7 +17,7 @@ from diagnostic_msgs.msg import DiagnosticStatus
 from ethercat_rig import ErobRig, emulator, values, wait_truth
 
 from bam_drivers.ethercat import cia402
-from bam_drivers.ethercat.drive_models import get_model
+from bam_drivers.ethercat.drive_models import get_drive_model
 from bam_drivers.supervisor import RETRY_MAX
 from bam_sim.testing.ros_context import private_context
 
@@ -139,7 +139,7 @@ def test_drive_fault_is_named_and_reset_on_request(bench, code):
     assert f"0x{code:04X}" in status.message and name in status.message
     v = values(status)  # per drive, beside its fault: temperature and DC link voltage
     assert float(v["temperature (C)"]) == pytest.approx(emu.truth()[1]["temperature"], abs=1.0)
-    supply = get_model("erob80_100").supply_voltage  # the emulated drive's DC link
+    supply = get_drive_model("erob80_100").supply_voltage  # the emulated drive's DC link
     assert float(v["DC link voltage (V)"]) == pytest.approx(supply, abs=0.001)
     truth = emu.truth()[1]
     assert not truth["torque_enable"] and truth["error_code"] == code

@@ -205,4 +205,4 @@ def test_bad_parameters_are_one_line_errors(params, message):
 def test_node_parameters_are_checked_in_process(context):
     with pytest.raises(BamError, match="directions must be"):
         ErobNode(context=context, parameter_overrides=[Parameter("directions", value=[2])])
-    assert dm.get_model("erob80_100").gear_ratio == 100
+    assert dm.get_drive_model("erob80_100").gear_ratio == 100

@@ -350,7 +350,7 @@ def test_error_codes_have_names():
 
 @pytest.mark.parametrize("name", sorted(dm.MODELS))
 def test_drive_model_units(name):
-    model = dm.get_model(name)
+    model = dm.get_drive_model(name)
     kts = [float(published(name, f"m{k}").values["kt"]) for k in range(1, 7)]
     assert model.joint_kt == pytest.approx(sum(kts) / len(kts), abs=1e-3)
     assert model.position(model.counts(1.0)) == pytest.approx(1.0, abs=math.pi / (1 << 19))

@@ -20,7 +20,7 @@ from bam_drivers.ethercat.supervisor import ErobSupervisor, JointFrame
 from bam_sim.common.commands import JointCommand
 
 TIMEOUT = 30.0  # s, a deadline: reached only when something is wrong
-MODEL = dm.get_model("erob80_100")
+MODEL = dm.get_drive_model("erob80_100")
 
 
 @pytest.fixture(scope="module")

@@ -76,7 +76,7 @@ from bam_drivers.emulators.emulator_server import (
 from bam_drivers.emulators.erob_drive import ErobDrive
 from bam_drivers.emulators.esc import Chain
 from bam_drivers.ethercat import frames as fr
-from bam_drivers.ethercat.drive_models import MODELS, get_model
+from bam_drivers.ethercat.drive_models import MODELS, get_drive_model
 from bam_drivers.ethercat.master import check_interface_name
 from bam_drivers.serial_servo.port_lock import command_line
 from bam_sim.bench.geometry import Bench
@@ -363,7 +363,7 @@ class EthercatEmulator(EmulatorServer):
                            "drives")
         drives = []
         for i, name in enumerate(c.drives):
-            model = get_model(name)
+            model = get_drive_model(name)
             params = load(c.params_file) if c.params_file else published(model.name, c.physics)
             if params.actuator.name != model.name:
                 raise BamError(f"parameter set for {params.actuator.name} on a {model.name} "

@@ -160,7 +160,7 @@ MODELS: dict[str, DriveModel] = {
 }
 
 
-def get_model(name: str) -> DriveModel:
+def get_drive_model(name: str) -> DriveModel:
     key = str(name).strip().lower()
     if key not in MODELS:
         from bam_sim.common.errors import BamError

@@ -32,7 +32,7 @@ from diagnostic_msgs.msg import DiagnosticStatus
 
 from bam_drivers.ethercat import cia402
 from bam_drivers.ethercat import registers as reg
-from bam_drivers.ethercat.drive_models import MODELS, get_model
+from bam_drivers.ethercat.drive_models import MODELS, get_drive_model
 from bam_drivers.ethercat.master import EthercatBus, JointSpec
 from bam_drivers.ethercat.supervisor import Counters, Cycle, ErobSupervisor, JointFrame
 from bam_drivers.nodes.driver_node import (
@@ -118,7 +118,7 @@ class ErobNode(DriverNode):
     def _declare(self) -> dict:
         by_name = {p.name: p for p in self.PARAMETERS}
         values = declare(self, [by_name["drive_models"]])
-        models = [get_model(m) for m in values["drive_models"]]
+        models = [get_drive_model(m) for m in values["drive_models"]]
         if not models:
             raise BamError("drive_models is empty; give one drive model per joint")
         self._models = models
