@@ -45,6 +45,9 @@ per set and could be hoisted), the clips' selects, no FMA contraction (numba
 without fastmath), and the polynomials' own operations that the flop count of
 ``throughput.py`` charges as 20 per libm call.
 
+The production kernel that came of it is :mod:`bam_sim.bench.lanes` (its polynomials
+are :mod:`bam_sim.models.vector_math`, moved from here); ``throughput.py`` measures it.
+
 Run: ``tools/workspace.sh exec python benchmarks/simd_lanes.py``; writes
 ``benchmarks/results/simd_lanes.json``.
 """
@@ -52,7 +55,6 @@ Run: ``tools/workspace.sh exec python benchmarks/simd_lanes.py``; writes
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
 import numba as nb
@@ -63,7 +65,7 @@ from throughput import SEED, make_logs, make_population, measure
 from bam_sim.bench.bench_log import LogBatch
 from bam_sim.bench.rollouts import batch_mae, batch_rollout
 from bam_sim.models import parameter_vector as P
-from bam_sim.models.elastoplastic.float_ops import bits_float, float_bits
+from bam_sim.models import vector_math
 from bam_sim.models.files.parameter_file import published
 from bam_sim.models.servo import actuators as A
 
@@ -76,64 +78,8 @@ LANES = (P.KT, P.R, P.ARMATURE, P.Q_OFFSET, P.KV, P.KC, P.KCS, P.KM, P.KE, P.KMS
          P.KMQ, P.KEQ, P.VS, P.ALPHA)
 KT, R, ARM, QOFF, KV, KC, KCS, KM, KE, KMS, KES, KMQ, KEQ, VS, ALPHA = range(len(LANES))
 
-# ---- branch-free polynomial sin, exp, ln (the "poly" variant) --------------------------
-_PIO2_HI = 1.5707963267341256  # π/2 in three parts: k·hi exact for |k| < 2^20
-_PIO2_MID = 6.077100506506192e-11
-_PIO2_LO = 2.0222662487959506e-21
-_LN2_HI = 0.6931471803691238  # ln2 in two parts: k·hi exact for |k| < 2^21
-_LN2_LO = 1.9082149292705877e-10
-_SHIFT = 1.5 * 2.0**52  # adding it rounds to an integer held in the low bits
-
-
-@nb.njit(cache=True, inline="always")
-def _poly_sin(x: float) -> float:
-    """sin x for |x| < 1e5: x = kπ/2 + r (three-part π/2), the quadrant picks ±sin r, ±cos r."""
-    kd = x * (2.0 / math.pi) + _SHIFT
-    k = kd - _SHIFT
-    r = ((x - k * _PIO2_HI) - k * _PIO2_MID) - k * _PIO2_LO
-    r2 = r * r
-    s = r2 * (-1.0 / 6.0 + r2 * (1.0 / 120.0 + r2 * (-1.0 / 5040.0 + r2 * (
-        1.0 / 362880.0 + r2 * (-1.0 / 39916800.0 + r2 * (1.0 / 6227020800.0 + r2 * (
-            -1.0 / 1307674368000.0 + r2 * (1.0 / 355687428096000.0 + r2 * (
-                -1.0 / 121645100408832000.0)))))))))
-    c = r2 * (-0.5 + r2 * (1.0 / 24.0 + r2 * (-1.0 / 720.0 + r2 * (1.0 / 40320.0 + r2 * (
-        -1.0 / 3628800.0 + r2 * (1.0 / 479001600.0 + r2 * (-1.0 / 87178291200.0 + r2 * (
-            1.0 / 20922789888000.0 + r2 * (-1.0 / 6402373705728000.0)))))))))
-    quadrant = float_bits(kd) & 3
-    value = r + r * s if (quadrant & 1) == 0 else 1.0 + c
-    return -value if quadrant >= 2 else value
-
-
-@nb.njit(cache=True, inline="always")
-def _poly_exp(z: float) -> float:
-    """eᶻ for −700 ≤ z ≤ 700: 2^k · e^r, |r| ≤ ln2/2, Taylor to r¹³ (Horner)."""
-    z = min(max(z, -700.0), 700.0)
-    kd = z * (1.0 / math.log(2.0)) + _SHIFT
-    k = kd - _SHIFT
-    r = (z - k * _LN2_HI) - k * _LN2_LO
-    p = 1.0 / 6227020800.0
-    for n in (479001600.0, 39916800.0, 3628800.0, 362880.0, 40320.0, 5040.0, 720.0, 120.0,
-              24.0, 6.0, 2.0, 1.0, 1.0):
-        p = p * r + 1.0 / n
-    return p * bits_float((float_bits(kd) - float_bits(_SHIFT) + 1023) << 52)
-
-
-@nb.njit(cache=True, inline="always")
-def _poly_log(x: float) -> float:
-    """ln x for normal x > 0: x = 2^e·m, m in [√½, √2), ln m = 2 atanh((m − 1)/(m + 1))."""
-    bits = float_bits(x)
-    e = ((bits >> 52) & 2047) - 1023
-    m = bits_float((bits & 0xFFFFFFFFFFFFF) | 0x3FF0000000000000)  # in [1, 2)
-    big = m > math.sqrt(2.0)
-    m = m * 0.5 if big else m
-    e = e + 1 if big else e
-    s = (m - 1.0) / (m + 1.0)
-    s2 = s * s
-    t = 1.0 / 21.0
-    for n in (19.0, 17.0, 15.0, 13.0, 11.0, 9.0, 7.0, 5.0, 3.0):
-        t = t * s2 + 1.0 / n
-    ln_m = 2.0 * s + 2.0 * s * s2 * t
-    return e * _LN2_HI + (e * _LN2_LO + ln_m)
+# The branch-free polynomial sin, exp, ln (the "poly" variant) are production's now.
+_poly_sin, _poly_exp, _poly_log = vector_math.sin, vector_math.exp, vector_math.log
 
 
 # ---- the M6 step over the lanes ----------------------------------------------------------

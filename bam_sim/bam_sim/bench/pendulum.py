@@ -41,6 +41,11 @@ explicitly) were derived::
 Holding needs no special care there: while sticking the joint is the
 spring-damper (K, B), which neither drifts nor chatters.
 
+The sine of τ_e in the M1..M6 step is :func:`bam_sim.models.vector_math.sin`, so
+that the population's lanes (:mod:`bam_sim.bench.lanes`) vectorize and every
+kernel of that family gives the same trajectory; the ``ep_*`` and LuGre joints
+keep the C library's, as their references (``simulate_joint``, MuJoCo) do.
+
 A set that runs through MuJoCo's DC-motor model (the dcmotor family, the
 ``lugre`` friction model, or any optional group of
 :mod:`bam_sim.models.dcmotor.groups`) is stepped by :func:`step_motor`: the motor
@@ -56,6 +61,7 @@ import numba as nb
 import numpy as np
 
 from bam_sim.models import parameter_vector as P
+from bam_sim.models import vector_math
 from bam_sim.models.bam.friction import applied_friction, friction_budget
 from bam_sim.models.dcmotor.motor_model import motor_torque
 from bam_sim.models.elastoplastic.model import ep_step
@@ -108,8 +114,21 @@ def step(
 def _budget_joint(model: int, p: np.ndarray, inertia: float, gravity_torque: float, q: float,
                   dq: float, tau_m: float, dt: float) -> tuple[float, float]:
     """Lines (4)-(5), (1) and the integration of Algorithm 1 for a motor torque τ_m."""
-    tau_e = -gravity_torque * np.sin(q + p[P.Q_OFFSET])
+    tau_e = external_torque(gravity_torque, q, p[P.Q_OFFSET])
     budget = friction_budget(model, p, tau_m, tau_e, dq)
+    return budget_update(inertia, q, dq, tau_m, tau_e, budget, dt)
+
+
+@nb.njit(cache=True, inline="always")
+def external_torque(gravity_torque: float, q: float, q_offset: float) -> float:
+    """τ_e = −m·g·l·sin(q + q_offset) (Alg. 1, line 2), with the vectorizable sine."""
+    return -gravity_torque * vector_math.sin(q + q_offset)
+
+
+@nb.njit(cache=True, inline="always")
+def budget_update(inertia: float, q: float, dq: float, tau_m: float, tau_e: float,
+                  budget: float, dt: float) -> tuple[float, float]:
+    """(q_k+1, q̇_k+1): lines (4)-(5), (1) and the integration, given the friction budget."""
     tau_f = applied_friction(-(inertia / dt * dq + tau_m + tau_e), budget)
     ddq = (tau_m + tau_e + tau_f) / inertia
     dq_next = _clip(dq + ddq * dt, -MAX_VELOCITY, MAX_VELOCITY)

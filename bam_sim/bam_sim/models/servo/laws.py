@@ -105,23 +105,37 @@ def control_law(
     if family == VOLTAGE:
         duty = firmware_duty(p, c, kp, q, dq, goal)
         return duty * supply_voltage(p, c, duty, dq)
-    current = kp * (goal - q) - c[C_DAMPING] * np.sqrt(kp) * dq
-    return _clip(current, -p[P.I_HEAT], p[P.I_HEAT])
+    return current_law(kp, c[C_DAMPING], p[P.I_HEAT], q, dq, goal)
+
+
+@nb.njit(cache=True, inline="always")
+def current_law(kp: float, damping: float, heat_limit: float, q: float, dq: float,
+                goal: float) -> float:
+    """The current law's PD command, clipped to ±I_heat (14)."""
+    current = kp * (goal - q) - damping * np.sqrt(kp) * dq
+    return _clip(current, -heat_limit, heat_limit)
 
 
 @nb.njit(cache=True, inline="always")
 def firmware_duty(p: np.ndarray, c: np.ndarray, kp: float, q: float, dq: float,
                   goal: float) -> float:
     """The voltage law's PWM duty (12), with the STS ratio and the XL330's current window."""
-    duty = kp * c[C_DUTY_GAIN] * (goal - q)
-    if p[P.GAIN_RATIO] > 0.0:  # the STS firmware's factor (module docstring)
-        duty *= p[P.GAIN_RATIO]
-    limit = c[C_FIRMWARE_CURRENT]
+    return duty_law(kp * c[C_DUTY_GAIN], p[P.GAIN_RATIO], c[C_FIRMWARE_CURRENT], c[C_SUPPLY],
+                    c[C_MAX_DUTY], p[P.KT], p[P.R], q, dq, goal)
+
+
+@nb.njit(cache=True, inline="always")
+def duty_law(duty_gain: float, ratio: float, limit: float, supply: float, max_duty: float,
+             kt: float, resistance: float, q: float, dq: float, goal: float) -> float:
+    """:func:`firmware_duty` from its values: ``duty_gain`` = kp·k_duty, ``ratio`` the STS
+    factor r (0: none), ``limit`` the firmware's I_max (0: none), ``supply`` V_s."""
+    duty = duty_gain * (goal - q)
+    if ratio > 0.0:  # the STS firmware's factor (module docstring)
+        duty *= ratio
     if limit > 0.0:  # the firmware's current limit, on the duty (module docstring)
-        supply = c[C_SUPPLY]
-        duty = _clip(duty, (p[P.KT] * dq - p[P.R] * limit) / supply,
-                     (p[P.KT] * dq + p[P.R] * limit) / supply)
-    return _clip(duty, -c[C_MAX_DUTY], c[C_MAX_DUTY])
+        duty = _clip(duty, (kt * dq - resistance * limit) / supply,
+                     (kt * dq + resistance * limit) / supply)
+    return _clip(duty, -max_duty, max_duty)
 
 
 @nb.njit(cache=True, inline="always")
@@ -152,7 +166,12 @@ def supply_voltage(p: np.ndarray, c: np.ndarray, duty: float, dq: float) -> floa
 @nb.njit(cache=True, inline="always")
 def firmware_target(p: np.ndarray, target: float, goal: float, dt: float) -> float:
     """The STS firmware's target after one tick toward ``goal`` (the goal itself elsewhere)."""
-    rate = p[P.TARGET_RATE]
+    return slew(p[P.TARGET_RATE], target, goal, dt)
+
+
+@nb.njit(cache=True, inline="always")
+def slew(rate: float, target: float, goal: float, dt: float) -> float:
+    """:func:`firmware_target` at slew rate ``rate`` (rad/s; none unless > 0)."""
     if not rate > 0.0:
         return goal
     return _clip(goal, target - rate * dt, target + rate * dt)
@@ -184,11 +203,25 @@ def torque_from_control(
         return 0.0
     kt = p[P.KT]
     resistance = p[P.R]
-    back_emf = kt * kt / resistance * dq
     if family == VOLTAGE:
-        return kt / resistance * bridge_voltage(p, c, control, dq) - back_emf
-    limit = kt / resistance * c[C_MAX_VOLTAGE]
-    current = _clip(control, -p[P.I_HEAT], p[P.I_HEAT])
+        return voltage_torque(kt, resistance, bridge_voltage(p, c, control, dq), dq)
+    return current_torque(kt, resistance, c[C_MAX_VOLTAGE], p[P.I_HEAT], control, dq)
+
+
+@nb.njit(cache=True, inline="always")
+def voltage_torque(kt: float, resistance: float, volts: float, dq: float) -> float:
+    """τ_m = k_t/R·U − k_t²/R·q̇ (13) for the bridge's mean terminal voltage U."""
+    back_emf = kt * kt / resistance * dq
+    return kt / resistance * volts - back_emf
+
+
+@nb.njit(cache=True, inline="always")
+def current_torque(kt: float, resistance: float, max_voltage: float, heat_limit: float,
+                   control: float, dq: float) -> float:
+    """τ_m = k_t·I for a current command, within I_heat and the supply's limit (14, 15)."""
+    back_emf = kt * kt / resistance * dq
+    limit = kt / resistance * max_voltage
+    current = _clip(control, -heat_limit, heat_limit)
     return _clip(kt * current, -limit - back_emf, limit - back_emf)
 
 

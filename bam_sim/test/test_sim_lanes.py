@@ -1,0 +1,158 @@
+"""The population in SIMD lanes (bench.lanes) and its polynomial math (models.vector_math).
+
+The lanes must give the single rollout's positions and errors to the last bit, for every
+model, law and mode they take; the general kernel must still take what they do not.
+The polynomials are checked against the C library (math) over the ranges the bench
+reaches, to a few units in the last place.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba as nb
+import numpy as np
+import pytest
+from bam_sim_cases import MODELS, SEED
+
+from bam_sim.bench import lanes
+from bam_sim.bench.bench_log import BenchLog, LogBatch
+from bam_sim.bench.geometry import Bench
+from bam_sim.bench.rollouts import batch_errors, batch_rollout, rollout
+from bam_sim.bench.trajectory import TRAJECTORIES, command_log
+from bam_sim.models import parameter_vector as P
+from bam_sim.models import vector_math
+from bam_sim.models.files.parameter_file import published
+from bam_sim.models.model_registry import resolve_model
+from bam_sim.models.parameter_vector import from_vector
+
+pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+
+# Every law the lanes take: drive/brake voltage (MX-64), its firmware current window
+# (XL330), the STS firmware's ratio and slew (STS3215), the current law (eRob).
+ACTUATORS = ("mx64", "xl330", "sts3215", "erob80_50")
+SETS = lanes.BLOCK + 5  # two blocks, the second partial
+
+
+def logs_of(actuator: str, rng: np.random.Generator) -> list[BenchLog]:
+    """Logs of every trajectory, lengths and benches varied, with recorded control."""
+    act = published(actuator, "m1").actuator
+    logs = []
+    for i, name in enumerate(TRAJECTORIES):
+        bench = Bench(mass=float(rng.choice(act.masses)), length=float(rng.choice(act.lengths)))
+        log = command_log(name, bench, float(rng.choice(act.gains)), duration=1.5 + 0.25 * i)
+        sim = rollout(published(actuator, "m4"), log)
+        logs.append(BenchLog(bench=bench, kp=log.kp, dt=log.dt, goal=log.goal,
+                             enabled=log.enabled, control=sim.control, name=name,
+                             position=sim.position + rng.normal(0.0, 0.01, len(log))))
+    return logs
+
+
+def population(actuator: str, model: str, rng: np.random.Generator) -> np.ndarray:
+    """Sets around the published one, without its latency (the STS3215's: general kernel)."""
+    base = published(actuator, model).vector()
+    base[[P.LATENCY_COMMAND, P.LATENCY_READING]] = 0.0
+    return base * rng.uniform(0.7, 1.3, (SETS, base.size))
+
+
+@pytest.mark.parametrize("replay", [False, True])
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("actuator", ACTUATORS)
+def test_lanes_equal_the_single_rollout_to_the_last_bit(actuator, model, replay):
+    rng = np.random.default_rng(SEED)
+    logs = logs_of(actuator, rng)
+    base = published(actuator, model)
+    batch = LogBatch.pack(logs, base.actuator)
+    pop = population(actuator, model, rng)
+    assert lanes.eligible(resolve_model(model), base.actuator.family, pop, voltage=False)
+    positions = batch_rollout(model, pop, batch, replay=replay)
+    errors = batch_errors(model, pop, batch, replay=replay)[0]
+    for i, vec in enumerate(pop):
+        params = base.replace(**from_vector(vec, list(base.values)))
+        for j, log in enumerate(logs):
+            single = rollout(params, log, replay=replay).position
+            np.testing.assert_array_equal(positions[i, j, : len(log)], single)
+            assert errors[i, j] == np.sum(np.abs(single - log.position)) / len(log) or \
+                errors[i, j] == pytest.approx(np.mean(np.abs(single - log.position)),
+                                              rel=1e-14)
+
+
+def test_lanes_and_the_general_kernel_agree_on_the_mae_to_the_last_bit():
+    """The MAE sums in the same order in both kernels: equal, not close."""
+    rng = np.random.default_rng(SEED)
+    logs = logs_of("mx64", rng)
+    batch = LogBatch.pack(logs, published("mx64", "m6").actuator)
+    pop = population("mx64", "m6", rng)
+    in_lanes = batch_errors("m6", pop, batch)[0]
+    general = batch_errors("m6", pop, batch, voltage=True)[0]  # voltage: the general kernel
+    np.testing.assert_array_equal(in_lanes, general)
+
+
+@pytest.mark.parametrize("column, value", [
+    (P.LATENCY_COMMAND, 0.004), (P.SUPPLY_R, 0.5), (P.HB_PERIOD, 5e-5), (P.TH_R, 2.0),
+    (P.COG_A, 0.01)])
+def test_a_set_with_an_optional_group_goes_to_the_general_kernel(column, value):
+    pop = population("mx64", "m6", np.random.default_rng(SEED))
+    model = resolve_model("m6")
+    assert lanes.eligible(model, 0, pop, voltage=False)
+    pop[3, column] = value
+    assert not lanes.eligible(model, 0, pop, voltage=False)
+
+
+def test_other_models_and_voltage_scores_go_to_the_general_kernel():
+    pop = population("mx64", "m1", np.random.default_rng(SEED))
+    assert not lanes.eligible(resolve_model("m1"), 0, pop, voltage=True)
+    assert not lanes.eligible(resolve_model("ep_cv"), 0, pop, voltage=False)
+    assert not lanes.eligible(resolve_model("m1"), 2, pop, voltage=False)  # dcmotor family
+
+
+@nb.njit(cache=True)
+def _apply(which: int, x: np.ndarray, a: float) -> np.ndarray:
+    out = np.empty_like(x)
+    for i in range(x.size):
+        if which == 0:
+            out[i] = vector_math.sin(x[i])
+        elif which == 1:
+            out[i] = vector_math.exp(x[i])
+        elif which == 2:
+            out[i] = vector_math.log(x[i])
+        else:
+            out[i] = vector_math.power(x[i], a)
+    return out
+
+
+def ulps(got: np.ndarray, want: np.ndarray) -> float:
+    """The largest difference in units of the last place of the C library's result."""
+    return float(np.max(np.abs(got - want) / np.spacing(np.abs(want))))
+
+
+def test_sine_within_two_ulps_where_the_bench_reaches():
+    x = np.random.default_rng(SEED).uniform(-2000.0, 2000.0, 20000)
+    x = np.concatenate([x, [0.0, math.pi / 4, math.pi / 2, -math.pi, 1e-9, 1e3]])
+    want = np.array([math.sin(v) for v in x])
+    got = _apply(0, x, 0.0)
+    big = np.abs(want) > 1e-2  # near its zeros the reduction's absolute error is what counts
+    assert ulps(got[big], want[big]) <= 2.0  # measured: 2 (1 where |sin x| > 0.1)
+    assert np.max(np.abs(got - want)) <= 4e-16  # measured: 1.1e-16, half an ulp of 1
+
+
+def test_exp_and_log_within_two_ulps():
+    rng = np.random.default_rng(SEED)
+    z = np.concatenate([rng.uniform(-700.0, 700.0, 20000), rng.uniform(-1.0, 1.0, 5000), [0.0]])
+    assert ulps(_apply(1, z, 0.0), np.exp(z)) <= 2.0
+    assert _apply(1, np.array([0.0, -0.0]), 0.0).tolist() == [1.0, 1.0]
+    x = np.exp(rng.uniform(-600.0, 600.0, 20000))
+    want = np.log(x)
+    away = np.abs(want) > 1e-2  # ln's zero at 1: absolute there
+    assert ulps(_apply(2, x, 0.0)[away], want[away]) <= 2.0
+    assert np.max(np.abs(_apply(2, x, 0.0) - want)) <= 1e-13
+
+
+def test_power_as_the_stribeck_factor_uses_it():
+    """x^α for the ratios |q̇/v_s| and exponents of the published sets: relative 1e-14."""
+    rng = np.random.default_rng(SEED)
+    x = np.concatenate([np.exp(rng.uniform(-20.0, 8.0, 20000)), [0.0, 1.0]])
+    for alpha in (0.5, 1.0, 1.37, 2.0, 3.3):
+        want = x ** alpha
+        np.testing.assert_allclose(_apply(3, x, alpha), want, rtol=1e-14, atol=0.0)
+    assert _apply(3, np.array([0.0]), 1.37)[0] == 0.0
