@@ -235,7 +235,9 @@ def environment(np, ref_version) -> dict:
     return {
         "reference_package": REF_DIST,
         "reference_version": ref_version,
-        "reference_path": os.path.dirname(bam.__file__),
+        # Relative to the repository (.venv-ref), so the results name no machine's folders.
+        "reference_path": os.path.relpath(os.path.dirname(bam.__file__),
+                                          os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
         "python": platform.python_version(),
         "numpy": np.__version__,
         "platform": platform.platform(),

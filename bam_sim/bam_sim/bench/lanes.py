@@ -79,7 +79,7 @@ def eligible(model: FrictionModel, family: int, population: np.ndarray,
     """Whether the lanes run this batch (module docstring); else the general kernel."""
     if model.model_id not in (M1, M2, M3, M4, M5, M6) or family not in (VOLTAGE, CURRENT):
         return False
-    if voltage:
+    if voltage or population.shape[0] == 0:  # no set: nothing to lay out in blocks
         return False
     latency = population[:, P.LATENCY_COMMAND] + population[:, P.LATENCY_READING]
     if (latency > 0.0).any() or (population[:, P.SUPPLY_R] > 0.0).any():
