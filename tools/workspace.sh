@@ -192,11 +192,17 @@ run_pytest() {
   python -m pytest "$@" 2>&1 | tee "$log"
   status=${PIPESTATUS[0]}
   set -e
+  failure_summary "$name" "$status"
+  return "$status"
+}
+
+# failure_summary NAME STATUS: a failed pass's FAILED/ERROR lines repeated on stderr.
+failure_summary() {
+  local name="$1" status="$2" log="$ROOT/log/pytest-$1.log"
   if [ "$status" -ne 0 ]; then
     say "pytest $name pass failed (exit $status); its summary (whole report in $log):"
     grep -E '^(FAILED|ERROR)|^=+ .*(failed|error|passed).* =+$' "$log" >&2 || tail -n 40 "$log" >&2
   fi
-  return "$status"
 }
 
 # numpy's SIMD dispatch targets this CPU has (AVX2, AVX-512...): turned off, numpy (and so
@@ -209,14 +215,50 @@ numpy_dispatch_targets() {
 print(" ".join(k for k in d if f.get(k)))'
 }
 
-# A process spinning on the last core for the lifetime of the calling shell's pass:
-# the live tests must hold with a core taken (the CPU of a loaded robot or CI host).
-start_busy_core() {
-  local core=$(( $(nproc) - 1 ))
-  taskset -c "$core" python -c 'while True: pass' &
+# The numerics pass in the background, pinned on the last core, then a process spinning
+# there until killed: the live tests must hold with a core taken (the CPU of a loaded
+# robot or CI host), and the numerics pass, CPU-bound (numba compiling cold, rollouts),
+# takes that core as well as a busy loop would; both passes at once save CI its minutes.
+# Sets BUSY_PID (the subshell, a busy loop once NUMERICS_STATUS holds the pass's exit).
+start_numerics_on_busy_core() {
+  local cores core cache simd
+  cores="$(nproc)"
+  core=$(( cores - 1 ))
+  cache="$(mktemp -d)"
+  simd="$(numpy_dispatch_targets)"
+  NUMERICS_STATUS="$(mktemp)"
+  say "numerics pass pinned on core $core, beside the live pass: numba for a generic" \
+      "x86-64, numpy's SIMD dispatch off (${simd:-none}); its report follows the live pass's"
+  (
+    taskset -pc "$core" "$BASHPID" >/dev/null
+    local status=0
+    # numba sizes its pool from the affinity: the thread tests' two threads kept
+    NUMBA_NUM_THREADS="$cores" NUMBA_CPU_NAME=generic NUMBA_CACHE_DIR="$cache" \
+      NPY_DISABLE_CPU_FEATURES="$simd" \
+      run_pytest numerics-generic "$@" >/dev/null 2>&1 || status=$?
+    rm -rf "$cache"
+    echo "$status" >"$NUMERICS_STATUS"
+    exec python -c 'while True: pass'
+  ) &
   BUSY_PID=$!
-  trap 'kill "$BUSY_PID" 2>/dev/null || true' EXIT
-  say "busy process $BUSY_PID pinned on core $core"
+  trap 'pkill -P "$BUSY_PID" 2>/dev/null; kill "$BUSY_PID" 2>/dev/null || true' EXIT
+}
+
+# finish_numerics: waits for the numerics pass (it may outlast the live pass), stops the
+# busy loop, shows the pass's report and returns its status.
+finish_numerics() {
+  until [ -s "$NUMERICS_STATUS" ] || ! kill -0 "$BUSY_PID" 2>/dev/null; do sleep 1; done
+  kill "$BUSY_PID" 2>/dev/null || true
+  wait "$BUSY_PID" 2>/dev/null || true
+  trap - EXIT
+  local status
+  status="$(cat "$NUMERICS_STATUS")"
+  [ -n "$status" ] || { say "the numerics pass ended without a status"; status=1; }
+  rm -f "$NUMERICS_STATUS"
+  say "pytest (numerics-generic pass), run beside the live pass:"
+  cat "$ROOT/log/pytest-numerics-generic.log"
+  failure_summary numerics-generic "$status"
+  return "$status"
 }
 
 # test [PYTEST ARGS...]: ruff, then the whole suite. Without arguments (make test, CI)
@@ -226,7 +268,8 @@ start_busy_core() {
 #             its AVX2/AVX-512 paths: a margin that holds only for this host's vector
 #             width fails here;
 #   loaded    the tests that talk to processes, DDS, buses or signals (marker live)
-#             again, with a busy process pinned on the other core.
+#             again, with the other core taken: the numerics pass runs pinned there,
+#             then a busy loop until the live pass ends.
 cmd_test() {
   enter_workspace
   cd "$ROOT"
@@ -247,20 +290,12 @@ cmd_test() {
     # earlier ROS test) would hand them rcl's locks, so it runs in a process of its own.
     run_pytest properties "${tests[@]}" -m properties -q --durations=10 || pass=$?
     [ "$status" -ne 0 ] || status=$pass
-    pass=0
-    local cache simd
-    cache="$(mktemp -d)"
-    simd="$(numpy_dispatch_targets)"
-    say "numerics pass: numba for a generic x86-64, numpy's SIMD dispatch off (${simd:-none})"
-    NUMBA_CPU_NAME=generic NUMBA_CACHE_DIR="$cache" NPY_DISABLE_CPU_FEATURES="$simd" \
-      run_pytest numerics-generic "${tests[@]}" -m numerics -q --durations=25 || pass=$?
-    rm -rf "$cache"
-    [ "$status" -ne 0 ] || status=$pass
-    start_busy_core
+    start_numerics_on_busy_core "${tests[@]}" -m numerics -q --durations=25
     pass=0
     run_pytest live-loaded "${tests[@]}" -m "live and not stress" -q --durations=25 || pass=$?
-    kill "$BUSY_PID" 2>/dev/null || true
-    wait "$BUSY_PID" 2>/dev/null || true
+    [ "$status" -ne 0 ] || status=$pass
+    pass=0
+    finish_numerics || pass=$?
     [ "$status" -ne 0 ] || status=$pass
   fi
   if [ "$lint" -ne 0 ]; then
