@@ -42,9 +42,17 @@ budget (models/bam/friction.py), ``ep_step`` and Φ_Z
 or sqrt is 1 flop, an FMA 2; negation, abs and copysign (sign-bit operations),
 integer work, loads and stores are 0; float comparisons (the clips, the
 branches on data and on parameter flags) are listed apart and not counted as
-flops. A libm call is counted as ``LIBM_FLOPS`` = 20 flops (sin, exp: a range
-reduction and a polynomial of about that size) and ``x ** α`` (libm pow: a
-log and an exp) as 2 × 20; the count without them is given too. Terms are
+flops. M1..M6 call no libm function: sin, exp and x^α are the polynomials of
+models/vector_math.py, counted from that code with both sides of a select (a
+vector lane computes both), as:
+  sin        reduction, degree-19/18 sin and cos polynomials, quadrant
+             23 add 24 mul 2 cmp
+  exp        clamp, reduction, degree-13 Horner, 2^k                17 add 17 mul 2 cmp
+  ln         mantissa fold, atanh series to degree 21, e·ln2          14 add 16 mul 1 div 1 cmp
+  x^α        exp(α·ln max(x, tiny)), 0 at x = 0: ln and exp, and 1 mul 2 cmp
+The ep_* and dcmotor kernels call libm's sin and exp, each counted as
+``LIBM_FLOPS`` = 20 flops (a range reduction and a polynomial of about that
+size); the count without them is given too. Terms are
 counted as written: LLVM may hoist the loop-invariant ones out of the step
 loop (``invariant`` names them) and fuse nothing (no fastmath). The path is
 the longest regular one (for M6 the opposite-sign branch of Q; for Φ_Z
@@ -60,6 +68,7 @@ Common to M1..M6 (MX-64, voltage law, ``batch_mae``), per step:
               clip (5); q̈ = (τ_m + τ_e + τ_f)/J; q̇ ← clip(q̇ + q̈Δt);
               q ← q + q̇Δt + ½q̈Δt²                                8 add 7 mul 2 div 1 sin 4 cmp
   total                                                          12 add 13 mul 4 div 1 sin 12 cmp
+                                          with sin's polynomial: 35 add 37 mul 4 div 14 cmp
   invariant: kp·k_d, k_t·k_t/R, k_t/R, J/Δt (2 mul 3 div)
 Budgets τ_f^m: M1 K_v|q̇| + K_c (1 add 1 mul); M2 + s(q̇)·K_c^s with
 s = exp(−|q̇/v_s|^α) (2 add 2 mul 1 div 1 pow 1 exp 1 cmp); M3 + K_l|τ_m − τ_e|
@@ -167,11 +176,21 @@ class Flops:
         return self.arithmetic + LIBM_FLOPS * (self.sin + self.exp + 2 * self.pow)
 
 
+# vector_math's polynomials (module docstring): (add, mul, div, cmp)
+SIN_OPS = (23, 24, 0, 2)
+EXP_OPS = (17, 17, 0, 2)
+LOG_OPS = (14, 16, 1, 1)
+POW_OPS = tuple(a + b + c for a, b, c in zip(LOG_OPS, EXP_OPS, (0, 1, 0, 2), strict=True))
+STRIBECK_OPS = tuple(a + b for a, b in zip(POW_OPS, EXP_OPS, strict=True))  # exp(−x^α)
+
+
 def _bam(add: int, mul: int, div: int = 0, cmp: int = 0, stribeck: bool = False) -> Flops:
-    """M1..M6: the common part (12 add 13 mul 4 div 1 sin 12 cmp) plus the budget."""
+    """M1..M6: the common part (12 add 13 mul 4 div 12 cmp and sin's polynomial) plus
+    the budget, with the Stribeck factor's polynomials where the model has one."""
     s = int(stribeck)
-    return Flops(add=12 + add, mul=13 + mul, div=4 + div + s, cmp=12 + cmp + s, sin=1,
-                 exp=s, pow=s)
+    poly = [a + s * b for a, b in zip(SIN_OPS, STRIBECK_OPS, strict=True)]
+    return Flops(add=12 + add + poly[0], mul=13 + mul + poly[1], div=4 + div + s + poly[2],
+                 cmp=12 + cmp + s + poly[3])
 
 
 def _ep(add: int, mul: int, div: int, cmp: int, fma: int = 0, sqrt: int = 0) -> Flops:
@@ -433,7 +452,8 @@ def main() -> None:
             DCMOTOR: "dcmotor family, LuGre with every state and group: benches, base set "
                      "and populations of dcmotor_rollouts.py, the same sizes; batch_rollout "
                      "(command logs have no recorded positions)"},
-        "flop_convention": {"libm_call_flops": LIBM_FLOPS, "pow_flops": 2 * LIBM_FLOPS,
+        "flop_convention": {"m1_m6": "no libm call: vector_math's polynomials counted",
+                            "libm_call_flops": LIBM_FLOPS, "pow_flops": 2 * LIBM_FLOPS,
                             "fma_flops": 2, "comparisons": "listed, not counted as flops",
                             "derivation": "module docstring of benchmarks/throughput.py"},
         "machine": peak,

@@ -12,15 +12,21 @@ one loop over its lanes:
   has the same, constant trip count; the states q, q̇ and the STS firmware's
   target are one array per block;
 * branch-free: the clips of the servo law, of the friction (5) and of the
-  velocity are ternaries the compiler turns into min/max and selects; the
-  branches on the model, the control-law family and the mode are the same
-  for every lane (one copy of the loop for all: a copy per model compiled
-  for two minutes and ran a tenth faster);
+  velocity are ternaries the compiler turns into min/max and selects;
+* the branches that are the same for every lane stay branches: the servo
+  law's cases (torque off, replayed control, voltage law with and without the
+  firmware's current window, current law) each have a lane loop of their own,
+  since within one loop the vectorizer computes every case and selects. So does
+  the Stribeck factor, skipped for M1 and M3 (the models without one). The
+  rest of the budget and the joint share one loop for M1..M6: the terms a model
+  does not have are a few multiplications. (A loop per model pair compiled
+  30 s longer for a few per cent; a copy of the whole step per model, two
+  minutes longer.)
 * the sine of τ_e and the Stribeck factor's power and exponential are the
   polynomials of :mod:`bam_sim.models.vector_math`, not C-library calls.
 
 Each lane runs the operations of :func:`bam_sim.bench.pendulum.step` in the same
-order, through the same functions (:func:`bam_sim.models.bam.friction.budget`,
+order, through the same functions (:func:`bam_sim.models.bam.friction.stribeck_budget`,
 the servo laws' scalar forms, :func:`bam_sim.bench.pendulum.budget_update`),
 and without fused multiply-adds, so its positions and errors are those of the
 single rollout and of the general kernel to the last bit, whatever the block,
@@ -41,7 +47,7 @@ import numpy as np
 
 from bam_sim.bench.pendulum import budget_update, external_torque
 from bam_sim.models import parameter_vector as P
-from bam_sim.models.bam.friction import budget, lane_coefficients
+from bam_sim.models.bam.friction import lane_coefficients, stribeck, stribeck_budget
 from bam_sim.models.dcmotor.motor_model import uses_motor
 from bam_sim.models.model_registry import M1, M2, M3, M4, M5, M6, FrictionModel
 from bam_sim.models.servo.actuators import (
@@ -90,46 +96,72 @@ def eligible(model: FrictionModel, family: int, population: np.ndarray,
 
 
 @nb.njit(cache=True, inline="always")
-def _motor_torque(family: int, replay: bool, lanes: np.ndarray, b: int, law: tuple,
-                  q: float, dq: float, target: float, on: bool, control: float) -> float:
-    """τ_m of lane b: the servo law at the firmware's target, or the replayed control.
+def _voltage_law(lanes: np.ndarray, law: tuple, limit: float, q: np.ndarray, dq: np.ndarray,
+                 target: np.ndarray, tau: np.ndarray) -> None:
+    """τ_m of every lane under the voltage law (12, 13), the firmware's current window
+    ``limit`` passed apart so that a literal 0 folds it away."""
+    duty_gain, _, supply, max_duty, _, _, _ = law
+    for b in range(BLOCK):
+        kt, resistance = lanes[P.KT, b], lanes[P.R, b]
+        duty = duty_law(duty_gain, lanes[P.GAIN_RATIO, b], limit, supply, max_duty, kt,
+                        resistance, q[b], dq[b], target[b])
+        tau[b] = voltage_torque(kt, resistance, duty * supply, dq[b])
+
+
+@nb.njit(cache=True, inline="always")
+def _motor_torques(family: int, replay: bool, lanes: np.ndarray, law: tuple, q: np.ndarray,
+                   dq: np.ndarray, target: np.ndarray, on: bool, control: float,
+                   tau: np.ndarray) -> None:
+    """τ_m of every lane into ``tau``: the servo law at the firmware's target, or the
+    replayed control; 0 with the torque off.
 
     ``law``: the log's (kp·k_duty, I_max of the firmware, V_s, duty_max, U_max, damping,
     kp), read once per step rather than in the lanes (a load under a lane's condition
-    becomes a masked gather)."""
-    duty_gain, limit, supply, max_duty, max_voltage, damping, kp = law
-    kt, resistance = lanes[P.KT, b], lanes[P.R, b]
-    if replay:
-        if family == VOLTAGE:
-            tau_m = voltage_torque(kt, resistance, control, dq)
-        else:
-            tau_m = current_torque(kt, resistance, max_voltage, lanes[P.I_HEAT, b], control,
-                                   dq)
+    becomes a masked gather). The branches here are the same for every lane, so each
+    case has a lane loop of its own: inside one loop the vectorizer would compute every
+    case and select."""
+    _, limit, _, _, max_voltage, damping, kp = law
+    if not on:
+        for b in range(BLOCK):
+            tau[b] = 0.0
+    elif replay and family == VOLTAGE:
+        for b in range(BLOCK):
+            tau[b] = voltage_torque(lanes[P.KT, b], lanes[P.R, b], control, dq[b])
+    elif replay:
+        for b in range(BLOCK):
+            tau[b] = current_torque(lanes[P.KT, b], lanes[P.R, b], max_voltage,
+                                    lanes[P.I_HEAT, b], control, dq[b])
+    elif family == VOLTAGE and limit > 0.0:
+        _voltage_law(lanes, law, limit, q, dq, target, tau)
     elif family == VOLTAGE:
-        duty = duty_law(duty_gain, lanes[P.GAIN_RATIO, b], limit, supply, max_duty, kt,
-                        resistance, q, dq, target)
-        tau_m = voltage_torque(kt, resistance, duty * supply, dq)
+        _voltage_law(lanes, law, 0.0, q, dq, target, tau)
     else:
-        amps = current_law(kp, damping, lanes[P.I_HEAT, b], q, dq, target)
-        tau_m = current_torque(kt, resistance, max_voltage, lanes[P.I_HEAT, b], amps, dq)
-    return tau_m if on else 0.0
+        for b in range(BLOCK):
+            amps = current_law(kp, damping, lanes[P.I_HEAT, b], q[b], dq[b], target[b])
+            tau[b] = current_torque(lanes[P.KT, b], lanes[P.R, b], max_voltage,
+                                    lanes[P.I_HEAT, b], amps, dq[b])
 
 
 @nb.njit(cache=True, inline="always")
 def _advance(model: int, family: int, replay: bool, lanes: np.ndarray, c: np.ndarray,
              kp: float, load_inertia: float, gravity_torque: float, q: np.ndarray,
-             dq: np.ndarray, target: np.ndarray, goal: float, on: bool, control: float,
-             dt: float) -> None:
-    """One step of Algorithm 1 for every lane of a block, ``lanes[parameter, lane]``."""
+             dq: np.ndarray, target: np.ndarray, tau: np.ndarray, factor: np.ndarray,
+             goal: float, on: bool, control: float, dt: float) -> None:
+    """One step of Algorithm 1 for every lane of a block, ``lanes[parameter, lane]``;
+    ``tau`` and ``factor`` hold the lanes' τ_m and Stribeck factor between the loops."""
     law = (kp * c[C_DUTY_GAIN], c[C_FIRMWARE_CURRENT], c[C_SUPPLY], c[C_MAX_DUTY],
            c[C_MAX_VOLTAGE], c[C_DAMPING], kp)
     for b in range(BLOCK):
         target[b] = slew(lanes[P.TARGET_RATE, b], target[b], goal, dt)
-        tau_m = _motor_torque(family, replay, lanes, b, law, q[b], dq[b], target[b], on,
-                              control)
+    _motor_torques(family, replay, lanes, law, q, dq, target, on, control, tau)
+    if model != M1 and model != M3:
+        for b in range(BLOCK):
+            factor[b] = stribeck(lane_coefficients(lanes, b), dq[b])
+    for b in range(BLOCK):
         tau_e = external_torque(gravity_torque, q[b], lanes[P.Q_OFFSET, b])
-        limit = budget(model, lane_coefficients(lanes, b), tau_m, tau_e, dq[b])
-        q[b], dq[b] = budget_update(load_inertia + lanes[P.ARMATURE, b], q[b], dq[b], tau_m,
+        limit = stribeck_budget(model, lane_coefficients(lanes, b), tau[b], tau_e, dq[b],
+                                factor[b])
+        q[b], dq[b] = budget_update(load_inertia + lanes[P.ARMATURE, b], q[b], dq[b], tau[b],
                                     tau_e, limit, dt)
 
 
@@ -151,6 +183,8 @@ def lanes_kernel(model, family, sets, lanes, consts, kp, load_inertia, gravity_t
         dq = np.full(BLOCK, dq0[j])
         target = np.full(BLOCK, goal[j, 0])
         total = np.zeros(BLOCK)
+        tau = np.empty(BLOCK)
+        factor = np.ones(BLOCK)  # M1, M3: never written, never read
         for k in range(n):
             if score:
                 for b in range(BLOCK):
@@ -161,7 +195,7 @@ def lanes_kernel(model, family, sets, lanes, consts, kp, load_inertia, gravity_t
             if k == n - 1:
                 break
             _advance(model, family, replay, lanes[block], consts[j], kp[j], load_inertia[j],
-                  gravity_torque[j], q, dq, target, goal[j, k], enabled[j, k], control[j, k],
-                  dt)
+                     gravity_torque[j], q, dq, target, tau, factor, goal[j, k], enabled[j, k],
+                     control[j, k], dt)
         for b in range(width):
             errors[first + b, j] = total[b] / n

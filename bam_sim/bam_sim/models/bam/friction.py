@@ -85,21 +85,30 @@ def quadratic_term(k: Coefficients, tau_m: float, tau_e: float) -> float:
 @nb.njit(cache=True, inline="always")
 def budget(model: int, k: Coefficients, tau_m: float, tau_e: float, dq: float) -> float:
     """Friction budget τ_f^m(τ_m, τ_e, q̇) ≥ 0 of model ``model`` (1..6), coefficients ``k``."""
+    s = 1.0 if model == M1 or model == M3 else stribeck(k, dq)
+    return stribeck_budget(model, k, tau_m, tau_e, dq, s)
+
+
+@nb.njit(cache=True, inline="always")
+def stribeck_budget(model: int, k: Coefficients, tau_m: float, tau_e: float, dq: float,
+                    s: float) -> float:
+    """:func:`budget` given the Stribeck factor ``s`` = :func:`stribeck` (k, q̇), unused
+    by M1 and M3: the lanes compute it in a loop of its own, skipped for those two."""
     base = k.kv * abs(dq) + k.kc
     if model == M1:
         return base
     if model == M2:
-        return base + stribeck(k, dq) * k.kcs
+        return base + s * k.kcs
     if model == M3:
         return base + k.kl * abs(tau_m - tau_e)
     if model == M4:
         load = abs(tau_m - tau_e)
-        return base + k.kl * load + stribeck(k, dq) * (k.kcs + k.kls * load)
+        return base + k.kl * load + s * (k.kcs + k.kls * load)
     directional = abs(k.km * tau_m - k.ke * tau_e)
     static = k.kcs + abs(k.kms * tau_m - k.kes * tau_e)
     if model == M6:
         static += quadratic_term(k, tau_m, tau_e)
-    return base + directional + stribeck(k, dq) * static
+    return base + directional + s * static
 
 
 @nb.njit(cache=True)
