@@ -224,11 +224,18 @@ def _cpuinfo() -> dict[str, str]:
     return info
 
 
+# float64 lanes of the code numba generates for a NUMBA_CPU_NAME
+BUILD_LANES = {"generic": 2, "x86-64": 2, "haswell": 4, "znver3": 4, "skylake-avx512": 8,
+               "znver4": 8}
+
+
 def machine_peak(threads: int) -> dict:
     """Peak float64 flop rates read from the machine: cores × lanes × FMA × clock.
 
     Cores: os.sched_getaffinity (the all-cores peak uses the threads measured);
-    float64 lanes from /proc/cpuinfo's flags (avx512f 8, avx2 4, else 2 for SSE2);
+    float64 lanes from /proc/cpuinfo's flags (avx512f 8, avx2 4, else 2 for SSE2), or
+    from the CPU numba compiles for where NUMBA_CPU_NAME names one of
+    :data:`BUILD_LANES` (``haswell``: the AVX2 code an AVX2-only x86-64 runs);
     × 2 with the fma flag; clock: lscpu's CPU max MHz where it gives one, else
     /proc/cpuinfo's cpu MHz. The number of FMA pipes per core is not in the formula
     (issue 28's), so a core with two pipes peaks at twice the figure.
@@ -236,6 +243,10 @@ def machine_peak(threads: int) -> dict:
     info = _cpuinfo()
     flags = set(info.get("flags", "").split())
     lanes = 8 if "avx512f" in flags else 4 if "avx2" in flags else 2
+    build = os.environ.get("NUMBA_CPU_NAME", "")
+    lanes_source = "/proc/cpuinfo flags"
+    if build in BUILD_LANES:
+        lanes, lanes_source = min(lanes, BUILD_LANES[build]), f"NUMBA_CPU_NAME={build}"
     fma = 2 if "fma" in flags else 1
     try:
         lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
@@ -253,7 +264,8 @@ def machine_peak(threads: int) -> dict:
 
     return {"cpu": info.get("model name", "unknown"),
             "affinity_cores": len(os.sched_getaffinity(0)),
-            "threads_all_cores": threads, "float64_lanes": lanes, "fma_factor": fma,
+            "threads_all_cores": threads, "float64_lanes": lanes,
+            "float64_lanes_source": lanes_source, "fma_factor": fma,
             "clock_mhz": mhz, "clock_source": source,
             "peak_gflops": {"scalar_1_core": gflops(1, 1), "vector_1_core": gflops(1, lanes),
                             "scalar_all_cores": gflops(threads, 1),
