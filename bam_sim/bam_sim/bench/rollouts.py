@@ -344,8 +344,11 @@ def _run_batch(mdl: FrictionModel, population: np.ndarray, batch: LogBatch, repl
     volts = (batch.input_voltage if voltage and batch.has_input_voltage
              else np.empty((0, 0)))
     if lanes.eligible(mdl, batch.actuator.family, population, voltage):
-        lanes.run(mdl, batch.actuator.family, population, batch, replay, recorded, out_q,
-                  errors)
+        lanes.lanes_kernel(mdl.model_id, batch.actuator.family, population.shape[0],
+                           lanes.layout(population),
+                           batch.consts, batch.kp, batch.load_inertia, batch.gravity_torque,
+                           batch.q0, batch.dq0, batch.goal, batch.enabled, batch.control,
+                           batch.lengths, batch.dt, replay, recorded, out_q, errors)
         return errors, errors_t, errors_v
     _batch_kernel(mdl.model_id, batch.actuator.family, batch.consts, population,
                   batch.kp, batch.load_inertia, batch.gravity_torque, batch.q0, batch.dq0,
