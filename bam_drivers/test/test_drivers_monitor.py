@@ -67,7 +67,7 @@ from sensor_msgs.msg import JointState
 
 from bam_msgs.msg import ActuatorCommand, ActuatorStateArray
 from bam_sim.bench.shadow import friction_names
-from bam_sim.bench.trajectory import get_trajectory
+from bam_sim.bench.trajectory import played
 from bam_sim.common import contract
 from bam_sim.common.qos import profile
 from bam_sim.models.files.parameter_file import published, save
@@ -93,13 +93,7 @@ PLACEHOLDER_MAE = 1.0  # rad: the reference run reads residuals, not verdicts
 
 def protocol() -> tuple[list[float], list[bool]]:
     """(goal, enable) per tick of one pass over :data:`TRAJECTORIES`."""
-    goals: list[float] = []
-    enables: list[bool] = []
-    for name in TRAJECTORIES:
-        goal, enabled = get_trajectory(name).sample(DT)
-        goals += goal.tolist()
-        enables += enabled.tolist()
-    return goals, enables
+    return played(TRAJECTORIES, DT)
 
 
 PASS = len(protocol()[0]) * DT  # s, one pass over the trajectories

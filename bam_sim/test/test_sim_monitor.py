@@ -29,7 +29,7 @@ from bam_msgs.msg import ActuatorCommand
 from bam_sim.bench.geometry import Bench
 from bam_sim.bench.shadow import friction_names
 from bam_sim.bench.stepper import BenchStepper
-from bam_sim.bench.trajectory import get_trajectory
+from bam_sim.bench.trajectory import played
 from bam_sim.common import contract
 from bam_sim.common.errors import BamError
 from bam_sim.common.qos import profile
@@ -57,13 +57,7 @@ MONITOR = dict(resync_period=1.0, mae_window=5.0, diagnostic_period=0.5)
 
 def protocol() -> tuple[list[float], list[bool]]:
     """(goal, enable) per tick of one pass over :data:`TRAJECTORIES`."""
-    goals: list[float] = []
-    enables: list[bool] = []
-    for name in TRAJECTORIES:
-        goal, enabled = get_trajectory(name).sample(DT)
-        goals += goal.tolist()
-        enables += enabled.tolist()
-    return goals, enables
+    return played(TRAJECTORIES, DT)
 
 
 def perfect_fit_mae() -> float:

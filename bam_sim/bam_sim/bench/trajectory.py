@@ -121,6 +121,18 @@ def get_trajectory(name: str) -> Trajectory:
     return TRAJECTORIES[key]
 
 
+def played(names: tuple[str, ...], dt: float) -> tuple[list[float], list[bool]]:
+    """(goal, torque enable) per tick of the trajectories ``names`` played one after the
+    other at step ``dt``."""
+    goals: list[float] = []
+    enables: list[bool] = []
+    for name in names:
+        goal, enabled = get_trajectory(name).sample(dt)
+        goals += goal.tolist()
+        enables += enabled.tolist()
+    return goals, enables
+
+
 def command_log(name: str, bench: Bench, kp: float, dt: float = 0.005,
                 duration: float | None = None) -> BenchLog:
     """A log holding only the commands of a trajectory (to be simulated or played)."""
