@@ -27,6 +27,7 @@ from bam_bringup.node_spec import NodeSpec
 from bam_sim.common.command import StopSignal  # noqa: F401 - the runner's stop, re-exported
 from bam_sim.common.errors import BamError
 from bam_sim.common.ready_line import NotReady, await_ready_line
+from bam_sim.common.shm_ports import before_participant
 
 
 def _distribution(name: str) -> str:
@@ -96,6 +97,7 @@ class ProcessBench:
 
         self._owns_context = context is None
         if context is None:
+            before_participant()
             context = rclpy.Context()
             # args=[]: the command line holds launch arguments (arm:=erob), not ROS rules;
             # no rclpy signal handlers: the runner stops the bench itself.

@@ -26,6 +26,7 @@ from rclpy.node import Node
 
 from bam_sim.common.errors import BamError, one_line
 from bam_sim.common.input_files import read_text
+from bam_sim.common.shm_ports import before_participant
 
 # What rclpy raises on ROS arguments our check let through: the last resort of run_node.
 RCL_ERRORS: tuple[type[Exception], ...] = (_rclpy.RCLError, _rclpy.UnknownROSArgsError)
@@ -267,6 +268,7 @@ def init(argv: list[str], given: RosArguments, context: rclpy.Context | None = N
     """``rclpy.init`` of ``context`` (default: the default context), remembering what
     ``given`` (from :func:`check`) says of the parameters; rcl refusing an argument that
     :func:`check` let through (the last resort) is a one-line BamError, not a traceback."""
+    before_participant()
     try:
         rclpy.init(args=argv, context=context, **kwargs)
     except RCL_ERRORS as exc:

@@ -12,6 +12,8 @@ from contextlib import contextmanager
 
 import rclpy
 
+from bam_sim.common.shm_ports import before_participant
+
 SLOTS = 5  # domains per process: test families that must not see each other's nodes
 
 
@@ -32,6 +34,7 @@ def private_context(domain_id: int | None = None,
                     args: list[str] | None = None) -> Iterator[rclpy.Context]:
     """A context on ``domain_id``; ``args`` are its global ROS arguments (``--ros-args ...``)."""
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    before_participant()
     ctx = rclpy.Context()
     rclpy.init(context=ctx, args=args,
                domain_id=ros_domain() if domain_id is None else domain_id)
