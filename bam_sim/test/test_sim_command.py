@@ -7,10 +7,17 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 
-from bam_sim.common.command import Interrupted, record_written, run_command, shielded
+from bam_sim.common.command import (
+    Interrupted,
+    outside_main_thread,
+    record_written,
+    run_command,
+    shielded,
+)
 from bam_sim.common.errors import BamError
 
 
@@ -151,6 +158,77 @@ def test_an_interrupt_lost_in_a_destructor_is_raised_at_the_next_check():
         raise SystemExit(code)
     """)
     assert (result.returncode, result.stdout) == (143, "ran 143\n"), result.stderr
+    assert result.stderr == "t: interrupted by SIGTERM; nothing was written\n"
+
+
+def test_an_interrupt_lost_in_a_destructor_ends_a_step_that_has_no_check():
+    """As in a numba compilation: the interrupt lands in a destructor, and the step runs
+    on without calling raise_if_stopped. It is delivered again and ends the step."""
+    result = _script("""
+        class Dropped:
+            def __del__(self):
+                os.kill(os.getpid(), signal.SIGINT)  # the handler raises in here: lost
+
+        def work(stop):
+            Dropped()  # collected at once
+            while True:  # Python with no check, for as long as it takes (_script's timeout)
+                pass
+        raise SystemExit(run_command("t", work))
+    """)
+    assert (result.returncode, result.stdout) == (130, ""), result.stderr
+    assert result.stderr == "t: interrupted by SIGINT; nothing was written\n"
+
+
+def test_a_destructor_failing_after_the_stop_is_one_line():
+    """The interrupt cuts an object short in its constructor; its destructor then fails on
+    the missing attribute (llvmlite's, seen in the stop stress): one line, no traceback."""
+    result = _script("""
+        class HalfMade:
+            def __init__(self):
+                os.kill(os.getpid(), signal.SIGTERM)  # raises here: self.handle never set
+                self.handle = 1
+            def __del__(self):
+                del self.handle
+
+        def work(stop):
+            HalfMade()
+        raise SystemExit(run_command("t", work))
+    """)
+    assert result.returncode == 143, result.stderr
+    assert sorted(result.stderr.splitlines()) == [  # in the order the objects are freed
+        "ignored while stopping, in HalfMade.__del__: AttributeError: 'HalfMade' object has "
+        "no attribute 'handle'", "t: interrupted by SIGTERM; nothing was written"]
+
+
+def test_work_outside_the_main_thread_gives_its_value_and_its_error():
+    def work(stop):
+        assert outside_main_thread(lambda: threading.current_thread().name) != "MainThread"
+        with pytest.raises(BamError, match="inside"):
+            outside_main_thread(lambda: (_ for _ in ()).throw(BamError("inside")))
+        return "done"
+
+    assert run_command("t", work) == 0
+
+
+def test_a_stop_leaves_work_outside_the_main_thread_uncut_and_ends_the_process():
+    """As numba compiling when the stop comes: the work never sees an exception, the
+    command ends at once with its one line, the work still running (nothing can stop it)."""
+    result = _script("""
+        import threading
+        def uncut():
+            os.kill(os.getpid(), signal.SIGTERM)
+            try:
+                while True:  # a compilation nothing can stop
+                    pass
+            except BaseException as exc:
+                print("cut by", type(exc).__name__, flush=True)
+
+        def work(stop):
+            outside_main_thread(uncut)
+            return "the work ended"
+        raise SystemExit(run_command("t", work))
+    """)
+    assert (result.returncode, result.stdout) == (143, ""), result.stderr
     assert result.stderr == "t: interrupted by SIGTERM; nothing was written\n"
 
 

@@ -58,6 +58,7 @@ import numpy as np
 from bam_sim.bench import lanes
 from bam_sim.bench.bench_log import BenchLog, LogBatch
 from bam_sim.bench.pendulum import step_any, step_motor
+from bam_sim.common.command import outside_main_thread
 from bam_sim.common.errors import BamError
 from bam_sim.models import parameter_vector as P
 from bam_sim.models.dcmotor import model as D
@@ -283,10 +284,10 @@ def rollout(params: ParameterSet, log: BenchLog, replay: bool = False) -> Rollou
     check_step(params.model, act, p, log.dt, inertia, log.bench.gravity_torque,
                consts[actuators.C_SUPPLY])
     recorded_t = log.temperature if log.temperature is not None else np.empty(0)
-    _rollout_kernel(params.model_id, act.family, p, consts, float(log.kp), inertia,
-                    log.bench.gravity_torque, q0, dq0, log.goal, log.enabled,
-                    _control_of(log, replay), log.dt, replay, recorded_t, q, dq, tau, ctrl,
-                    current, temperature, voltage)
+    _kernel(_rollout_kernel, params.model_id, act.family, p, consts, float(log.kp), inertia,
+            log.bench.gravity_torque, q0, dq0, log.goal, log.enabled,
+            _control_of(log, replay), log.dt, replay, recorded_t, q, dq, tau, ctrl,
+            current, temperature, voltage)
     return Rollout(log.time, q, dq, tau, ctrl, current, temperature, voltage)
 
 
@@ -329,6 +330,21 @@ def _check_batch(mdl: FrictionModel, population: np.ndarray, batch: LogBatch) ->
                        f"coupling limit at the step {batch.dt:g} s")
 
 
+def _kernel(kernel, *args) -> None:
+    """``kernel(*args)``; its first call, where numba compiles it or loads it from its cache,
+    outside the main thread, so that a stop does not cut the compiler anywhere
+    (:func:`bam_sim.common.command.outside_main_thread`)."""
+    if kernel.signatures:
+        kernel(*args)
+        return
+    threads = nb.get_num_threads()  # numba's thread count is the calling thread's own
+
+    def first() -> None:
+        nb.set_num_threads(threads)
+        kernel(*args)
+    outside_main_thread(first)
+
+
 def _run_batch(mdl: FrictionModel, population: np.ndarray, batch: LogBatch, replay: bool,
                recorded: np.ndarray, out_q: np.ndarray, voltage: bool = False,
                checked: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -344,16 +360,16 @@ def _run_batch(mdl: FrictionModel, population: np.ndarray, batch: LogBatch, repl
     volts = (batch.input_voltage if voltage and batch.has_input_voltage
              else np.empty((0, 0)))
     if lanes.eligible(mdl, batch.actuator.family, population, voltage):
-        lanes.lanes_kernel(mdl.model_id, batch.actuator.family, population.shape[0],
-                           lanes.layout(population),
-                           batch.consts, batch.kp, batch.load_inertia, batch.gravity_torque,
-                           batch.q0, batch.dq0, batch.goal, batch.enabled, batch.control,
-                           batch.lengths, batch.dt, replay, recorded, out_q, errors)
+        _kernel(lanes.lanes_kernel, mdl.model_id, batch.actuator.family,
+                population.shape[0], lanes.layout(population),
+                batch.consts, batch.kp, batch.load_inertia, batch.gravity_torque,
+                batch.q0, batch.dq0, batch.goal, batch.enabled, batch.control,
+                batch.lengths, batch.dt, replay, recorded, out_q, errors)
         return errors, errors_t, errors_v
-    _batch_kernel(mdl.model_id, batch.actuator.family, batch.consts, population,
-                  batch.kp, batch.load_inertia, batch.gravity_torque, batch.q0, batch.dq0,
-                  batch.goal, batch.enabled, batch.control, batch.lengths, batch.dt, replay,
-                  recorded, temperature, volts, out_q, errors, errors_t, errors_v)
+    _kernel(_batch_kernel, mdl.model_id, batch.actuator.family, batch.consts, population,
+            batch.kp, batch.load_inertia, batch.gravity_torque, batch.q0, batch.dq0,
+            batch.goal, batch.enabled, batch.control, batch.lengths, batch.dt, replay,
+            recorded, temperature, volts, out_q, errors, errors_t, errors_v)
     return errors, errors_t, errors_v
 
 

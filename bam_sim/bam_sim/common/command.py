@@ -16,11 +16,15 @@ the same contract:
   files it recorded with :func:`record_written` before the stop.
 
 A KeyboardInterrupt raised by the handler is lost when the signal lands in a
-weakref callback or a ``__del__`` (Python discards exceptions there): the long
-loops (each CMA-ES generation, each polish step, each campaign job, each wait
-for another worker) call :func:`raise_if_stopped`, which raises it again, so
-a stop takes at most one step however it was swallowed; the lost one is not
-reported as an "Exception ignored" traceback.
+weakref callback or a ``__del__`` (Python discards exceptions there; numba's
+compiler runs llvmlite's destructors all the time). The lost one is delivered
+again at once, as a signal would be (``_thread.interrupt_main``), so a stop does
+not wait for the end of a step that has no check in it (a numba compilation,
+seconds on a loaded core); the long loops (each CMA-ES generation, each polish
+step, each campaign job, each wait for another worker) also call
+:func:`raise_if_stopped`. Neither the lost interrupt nor what it breaks on its
+way (a library's object cut short in its constructor, whose destructor then
+fails) is reported as an "Exception ignored" traceback: the second is one line.
 
 Ctrl-C at a terminal reaches the whole foreground process group: helper
 processes that must not die with it (figure workers) ignore the signals
@@ -29,8 +33,10 @@ themselves and are stopped by their parent.
 
 from __future__ import annotations
 
+import _thread
 import atexit
 import gc
+import os
 import signal
 import sys
 import threading
@@ -38,6 +44,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 from bam_sim.common.errors import BamError, one_line
 
@@ -93,15 +100,42 @@ class StopSignal:
         self.written: list[Path] = []
         self._raising = raising
         self._shields = 0
+        self._lost = False  # the first signal's KeyboardInterrupt was discarded by Python
+        self._reporting = False  # the main thread is in sys.unraisablehook
+        self._again: threading.Thread | None = None
+        self._ended = False  # the block of installed() is over
 
     def _handle(self, signum: int, frame) -> None:
         # No lock anywhere in here (StopFlag): a handler may run inside another one.
-        if self.signum:
-            return  # a later signal: absorbed
+        if self.signum:  # a later signal, absorbed, or the lost one delivered again
+            if self._lost and self._raising and not self._shields and not self._reporting:
+                self._lost = False
+                raise KeyboardInterrupt
+            return
         self.signum = signum
         self.requested.set()
         if self._raising and not self._shields:
             raise KeyboardInterrupt
+
+    def deliver_again(self) -> None:
+        """The KeyboardInterrupt of the stop was lost: raise it again where the main thread
+        runs Python code, outside the hook that reports the loss and outside shields."""
+        self._lost = True
+        if self._again is None:
+            # A thread of its own: interrupt_main called on the main thread runs the
+            # handler at once, inside the hook.
+            self._again = threading.Thread(target=self._interrupt_while_lost, daemon=True,
+                                           name="stop-again")
+            try:
+                self._again.start()
+            except RuntimeError:  # the interpreter is finalizing: on its way out anyway
+                pass
+
+    def _interrupt_while_lost(self) -> None:
+        while not self._ended:
+            if self._lost and not self._reporting:
+                _thread.interrupt_main(self.signum or signal.SIGINT)
+            time.sleep(StopFlag.POLL_SECONDS)
 
     def check(self) -> None:
         """KeyboardInterrupt if a stop was requested."""
@@ -133,6 +167,7 @@ class StopSignal:
         try:
             yield self
         finally:
+            self._ended = True
             _current = outer
             sys.unraisablehook = hook
             for sig, handler in previous.items():
@@ -162,12 +197,24 @@ _current: StopSignal | None = None
 
 
 def _quiet_lost_interrupt(hook: Callable, stop: StopSignal) -> Callable:
-    """``hook`` but for a KeyboardInterrupt Python discards (raised by the handler inside a
-    weakref callback or ``__del__``): the stop is recorded, :func:`raise_if_stopped`
-    raises it again, so its traceback would only alarm."""
+    """``hook`` until a stop; then a KeyboardInterrupt Python discards (raised by the handler
+    inside a weakref callback or ``__del__``) is delivered again, and any other exception
+    discarded there is one line: an object the interrupt cut short in its constructor
+    failing in its destructor (seen: llvmlite's, during a numba compilation)."""
     def unraisable(info) -> None:
-        if not (isinstance(info.exc_value, KeyboardInterrupt) and stop.requested.is_set()):
+        if not stop.requested.is_set():
             hook(info)
+            return
+        stop._reporting = True
+        try:
+            if isinstance(info.exc_value, KeyboardInterrupt):
+                stop.deliver_again()
+            else:
+                where = getattr(info.object, "__qualname__", type(info.object).__name__)
+                print(f"ignored while stopping, in {where}: {type(info.exc_value).__name__}: "
+                      f"{one_line(info.exc_value)}", file=sys.stderr, flush=True)
+        finally:
+            stop._reporting = False
     return unraisable
 
 
@@ -219,7 +266,51 @@ def run_command(program: str, work: Callable[[StopSignal], str | None],
     """
     _freeze_at_exit()
     with StopSignal(raising).installed() as stop:
-        return _run(program, work, stop)
+        code = _run(program, work, stop)
+    if any(thread.is_alive() for thread in _left_running):
+        # A thread the stop left (outside_main_thread) is still in numba's compiler, which
+        # nothing can stop; the interpreter's exit would tear numba and LLVM down under it.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+T = TypeVar("T")
+_left_running: list[threading.Thread] = []
+
+
+def outside_main_thread(work: Callable[[], T]) -> T:
+    """``work()`` in a thread of its own while the main thread waits for it: a stop raises
+    its KeyboardInterrupt in the main thread's wait, never inside ``work``.
+
+    For work that an exception must not cut anywhere: numba compiling a kernel or loading
+    it from its cache. Cut there, llvmlite's objects are left half-made, and their
+    destructors then fail or crash the process (seen in the stop stress: a traceback, a
+    segmentation fault, a compile that went on for seconds). On a stop the thread is left
+    running, and :func:`run_command` ends the process without the interpreter's exit.
+    Outside a command, or off the main thread, ``work()`` runs where it is called.
+    """
+    if _current is None or threading.current_thread() is not threading.main_thread():
+        return work()
+    box: dict = {}
+
+    def run() -> None:
+        try:
+            box["value"] = work()
+        except BaseException as exc:  # handed to the main thread as it is
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, name="outside-main-thread", daemon=True)
+    thread.start()
+    try:
+        thread.join()  # a signal's handler runs in here, and its KeyboardInterrupt leaves it
+    except BaseException:
+        _left_running.append(thread)
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 _freezing = threading.Lock()
