@@ -1,5 +1,9 @@
 """Cases shared by the bam_sim tests (a plain module: test files import it)."""
 
+from bam_sim.models.files.parameter_file import published
+from bam_sim.models.model_registry import get_model
+from bam_sim.models.parameter_set import ParameterSet
+
 ACTUATORS = ("mx64", "mx106", "xl320", "xl330", "erob80_50", "erob80_100")
 MODELS = ("m1", "m2", "m3", "m4", "m5", "m6")
 SEED = 20261121
@@ -18,3 +22,22 @@ PENDULUM = """<mujoco model="pendulum">
     <motor name="m" joint="j"/>
   </actuator>
 </mujoco>"""
+
+
+# F_C, F_S − F_C, D, K, B in units of the actuator's scales; v_S in rad/s.
+FRICTION = {"friction_base": 0.12, "friction_stribeck": 0.16, "friction_viscous": 0.1,
+            "contact_stiffness": 0.3, "contact_damping": 0.2, "dtheta_stribeck": 0.2,
+            "load_friction_base": 0.02, "load_friction_stribeck": 0.03}
+SCALE = {"friction_base": "friction", "friction_stribeck": "friction",
+         "friction_viscous": "viscous", "contact_stiffness": "stiffness",
+         "contact_damping": "damping"}
+
+
+def ep_set(actuator: str, model: str, **values: float) -> ParameterSet:
+    """A made-up ep_* set: motor of the published M2, friction scaled to the actuator."""
+    m2 = published(actuator, "m2")
+    scales = m2.actuator.scales
+    base = {name: m2.values[name] for name in m2.actuator.motor_bounds}
+    for name in get_model(model).params:
+        base[name] = FRICTION[name] * scales.get(SCALE.get(name), 1.0)
+    return ParameterSet.build(actuator, model, {**base, **values})

@@ -33,7 +33,7 @@ from bam_sim.models.elastoplastic.model import (
     plot_integral_compensation,
     simulate_joint,
 )
-from bam_sim.models.elastoplastic.model import _phi_z_stribeck_near as phi_z_stribeck_near
+from bam_sim.models.elastoplastic.model import phi_z_stribeck_near as phi_z_stribeck_near
 
 pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
 

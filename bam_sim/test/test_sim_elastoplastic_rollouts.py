@@ -13,8 +13,9 @@ import math
 
 import numpy as np
 import pytest
-from bam_sim_cases import SEED
+from bam_sim_cases import SEED, ep_set
 
+from bam_sim.bench import lanes
 from bam_sim.bench.bench_log import BenchLog, LogBatch
 from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import batch_mae, batch_rollout, batch_violation, rollout
@@ -39,32 +40,13 @@ from bam_sim.models.elastoplastic.model import (
 )
 from bam_sim.models.elastoplastic.validity import check_step, ep_form, max_load, violation
 from bam_sim.models.files.parameter_file import dump_yaml, load, parse_yaml, published, save
-from bam_sim.models.model_registry import EP_MODELS, MODELS, get_model
+from bam_sim.models.model_registry import EP_MODELS, MODELS
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo import actuators
 
 pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
 
 DT = 0.005
-# F_C, F_S − F_C, D, K, B in units of the actuator's scales; v_S in rad/s.
-FRICTION = {"friction_base": 0.12, "friction_stribeck": 0.16, "friction_viscous": 0.1,
-            "contact_stiffness": 0.3, "contact_damping": 0.2, "dtheta_stribeck": 0.2,
-            "load_friction_base": 0.02, "load_friction_stribeck": 0.03}
-SCALE = {"friction_base": "friction", "friction_stribeck": "friction",
-         "friction_viscous": "viscous", "contact_stiffness": "stiffness",
-         "contact_damping": "damping"}
-
-
-def ep_set(actuator: str, model: str, **values: float) -> ParameterSet:
-    """A made-up ep_* set: motor of the published M2, friction scaled to the actuator."""
-    m2 = published(actuator, "m2")
-    scales = m2.actuator.scales
-    base = {name: m2.values[name] for name in m2.actuator.motor_bounds}
-    for name in get_model(model).params:
-        base[name] = FRICTION[name] * scales.get(SCALE.get(name), 1.0)
-    return ParameterSet.build(actuator, model, {**base, **values})
-
-
 def bench_of(actuator: str) -> Bench:
     return Bench(1.0, 0.15, 0.05) if actuator.startswith("mx") else Bench(8.2, 0.5)
 
@@ -161,7 +143,7 @@ def test_batched_rollout_equals_single_bit_for_bit(model, replay):
                              position=recorded.position, velocity=recorded.velocity,
                              control=recorded.control, supply_voltage=14.0 + 0.5 * i))
     batch = LogBatch.pack(logs, act)
-    pop = population_of(params, 6, SEED)
+    pop = population_of(params, lanes.BLOCK + 5, SEED)  # a full block of lanes, a partial
     assert np.all(batch_violation(model, pop, batch) == 0.0)
     q = batch_rollout(model, pop, batch, replay)
     mae = batch_mae(model, pop, batch, replay)

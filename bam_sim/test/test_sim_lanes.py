@@ -13,17 +13,30 @@ import math
 import numba as nb
 import numpy as np
 import pytest
-from bam_sim_cases import MODELS, SEED
+from bam_sim_cases import MODELS, SEED, ep_set
 
 from bam_sim.bench import lanes
 from bam_sim.bench.bench_log import BenchLog, LogBatch
 from bam_sim.bench.geometry import Bench
+from bam_sim.bench.pendulum import ep_update
 from bam_sim.bench.rollouts import batch_errors, batch_rollout, rollout
 from bam_sim.bench.trajectory import TRAJECTORIES, command_log
 from bam_sim.models import parameter_vector as P
 from bam_sim.models import vector_math
+from bam_sim.models.elastoplastic.model import (
+    EP_CV,
+    EP_RATIONAL,
+    NEAR_SLIDE,
+    compliance,
+    ep_coefficients,
+    hypothetical_velocity,
+    levels,
+    phi_z_stribeck_near,
+    stribeck_near,
+    stribeck_sliding,
+)
 from bam_sim.models.files.parameter_file import published
-from bam_sim.models.model_registry import resolve_model
+from bam_sim.models.model_registry import EP_FIRST, EP_MODELS, resolve_model
 from bam_sim.models.parameter_vector import from_vector
 
 pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
@@ -110,8 +123,66 @@ def test_an_empty_population_gives_empty_results():
 def test_other_models_and_voltage_scores_go_to_the_general_kernel():
     pop = population("mx64", "m1", np.random.default_rng(SEED))
     assert not lanes.eligible(resolve_model("m1"), 0, pop, voltage=True)
-    assert not lanes.eligible(resolve_model("ep_cv"), 0, pop, voltage=False)
+    assert not lanes.eligible(resolve_model("lugre"), 2, pop, voltage=False)
     assert not lanes.eligible(resolve_model("m1"), 2, pop, voltage=False)  # dcmotor family
+    for model in EP_MODELS:  # elasto-plastic: the lanes (test_sim_elastoplastic_rollouts)
+        assert lanes.eligible(resolve_model(model), 0, pop, voltage=False)
+
+
+@nb.njit(cache=True)
+def _ep_lanes_step(form: int, block: np.ndarray, inertia: float, q: np.ndarray,
+                   dq: np.ndarray, e: np.ndarray, tau: np.ndarray, tau_e: np.ndarray,
+                   dt: float) -> None:
+    """The elasto-plastic part of one lane step, q, q̇, e advanced in place."""
+    f, near = np.empty(lanes.BLOCK), np.zeros(lanes.BLOCK, dtype=np.bool_)
+    if form == EP_CV or form == EP_RATIONAL:
+        lanes._ep_closed_form(form, block, inertia, q, dq, e, tau, tau_e, dt)
+    else:
+        lanes._ep_stribeck(form, block, inertia, q, dq, e, tau, tau_e, f, near, dt)
+
+
+@pytest.mark.parametrize("model", EP_MODELS)
+def test_each_phi_z_case_in_lanes_is_the_scalar_step_to_the_last_bit(model):
+    """One step from hypothetical velocities x spread over sticking, the near-threshold
+    path and the table path of the Stribeck Φ_Z (the lanes compute the table path for
+    every lane and redo the near ones): each lane equals the scalar step."""
+    params = ep_set("mx64", model)
+    p = params.vector()
+    k = ep_coefficients(p)
+    dt, inertia = 0.005, 0.02
+    rng = np.random.default_rng(SEED)
+    tau, tau_e = rng.uniform(-0.3, 0.3, lanes.BLOCK), rng.uniform(-0.3, 0.3, lanes.BLOCK)
+    e = rng.uniform(-1e-4, 1e-4, lanes.BLOCK)
+    Z = compliance(k.K, k.B, dt)
+    levels_of = [levels(model_form(model), k, tau[b], tau_e[b]) for b in range(lanes.BLOCK)]
+    # Two lanes stick, two slide far, twelve slide near the threshold; signs alternate.
+    low = max(Z * fs for fs, _ in levels_of)
+    edge = min(Z * fs + NEAR_SLIDE * k.vs * (1.0 + Z * k.kv) for fs, _ in levels_of)
+    x = np.concatenate([[0.5 * low], np.linspace(1.001 * low, 0.999 * edge, 12),
+                        [1.5 * edge, 3.0 * edge, -0.5 * low]])
+    x[1::2] *= -1.0
+    dq = x - Z * k.K * e
+    x = np.array([hypothetical_velocity(dq[b], e[b], Z, k.K) for b in range(lanes.BLOCK)])
+    if model in ("ep_stribeck", "ep_load"):
+        cases = ["stick" if abs(x[b]) <= Z * fs else
+                 "near" if stribeck_near(abs(x[b]), Z, fs, fc, k.vs, k.kv) else "far"
+                 for b, (fs, fc) in enumerate(levels_of)]
+        assert cases.count("stick") == 2 and cases.count("far") == 2
+        # The table path is close near the threshold but not the same: a lane left
+        # with it would differ from the scalar step.
+        assert any(phi_z_stribeck_near(x[b], Z, fs, fc, k.vs, k.kv)
+                   != stribeck_sliding(x[b], Z, fs, fc, k.vs, k.kv)
+                   for b, (fs, fc) in enumerate(levels_of) if cases[b] == "near")
+    q = rng.uniform(-1.0, 1.0, lanes.BLOCK)
+    block = np.ascontiguousarray(np.tile(p, (lanes.BLOCK, 1)).T)
+    want = [ep_update(params.model.model_id, p, inertia + p[P.ARMATURE], q[b], dq[b], e[b],
+                      tau[b], tau_e[b], dt) for b in range(lanes.BLOCK)]
+    _ep_lanes_step(model_form(model), block, inertia, q, dq, e, tau, tau_e, dt)
+    np.testing.assert_array_equal(np.column_stack([q, dq, e]), np.array(want))
+
+
+def model_form(model: str) -> int:
+    return resolve_model(model).model_id - EP_FIRST
 
 
 @nb.njit(cache=True)

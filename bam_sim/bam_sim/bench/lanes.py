@@ -1,4 +1,5 @@
-"""Algorithm 1 with the population in SIMD lanes: batched rollouts of the M1..M6 sets.
+"""Algorithm 1 with the population in SIMD lanes: batched rollouts of the M1..M6 and
+``ep_*`` sets.
 
 The batched kernel of :mod:`bam_sim.bench.rollouts` runs one (set, log) pair at
 a time, one scalar lane of the vector unit. Here a job is one log and a block
@@ -25,18 +26,28 @@ one loop over its lanes:
 * the sine of τ_e and the Stribeck factor's power and exponential are the
   polynomials of :mod:`bam_sim.models.vector_math`, not C-library calls.
 
-Each lane runs the operations of :func:`bam_sim.bench.pendulum.step` in the same
-order, through the same functions (:func:`bam_sim.models.bam.friction.stribeck_budget`,
-the servo laws' scalar forms, :func:`bam_sim.bench.pendulum.budget_update`),
-and without fused multiply-adds, so its positions and errors are those of the
+The elasto-plastic models (Cisneros et al., Algorithm 1) take the same servo-law
+loops, then τ_e with the C library's sine one lane at a time (their references,
+``simulate_joint`` and MuJoCo, use it, so the lanes keep their bits), then a loop
+per Φ_Z form: the Coulomb-viscous (20) and rational (43)-(48) forms are one
+expression per case, selected; the Stribeck form's table path (27) is computed for
+every lane, and the lanes near the sliding threshold, where a step of a stick-slip
+transition takes the careful path of (27)-(30), are redone one at a time.
+
+Each lane runs the operations of :func:`bam_sim.bench.pendulum.step` (or ``step_ep``)
+in the same order, through the same functions
+(:func:`bam_sim.models.bam.friction.stribeck_budget`, the servo laws' scalar forms,
+:func:`bam_sim.bench.pendulum.budget_update`, the elasto-plastic model's stages),
+and with no fused multiply-add but the elasto-plastic model's explicit ones, so its
+positions and errors are those of the
 single rollout and of the general kernel to the last bit, whatever the block,
 the vector width or the number of threads.
 
-The lanes take the sets the paper's algorithm covers: a friction model of
-M1..M6 on the voltage or current law, with the STS firmware's ratio and slew
-and the XL330's current window. A population with any optional group that
+The lanes take a friction model of M1..M6 or ``ep_*`` on the voltage or current
+law, with the STS firmware's ratio and slew and the XL330's current window. The
+dcmotor family, LuGre, and a population with any optional group that
 changes the step (the DC-motor model's, latency, supply sag, drive/coast
-bridge) or an input-voltage score goes to the general kernel
+bridge) or an input-voltage score go to the general kernel
 (:func:`eligible`).
 """
 
@@ -45,11 +56,31 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from bam_sim.bench.pendulum import budget_update, external_torque
+from bam_sim.bench.pendulum import (
+    budget_update,
+    ep_joint_update,
+    external_torque,
+    libm_external_torque,
+)
 from bam_sim.models import parameter_vector as P
 from bam_sim.models.bam.friction import lane_coefficients, stribeck, stribeck_budget
 from bam_sim.models.dcmotor.motor_model import uses_motor
-from bam_sim.models.model_registry import M1, M2, M3, M4, M5, M6, FrictionModel
+from bam_sim.models.elastoplastic.model import (
+    EP_CV,
+    EP_LOAD,
+    EP_RATIONAL,
+    EP_STRIBECK,
+    compliance,
+    deflection,
+    ep_lane_coefficients,
+    ep_step_of,
+    hypothetical_velocity,
+    levels,
+    phi_z_stribeck_near,
+    stribeck_near,
+    stribeck_sliding,
+)
+from bam_sim.models.model_registry import EP_FIRST, M1, M2, M3, M4, M5, M6, FrictionModel
 from bam_sim.models.servo.actuators import (
     C_DAMPING,
     C_DUTY_GAIN,
@@ -83,7 +114,8 @@ def layout(population: np.ndarray) -> np.ndarray:
 def eligible(model: FrictionModel, family: int, population: np.ndarray,
              voltage: bool) -> bool:
     """Whether the lanes run this batch (module docstring); else the general kernel."""
-    if model.model_id not in (M1, M2, M3, M4, M5, M6) or family not in (VOLTAGE, CURRENT):
+    bam = model.model_id in (M1, M2, M3, M4, M5, M6)
+    if not (bam or model.elastoplastic) or family not in (VOLTAGE, CURRENT):
         return False
     if voltage or population.shape[0] == 0:  # no set: nothing to lay out in blocks
         return False
@@ -165,37 +197,144 @@ def _advance(model: int, family: int, replay: bool, lanes: np.ndarray, c: np.nda
                                     tau_e, limit, dt)
 
 
+@nb.njit(cache=True, inline="always")
+def _advance_ep(model: int, family: int, replay: bool, lanes: np.ndarray, c: np.ndarray,
+                kp: float, load_inertia: float, gravity_torque: float, q: np.ndarray,
+                dq: np.ndarray, e: np.ndarray, target: np.ndarray, tau: np.ndarray,
+                tau_e: np.ndarray, f: np.ndarray, near: np.ndarray, goal: float, on: bool,
+                control: float, dt: float) -> None:
+    """One step of an ``ep_*`` model for every lane: the servo law's loops as in
+    :func:`_advance`, τ_e with the C library's sine one lane at a time (the
+    elasto-plastic references use it, so the lanes keep their bits), then the friction
+    element (Algorithm 1 of Cisneros et al.) and the joint in a loop per form."""
+    law = (kp * c[C_DUTY_GAIN], c[C_FIRMWARE_CURRENT], c[C_SUPPLY], c[C_MAX_DUTY],
+           c[C_MAX_VOLTAGE], c[C_DAMPING], kp)
+    for b in range(BLOCK):
+        target[b] = slew(lanes[P.TARGET_RATE, b], target[b], goal, dt)
+    _motor_torques(family, replay, lanes, law, q, dq, target, on, control, tau)
+    for b in range(BLOCK):
+        tau_e[b] = libm_external_torque(gravity_torque, q[b], lanes[P.Q_OFFSET, b])
+    form = model - EP_FIRST
+    if form == EP_CV:
+        _ep_closed_form(EP_CV, lanes, load_inertia, q, dq, e, tau, tau_e, dt)
+    elif form == EP_RATIONAL:
+        _ep_closed_form(EP_RATIONAL, lanes, load_inertia, q, dq, e, tau, tau_e, dt)
+    elif form == EP_STRIBECK:
+        _ep_stribeck(EP_STRIBECK, lanes, load_inertia, q, dq, e, tau, tau_e, f, near, dt)
+    else:
+        _ep_stribeck(EP_LOAD, lanes, load_inertia, q, dq, e, tau, tau_e, f, near, dt)
+
+
+@nb.njit(cache=True, inline="always")
+def _ep_closed_form(form: int, lanes: np.ndarray, load_inertia: float, q: np.ndarray,
+                    dq: np.ndarray, e: np.ndarray, tau: np.ndarray, tau_e: np.ndarray,
+                    dt: float) -> None:
+    """(13), (17), (18) and the joint for a Φ_Z of one expression per case (the
+    Coulomb-viscous (20), the rational (43)-(48)): selects in one lane loop."""
+    for b in range(BLOCK):
+        f, e[b] = ep_step_of(form, ep_lane_coefficients(lanes, b), dt, dq[b], e[b], tau[b],
+                             tau_e[b])
+        q[b], dq[b] = ep_joint_update(load_inertia + lanes[P.ARMATURE, b], q[b], dq[b],
+                                      tau[b], tau_e[b], f, dt)
+
+
+@nb.njit(cache=True, inline="always")
+def _ep_stribeck(form: int, lanes: np.ndarray, load_inertia: float, q: np.ndarray,
+                 dq: np.ndarray, e: np.ndarray, tau: np.ndarray, tau_e: np.ndarray,
+                 f: np.ndarray, near: np.ndarray, dt: float) -> None:
+    """(13), (17), (18) and the joint for the Stribeck Φ_Z (24)-(30): sticking and the
+    table path in a vector loop over the lanes, the lanes near the threshold (a few
+    steps of a stick-slip transition) redone one by one on their own path."""
+    for b in range(BLOCK):
+        k = ep_lane_coefficients(lanes, b)
+        Z = compliance(k.K, k.B, dt)
+        F_S, F_C = levels(form, k, tau[b], tau_e[b])
+        x = hypothetical_velocity(dq[b], e[b], Z, k.K)
+        stick = abs(x) <= Z * F_S
+        sliding = stribeck_sliding(x, Z, F_S, F_C, k.vs, k.kv)
+        f[b] = x / Z if stick else sliding
+        near[b] = not stick and stribeck_near(abs(x), Z, F_S, F_C, k.vs, k.kv)
+    for b in range(BLOCK):
+        if near[b]:
+            k = ep_lane_coefficients(lanes, b)
+            Z = compliance(k.K, k.B, dt)
+            F_S, F_C = levels(form, k, tau[b], tau_e[b])
+            x = hypothetical_velocity(dq[b], e[b], Z, k.K)
+            f[b] = phi_z_stribeck_near(x, Z, F_S, F_C, k.vs, k.kv)
+    for b in range(BLOCK):
+        k = ep_lane_coefficients(lanes, b)
+        e[b] = deflection(compliance(k.K, k.B, dt), k.B, e[b], f[b], dt)
+        q[b], dq[b] = ep_joint_update(load_inertia + lanes[P.ARMATURE, b], q[b], dq[b],
+                                      tau[b], tau_e[b], f[b], dt)
+
+
+@nb.njit(cache=True, inline="always")
+def _job(job: int, n_logs: int, sets: int, lengths: np.ndarray) -> tuple:
+    """(log, block, its first set, its sets, the log's length) of job ``job``."""
+    j = job % n_logs
+    block = job // n_logs
+    first = block * BLOCK
+    return j, block, first, min(BLOCK, sets - first), lengths[j]
+
+
+@nb.njit(cache=True, inline="always")
+def _observe(q: np.ndarray, k: int, j: int, first: int, width: int, recorded: np.ndarray,
+             out_q: np.ndarray, total: np.ndarray) -> None:
+    """Entry k of log j: |q − q_recorded| summed into ``total``, q stored into ``out_q``
+    (each where its array is not empty)."""
+    if recorded.size > 0:
+        for b in range(BLOCK):
+            total[b] += abs(q[b] - recorded[j, k])
+    if out_q.size > 0:
+        for b in range(width):
+            out_q[first + b, j, k] = q[b]
+
+
 @nb.njit(cache=True, parallel=True)
 def lanes_kernel(model, family, sets, lanes, consts, kp, load_inertia, gravity_torque, q0, dq0,
                  goal, enabled, control, lengths, dt, replay, recorded, out_q, errors):
-    """The first ``sets`` lanes of ``lanes[block, parameter, lane]`` on every log: q in
-    out_q[set, log] and/or the MAE against ``recorded`` in errors[set, log] (the general
-    kernel's outputs)."""
+    """M1..M6: the first ``sets`` lanes of ``lanes[block, parameter, lane]`` on every log:
+    q in out_q[set, log] and/or the MAE against ``recorded`` in errors[set, log] (the
+    general kernel's outputs)."""
     n_logs = lengths.size
-    store, score = out_q.size > 0, recorded.size > 0
     for job in nb.prange(n_logs * lanes.shape[0]):
-        j = job % n_logs
-        block = job // n_logs
-        first = block * BLOCK
-        width = min(BLOCK, sets - first)
-        n = lengths[j]
-        q = np.full(BLOCK, q0[j])
-        dq = np.full(BLOCK, dq0[j])
-        target = np.full(BLOCK, goal[j, 0])
-        total = np.zeros(BLOCK)
-        tau = np.empty(BLOCK)
+        j, block, first, width, n = _job(job, n_logs, sets, lengths)
+        q, dq, target = np.full(BLOCK, q0[j]), np.full(BLOCK, dq0[j]), np.full(BLOCK, goal[j, 0])
+        total, tau = np.zeros(BLOCK), np.empty(BLOCK)
         factor = np.ones(BLOCK)  # M1, M3: never written, never read
         for k in range(n):
-            if score:
-                for b in range(BLOCK):
-                    total[b] += abs(q[b] - recorded[j, k])
-            if store:
-                for b in range(width):
-                    out_q[first + b, j, k] = q[b]
+            _observe(q, k, j, first, width, recorded, out_q, total)
             if k == n - 1:
                 break
             _advance(model, family, replay, lanes[block], consts[j], kp[j], load_inertia[j],
                      gravity_torque[j], q, dq, target, tau, factor, goal[j, k], enabled[j, k],
                      control[j, k], dt)
-        for b in range(width):
-            errors[first + b, j] = total[b] / n
+        errors[first:first + width, j] = total[:width] / n
+
+
+@nb.njit(cache=True, parallel=True)
+def ep_lanes_kernel(model, family, sets, lanes, consts, kp, load_inertia, gravity_torque, q0,
+                    dq0, goal, enabled, control, lengths, dt, replay, recorded, out_q, errors):
+    """:func:`lanes_kernel` for the ``ep_*`` models, the deflection e a state of each lane
+    (a kernel of its own: M1..M6 do not wait for it to compile)."""
+    n_logs = lengths.size
+    for job in nb.prange(n_logs * lanes.shape[0]):
+        j, block, first, width, n = _job(job, n_logs, sets, lengths)
+        q, dq, target = np.full(BLOCK, q0[j]), np.full(BLOCK, dq0[j]), np.full(BLOCK, goal[j, 0])
+        total, tau, tau_e, f = np.zeros(BLOCK), np.empty(BLOCK), np.empty(BLOCK), np.empty(BLOCK)
+        e = np.zeros(BLOCK)  # Algorithm 1 line 1: no deflection at the start
+        near = np.zeros(BLOCK, dtype=np.bool_)
+        for k in range(n):
+            _observe(q, k, j, first, width, recorded, out_q, total)
+            if k == n - 1:
+                break
+            _advance_ep(model, family, replay, lanes[block], consts[j], kp[j], load_inertia[j],
+                        gravity_torque[j], q, dq, e, target, tau, tau_e, f, near, goal[j, k],
+                        enabled[j, k], control[j, k], dt)
+        errors[first:first + width, j] = total[:width] / n
+
+
+def kernel_of(model: FrictionModel):
+    """The lanes' kernel for ``model`` (``eligible`` must hold); it fills ``out_q`` and
+    ``errors`` as the general kernel does."""
+    return ep_lanes_kernel if model.elastoplastic else lanes_kernel

@@ -170,11 +170,34 @@ def step_ep(
 def _ep_joint(model: int, p: np.ndarray, inertia: float, gravity_torque: float, q: float,
               dq: float, e: float, tau_m: float, dt: float) -> tuple[float, float, float]:
     """The elasto-plastic friction and the semi-implicit Euler joint for a motor torque τ_m."""
-    tau_e = -gravity_torque * np.sin(q + p[P.Q_OFFSET])
+    tau_e = libm_external_torque(gravity_torque, q, p[P.Q_OFFSET])
+    return ep_update(model, p, inertia, q, dq, e, tau_m, tau_e, dt)
+
+
+@nb.njit(cache=True, inline="always")
+def libm_external_torque(gravity_torque: float, q: float, q_offset: float) -> float:
+    """τ_e with the C library's sine, as the elasto-plastic and LuGre references
+    (``simulate_joint``, MuJoCo) compute it."""
+    return -gravity_torque * np.sin(q + q_offset)
+
+
+@nb.njit(cache=True, inline="always")
+def ep_update(model: int, p: np.ndarray, inertia: float, q: float, dq: float, e: float,
+              tau_m: float, tau_e: float, dt: float) -> tuple[float, float, float]:
+    """(q_k+1, q̇_k+1, e_k): the elasto-plastic friction (Algorithm 1 of Cisneros et
+    al.) and the semi-implicit Euler joint, given τ_m and τ_e."""
     f, e_next = ep_step(model - EP_FIRST, p, dt, dq, e, tau_m, tau_e)
-    dq_next = _clip(dq + dt * (tau_m + tau_e - f) / inertia, -MAX_VELOCITY, MAX_VELOCITY)
-    q_next = q + dt * dq_next
+    q_next, dq_next = ep_joint_update(inertia, q, dq, tau_m, tau_e, f, dt)
     return q_next, dq_next, e_next
+
+
+@nb.njit(cache=True, inline="always")
+def ep_joint_update(inertia: float, q: float, dq: float, tau_m: float, tau_e: float, f: float,
+                    dt: float) -> tuple[float, float]:
+    """(q_k+1, q̇_k+1): the semi-implicit Euler joint under τ_m + τ_e − f, as
+    :func:`bam_sim.models.elastoplastic.model.simulate_joint` steps it."""
+    dq_next = _clip(dq + dt * (tau_m + tau_e - f) / inertia, -MAX_VELOCITY, MAX_VELOCITY)
+    return q + dt * dq_next, dq_next
 
 
 @nb.njit(cache=True, inline="always")
@@ -186,7 +209,7 @@ def _lugre_joint(p: np.ndarray, inertia: float, gravity_torque: float, q: float,
     integrator (section 2.4): q̈ = (τ + τ_e − σ2 q̇)/(J + Δt σ2), then
     q̇_k+1 = q̇_k + Δt q̈ and q_k+1 = q_k + Δt q̇_k+1.
     """
-    tau_e = -gravity_torque * np.sin(q + p[P.Q_OFFSET])
+    tau_e = libm_external_torque(gravity_torque, q, p[P.Q_OFFSET])
     sigma2 = p[P.LG_S2]
     ddq = (force + tau_e - sigma2 * dq) / (inertia + dt * sigma2)
     dq_next = _clip(dq + dt * ddq, -MAX_VELOCITY, MAX_VELOCITY)

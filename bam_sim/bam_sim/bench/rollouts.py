@@ -360,7 +360,7 @@ def _run_batch(mdl: FrictionModel, population: np.ndarray, batch: LogBatch, repl
     volts = (batch.input_voltage if voltage and batch.has_input_voltage
              else np.empty((0, 0)))
     if lanes.eligible(mdl, batch.actuator.family, population, voltage):
-        _kernel(lanes.lanes_kernel, mdl.model_id, batch.actuator.family,
+        _kernel(lanes.kernel_of(mdl), mdl.model_id, batch.actuator.family,
                 population.shape[0], lanes.layout(population),
                 batch.consts, batch.kp, batch.load_inertia, batch.gravity_torque,
                 batch.q0, batch.dq0, batch.goal, batch.enabled, batch.control,

@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections import namedtuple
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -93,7 +94,7 @@ INV_E = 1.0 / math.e
 # --------------------------------------------------------------------------
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def phi_z_coulomb_viscous(x: float, Z: float, F: float, D: float) -> float:
     """Φ_Z of the Coulomb-viscous function Φ(x) = F·sgn(x) + D·x (19), eq. (20)."""
     ax = abs(x)
@@ -108,8 +109,9 @@ def phi_z_coulomb_viscous(x: float, Z: float, F: float, D: float) -> float:
 NEAR_SLIDE = W0_TABLE_LOG_SPAN - 1.0
 
 
-# Inlined into its callers, as LLVM does by itself with the smaller rational Φ_Z:
-# a call's overhead is a sizeable part of the table path's cost.
+# The Φ_Z and the small steps are inlined into their callers: a call's overhead is a
+# sizeable part of the table path's cost, and a loop over SIMD lanes (bench.lanes)
+# vectorizes only what has no call left in it.
 @nb.njit(cache=True, inline="always")
 def phi_z_stribeck(x: float, Z: float, F_S: float, F_C: float, v_S: float, D: float) -> float:
     """Φ_Z of the Stribeck function (21) with α = 1, eqs. (24)-(30).
@@ -124,15 +126,32 @@ def phi_z_stribeck(x: float, Z: float, F_S: float, F_C: float, v_S: float, D: fl
     of positive terms, y₊ = [F_C + D·x + F_SC·e^(−a−s)·G(ψ₊)]/(1 + Z·D),
     with one table exponential, no division by Z and the table piece chosen
     from e^(−a−s)'s own table value while its polynomial runs. Closer to the
-    threshold, :func:`_phi_z_stribeck_near`.
+    threshold, :func:`phi_z_stribeck_near`.
     """
     ax = abs(x)
     if ax <= Z * F_S:
         return x / Z
+    if stribeck_near(ax, Z, F_S, F_C, v_S, D):
+        return phi_z_stribeck_near(x, Z, F_S, F_C, v_S, D)
+    return stribeck_sliding(x, Z, F_S, F_C, v_S, D)
+
+
+@nb.njit(cache=True, inline="always")
+def stribeck_near(ax: float, Z: float, F_S: float, F_C: float, v_S: float, D: float) -> bool:
+    """Whether a sliding |x| is below NEAR_SLIDE (or the set has no stiction): the
+    case of :func:`phi_z_stribeck_near`, not of :func:`stribeck_sliding`."""
+    return ax < fma(NEAR_SLIDE, v_S * fma(Z, D, 1.0), Z * F_S) or F_S - F_C <= 0.0
+
+
+@nb.njit(cache=True, inline="always")
+def stribeck_sliding(x: float, Z: float, F_S: float, F_C: float, v_S: float, D: float) -> float:
+    """(27) on the table path, for |x| beyond NEAR_SLIDE (:func:`phi_z_stribeck`).
+
+    Only arithmetic and two table reads whose index is masked to the table, so a
+    vector lane may compute it for any x and select another case's value."""
+    ax = abs(x)
     vA = v_S * fma(Z, D, 1.0)
     f_sc = F_S - F_C
-    if ax < fma(NEAR_SLIDE, vA, Z * F_S) or f_sc <= 0.0:
-        return _phi_z_stribeck_near(x, Z, F_S, F_C, v_S, D)
     g = 1.0 / vA
     t, p = exp_split((Z * F_C - ax) * g)  # e^(−a−s) = t·(1 + p)
     e_as = fma(t, p, t)
@@ -143,7 +162,7 @@ def phi_z_stribeck(x: float, Z: float, F_S: float, F_C: float, v_S: float, D: fl
 
 
 @nb.njit(cache=True)
-def _phi_z_stribeck_near(x: float, Z: float, F_S: float, F_C: float, v_S: float,
+def phi_z_stribeck_near(x: float, Z: float, F_S: float, F_C: float, v_S: float,
                          D: float) -> float:
     """(27)-(30) for Z·F_S < |x| < Z·F_S + NEAR_SLIDE·v_S(1 + Z·D), and without stiction.
 
@@ -175,7 +194,7 @@ def _phi_z_stribeck_near(x: float, Z: float, F_S: float, F_C: float, v_S: float,
     return math.copysign((F_C + D * ax) / A - v_S * w / Z, x)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def phi_z_rational(x: float, Z: float, F_S: float, F_C: float, v_S: float, D: float) -> float:
     """Φ_Z of the rational function (33), coefficients (39)-(42), roots (43)-(48).
 
@@ -225,25 +244,50 @@ def phi(form: int, x: float, F_S: float, F_C: float, v_S: float, D: float) -> fl
 # --------------------------------------------------------------------------
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def compliance(K: float, B: float, T: float) -> float:
     """Z = 1/(K·T + B), eq. (12)."""
     return 1.0 / (K * T + B)
 
 
+# A set's elasto-plastic coefficients: K, B of the spring-damper (4), the levels' K_c,
+# K_c^s, K_l, K_l^s, v_S and the viscous D (parameter_vector names in the docstrings).
+EpCoefficients = namedtuple("EpCoefficients", "K B kc kcs kl kls vs kv")
+
+
+@nb.njit(cache=True, inline="always")
+def ep_coefficients(p: np.ndarray) -> EpCoefficients:
+    """The elasto-plastic coefficients of parameter vector ``p``."""
+    return EpCoefficients(p[EP_K], p[EP_B], p[EP_KC], p[EP_KCS], p[EP_KL], p[EP_KLS],
+                          p[EP_VS], p[EP_KV])
+
+
+@nb.njit(cache=True, inline="always")
+def ep_lane_coefficients(lanes: np.ndarray, i: int) -> EpCoefficients:
+    """The elasto-plastic coefficients of lane ``i`` of ``lanes[parameter, set]``."""
+    return EpCoefficients(lanes[EP_K, i], lanes[EP_B, i], lanes[EP_KC, i], lanes[EP_KCS, i],
+                          lanes[EP_KL, i], lanes[EP_KLS, i], lanes[EP_VS, i], lanes[EP_KV, i])
+
+
 @nb.njit(cache=True)
 def friction_levels(form: int, p: np.ndarray, tau_m: float, tau_e: float) -> tuple[float, float]:
     """(F_S, F_C) of this step: constant, or load-dependent for ``EP_LOAD`` (M4 budget)."""
+    return levels(form, ep_coefficients(p), tau_m, tau_e)
+
+
+@nb.njit(cache=True, inline="always")
+def levels(form: int, k: EpCoefficients, tau_m: float, tau_e: float) -> tuple[float, float]:
+    """:func:`friction_levels` of coefficients ``k``."""
     if form == EP_CV:
-        return p[EP_KC], p[EP_KC]
+        return k.kc, k.kc
     if form == EP_LOAD:
         load = abs(tau_m - tau_e)
-        f_c = p[EP_KC] + p[EP_KL] * load
-        return f_c + p[EP_KCS] + p[EP_KLS] * load, f_c
-    return p[EP_KC] + p[EP_KCS], p[EP_KC]
+        f_c = k.kc + k.kl * load
+        return f_c + k.kcs + k.kls * load, f_c
+    return k.kc + k.kcs, k.kc
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def phi_z(form: int, x: float, Z: float, F_S: float, F_C: float, v_S: float, D: float) -> float:
     """Dispatch to the Φ_Z of ``form`` (``EP_LOAD`` is the Stribeck form at its levels)."""
     if form == EP_CV:
@@ -264,7 +308,7 @@ def friction_level(form: int, p: np.ndarray, tau_m: float, tau_e: float, speed: 
     return abs(phi(form, abs(speed), F_S, F_C, p[EP_VS], p[EP_KV]))
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def hypothetical_velocity(u: float, e_prev: float, Z: float, K: float) -> float:
     """v*_k = u_k + Z·K·e_{k−1}, eq. (13): the velocity reached without friction."""
     return u + Z * K * e_prev
@@ -278,12 +322,23 @@ def ep_step(form: int, p: np.ndarray, T: float, u: float, e_prev: float,
     Lines 5, 6 and 8: (13), (17), (18), with Z from (12). ``tau_m`` and
     ``tau_e`` only matter for ``EP_LOAD``. The joint receives the torque −f_k.
     """
-    K = p[EP_K]
-    B = p[EP_B]
-    Z = compliance(K, B, T)
-    F_S, F_C = friction_levels(form, p, tau_m, tau_e)
-    f = phi_z(form, hypothetical_velocity(u, e_prev, Z, K), Z, F_S, F_C, p[EP_VS], p[EP_KV])
-    return f, Z * (B * e_prev + f * T)
+    return ep_step_of(form, ep_coefficients(p), T, u, e_prev, tau_m, tau_e)
+
+
+@nb.njit(cache=True, inline="always")
+def ep_step_of(form: int, k: EpCoefficients, T: float, u: float, e_prev: float,
+               tau_m: float, tau_e: float) -> tuple[float, float]:
+    """:func:`ep_step` of coefficients ``k``."""
+    Z = compliance(k.K, k.B, T)
+    F_S, F_C = levels(form, k, tau_m, tau_e)
+    f = phi_z(form, hypothetical_velocity(u, e_prev, Z, k.K), Z, F_S, F_C, k.vs, k.kv)
+    return f, deflection(Z, k.B, e_prev, f, T)
+
+
+@nb.njit(cache=True, inline="always")
+def deflection(Z: float, B: float, e_prev: float, f: float, T: float) -> float:
+    """e_k = Z·(B·e_k−1 + f_k·T), eq. (18)."""
+    return Z * (B * e_prev + f * T)
 
 
 # --------------------------------------------------------------------------
