@@ -232,6 +232,42 @@ def test_a_stop_leaves_work_outside_the_main_thread_uncut_and_ends_the_process()
     assert result.stderr == "t: interrupted by SIGTERM; nothing was written\n"
 
 
+def test_a_kernel_compiles_once_outside_the_main_thread_for_the_types_of_its_call():
+    """The rollouts' first call of a kernel: numba compiles it in another thread, for the
+    types of the call (no second compile), and runs it in the main thread. Run from the
+    other thread, a parallel kernel made numba's OpenMP layer end the forked children of
+    the properties pass ("fork() called from a process already using GNU OpenMP")."""
+    result = _script("""
+        import threading
+        import numpy as np
+        from numba import njit, prange
+        from numba.core import event
+        from bam_sim.bench.rollouts import _kernel
+
+        seen = {"compiled": set(), "ran": set()}
+        class Compiles(event.Listener):
+            def on_start(self, ev):
+                seen["compiled"].add(threading.current_thread().name)
+            def on_end(self, ev):
+                pass
+        event.register("numba:compile", Compiles())
+
+        @njit(parallel=True)
+        def double(a, out):
+            for i in prange(a.size):
+                out[i] = 2.0 * a[i]
+
+        def work(stop):
+            out = np.zeros(64)
+            for _ in range(2):
+                _kernel(double, np.ones(64), out)
+            return f"{len(double.signatures)} {sorted(seen['compiled'])} {out.sum()}"
+        raise SystemExit(run_command("t", work))
+    """)
+    assert (result.returncode, result.stdout) == (0, "1 ['outside-main-thread'] 128.0\n"), \
+        result.stderr
+
+
 def test_raise_if_stopped_keeps_to_shields_and_to_request_only_stops():
     result = _script("""
         def work(stop):

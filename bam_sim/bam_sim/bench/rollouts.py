@@ -331,18 +331,15 @@ def _check_batch(mdl: FrictionModel, population: np.ndarray, batch: LogBatch) ->
 
 
 def _kernel(kernel, *args) -> None:
-    """``kernel(*args)``; its first call, where numba compiles it or loads it from its cache,
-    outside the main thread, so that a stop does not cut the compiler anywhere
-    (:func:`bam_sim.common.command.outside_main_thread`)."""
-    if kernel.signatures:
-        kernel(*args)
-        return
-    threads = nb.get_num_threads()  # numba's thread count is the calling thread's own
-
-    def first() -> None:
-        nb.set_num_threads(threads)
-        kernel(*args)
-    outside_main_thread(first)
+    """``kernel(*args)``; before its first call, numba compiles it (or loads it from its
+    cache) for these arguments' types outside the main thread, so that a stop does not cut
+    the compiler anywhere (:func:`bam_sim.common.command.outside_main_thread`). Only the
+    compiling: run from another thread, a parallel kernel would start OpenMP's threads
+    there, and numba's OpenMP layer then refuses every later fork (it ends the process)."""
+    if not kernel.signatures:
+        types = tuple(kernel.typeof_pyval(arg) for arg in args)  # as the call types them
+        outside_main_thread(lambda: kernel.compile(types))
+    kernel(*args)
 
 
 def _run_batch(mdl: FrictionModel, population: np.ndarray, batch: LogBatch, replay: bool,
