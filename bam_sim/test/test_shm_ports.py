@@ -74,11 +74,29 @@ def test_a_mapped_port_counts_as_used(tmp_path):
     assert shm_ports.clear_dead_ports(tmp_path) == [7421]
 
 
-def test_nothing_is_read_from_proc_without_a_half_made_port(tmp_path):
+def test_nothing_is_read_from_proc_without_a_half_made_port(tmp_path, monkeypatch):
+    def unread(proc):
+        raise AssertionError("/proc read with no half-made port")
+
     segment(tmp_path, 7411, shm_ports.INITIALISED)
-    assert shm_ports.clear_dead_ports(tmp_path, proc=tmp_path / "no_proc") == []
-    half_made(tmp_path, 7413)
-    assert shm_ports.clear_dead_ports(tmp_path, proc=tmp_path / "no_proc") == [7413]
+    with monkeypatch.context() as patch:
+        patch.setattr(shm_ports, "files_in_use", unread)
+        assert shm_ports.clear_dead_ports(tmp_path) == []
+
+
+def test_a_port_mapped_by_a_process_of_the_given_proc_is_kept(tmp_path):
+    """The mappings as /proc/<pid>/maps lists them, a deleted file's name included."""
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    kept, deleted, free = (half_made(shm, n)[0] for n in (7411, 7413, 7415))
+    process = tmp_path / "proc" / "4242"
+    (process / "fd").mkdir(parents=True)
+    (process / "maps").write_text(
+        f"7f00-7f10 rw-s 00000000 00:19 12 {kept}\n"
+        f"7f10-7f20 rw-s 00000000 00:19 13 {deleted} (deleted)\n"
+        "7f20-7f30 r-xp 00000000 00:19 14\n")  # anonymous: five fields
+    assert shm_ports.clear_dead_ports(shm, proc=tmp_path / "proc") == [7415]
+    assert kept.exists() and deleted.exists() and not free.exists()
 
 
 @pytest.mark.live
