@@ -16,8 +16,8 @@
 #   run PKG EXE [ARGS...]
 #                    run an executable of a package, like `ros2 run PKG EXE`
 #   test [ARGS...]   ruff check, then pytest over every package's test/ folder
-#                    (ARGS go to pytest); without ARGS two more passes: the
-#                    numerics tests for a generic CPU, the live tests under load
+#                    (ARGS go to pytest); without ARGS in passes (see cmd_test):
+#                    the live tests under load, the numerics again for a generic CPU
 #   lock             re-resolve requirements.in into requirements.lock
 #   clean            remove build/, install/, log/ (and .venv with --all)
 #
@@ -261,15 +261,18 @@ finish_numerics() {
   return "$status"
 }
 
-# test [PYTEST ARGS...]: ruff, then the whole suite. Without arguments (make test, CI)
-# two more passes follow:
+# test [PYTEST ARGS...]: ruff, then pytest: with arguments one pass, as given. Without
+# (make test, CI) four passes:
+#   all       every test but properties and live (the stop stress, live and stress,
+#             included);
+#   properties  generated bad input, its examples forked from a process of its own;
 #   numerics  the tests whose outcome rests on floating point (marker numerics) again,
 #             numba compiling for a generic x86-64 CPU in a fresh cache and numpy without
 #             its AVX2/AVX-512 paths: a margin that holds only for this host's vector
 #             width fails here;
-#   loaded    the tests that talk to processes, DDS, buses or signals (marker live)
-#             again, with the other core taken: the numerics pass runs pinned there,
-#             then a busy loop until the live pass ends.
+#   loaded    the tests that talk to processes, DDS, buses or signals (marker live,
+#             not stress), with the other core taken: the numerics pass runs pinned
+#             there, then a busy loop until the live pass ends.
 cmd_test() {
   enter_workspace
   cd "$ROOT"
@@ -285,7 +288,12 @@ cmd_test() {
     run_pytest all "${tests[@]}" "$@" || status=$?
   else
     # --durations: the slowest tests named in every pass's log (CI has a time budget).
-    run_pytest all "${tests[@]}" -m "not properties" --durations=25 || status=$?
+    # The live tests are left to the loaded pass below: each runs once, on the harder
+    # condition (a core taken), which saves CI the 5 minutes of a second run. The stop
+    # stress stays here: it starts every executable, so it also fills numba's cache
+    # before the loaded pass needs it.
+    run_pytest all "${tests[@]}" -m "not properties and (not live or stress)" \
+      --durations=25 || status=$?
     # Its examples are children forked from pytest: a process that has run DDS (every
     # earlier ROS test) would hand them rcl's locks, so it runs in a process of its own.
     run_pytest properties "${tests[@]}" -m properties -q --durations=10 || pass=$?
