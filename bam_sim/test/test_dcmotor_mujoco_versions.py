@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from bam_sim_cases import PENDULUM
 
-from bam_sim.bench.rollouts import delayed_command
+from bam_sim.bench.latency import delayed_command
 from bam_sim.common.errors import BamError
 from bam_sim.models.files.parameter_file import published
 from bam_sim.models.parameter_set import ParameterSet
@@ -130,7 +130,7 @@ def test_no_latency_no_delay_and_a_sub_step_latency_is_said() -> None:
 @pytest.mark.parametrize("ticks", [3.0, 12.5])
 def test_native_delay_moves_like_the_rollouts_delayed_command(ticks: float) -> None:
     # MuJoCo's history read at t − L (linear) against the undelayed export fed the
-    # rollouts' delayed command (bam_sim.bench.rollouts.delayed_command).
+    # rollouts' delayed command (bam_sim.bench.latency.delayed_command).
     base = published("mx64", "m1")
     delayed = mujoco.MjModel.from_xml_string(export_dcmotor(
         PENDULUM, [ExportJoint("j", base.replace(**{"latency.command": ticks * DT}))]).xml)

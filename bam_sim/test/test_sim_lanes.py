@@ -18,6 +18,7 @@ from bam_sim_cases import MODELS, SEED, ep_set
 from bam_sim.bench import lanes
 from bam_sim.bench.bench_log import BenchLog, LogBatch
 from bam_sim.bench.geometry import Bench
+from bam_sim.bench.latency import delayed_command
 from bam_sim.bench.pendulum import ep_update
 from bam_sim.bench.rollouts import batch_errors, batch_rollout, rollout
 from bam_sim.bench.trajectory import TRAJECTORIES, command_log
@@ -62,7 +63,8 @@ def logs_of(actuator: str, rng: np.random.Generator) -> list[BenchLog]:
 
 
 def population(actuator: str, model: str, rng: np.random.Generator) -> np.ndarray:
-    """Sets around the published one, without its latency (the STS3215's: general kernel)."""
+    """Sets around the published one, without its latency (the STS3215's: a kernel of its
+    own, tested apart)."""
     base = published(actuator, model).vector()
     base[[P.LATENCY_COMMAND, P.LATENCY_READING]] = 0.0
     return base * rng.uniform(0.7, 1.3, (SETS, base.size))
@@ -90,6 +92,48 @@ def test_lanes_equal_the_single_rollout_to_the_last_bit(actuator, model, replay)
                                                  rel=1e-14)
 
 
+@pytest.mark.parametrize("replay", [False, True])
+@pytest.mark.parametrize("actuator", ["sts3215", "mx64", "erob80_50"])
+def test_sets_with_latency_in_lanes_equal_the_single_rollout_to_the_last_bit(actuator, replay):
+    """Each lane acts on its own delayed command; delays of 0 to 4 ticks within a block put
+    the lanes on both sides of lift_drop's torque switch at once (a mixed enable)."""
+    rng = np.random.default_rng(SEED)
+    logs = logs_of(actuator, rng)
+    base = published(actuator, "m6")
+    batch = LogBatch.pack(logs, base.actuator)
+    pop = population(actuator, "m6", rng)
+    ticks = rng.uniform(0.0, 4.0, SETS)
+    ticks[::4] = 0.0  # lanes without latency beside lanes with it
+    pop[:, P.LATENCY_COMMAND] = 0.75 * ticks * batch.dt
+    pop[:, P.LATENCY_READING] = 0.25 * ticks * batch.dt
+    model = resolve_model("m6")
+    assert lanes.eligible(model, base.actuator.family, pop, voltage=False)
+    assert lanes.kernel_of(model, pop) is lanes.delayed_lanes_kernel
+    switch = next(j for j, log in enumerate(logs) if not log.enabled.all())
+    mixed = [k for k in range(len(logs[switch]))
+             if len({delayed_command(logs[switch].goal, logs[switch].enabled,
+                                     logs[switch].goal, k, d / batch.dt)[1]
+                     for d in pop[:lanes.BLOCK, P.LATENCY_COMMAND]
+                     + pop[:lanes.BLOCK, P.LATENCY_READING]}) == 2]
+    assert mixed  # the case the select in _motor_torques is for
+    positions = batch_rollout("m6", pop, batch, replay=replay)
+    names = sorted({*base.values, "latency.command", "latency.reading"})
+    for i, vec in enumerate(pop):
+        params = base.replace(**from_vector(vec, names))
+        for j, log in enumerate(logs):
+            single = rollout(params, log, replay=replay).position
+            np.testing.assert_array_equal(positions[i, j, : len(log)], single)
+
+
+def test_latency_keeps_the_elastoplastic_models_on_the_general_kernel():
+    pop = population("mx64", "m6", np.random.default_rng(SEED))
+    pop[2, P.LATENCY_COMMAND] = 0.004
+    assert lanes.eligible(resolve_model("m6"), 0, pop, voltage=False)
+    assert not lanes.eligible(resolve_model(EP_MODELS[0]), 0, pop, voltage=False)
+    pop[2, P.LATENCY_COMMAND] = 0.0
+    assert lanes.kernel_of(resolve_model("m6"), pop) is lanes.lanes_kernel
+
+
 def test_lanes_and_the_general_kernel_agree_on_the_mae_to_the_last_bit():
     """The MAE sums in the same order in both kernels: equal, not close."""
     rng = np.random.default_rng(SEED)
@@ -102,7 +146,7 @@ def test_lanes_and_the_general_kernel_agree_on_the_mae_to_the_last_bit():
 
 
 @pytest.mark.parametrize("column, value", [
-    (P.LATENCY_COMMAND, 0.004), (P.SUPPLY_R, 0.5), (P.HB_PERIOD, 5e-5), (P.TH_R, 2.0),
+    (P.SUPPLY_R, 0.5), (P.HB_PERIOD, 5e-5), (P.TH_R, 2.0),
     (P.COG_A, 0.01)])
 def test_a_set_with_an_optional_group_goes_to_the_general_kernel(column, value):
     pop = population("mx64", "m6", np.random.default_rng(SEED))

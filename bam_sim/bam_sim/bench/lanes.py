@@ -43,11 +43,17 @@ positions and errors are those of the
 single rollout and of the general kernel to the last bit, whatever the block,
 the vector width or the number of threads.
 
+With the latency group (:mod:`bam_sim.bench.latency`), each lane acts on its own
+delayed command: goal and control per lane, and an enable that may differ between
+lanes around a switch, when the lanes' torque is computed on and then set to 0 where
+a lane's is off (a select). That takes a kernel of its own, :func:`delayed_lanes_kernel`:
+in the one kernel the test for it cost the sets without latency 5-10 % of their speed.
+
 The lanes take a friction model of M1..M6 or ``ep_*`` on the voltage or current
-law, with the STS firmware's ratio and slew and the XL330's current window. The
-dcmotor family, LuGre, and a population with any optional group that
-changes the step (the DC-motor model's, latency, supply sag, drive/coast
-bridge) or an input-voltage score go to the general kernel
+law, with the STS firmware's ratio and slew and the XL330's current window, and
+M1..M6 with latency. The dcmotor family, LuGre, and a population with any optional
+group that changes the step (the DC-motor model's, supply sag, drive/coast bridge;
+latency for ``ep_*``) or an input-voltage score go to the general kernel
 (:func:`eligible`).
 """
 
@@ -56,6 +62,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from bam_sim.bench.latency import delay_ticks, delayed_command
 from bam_sim.bench.pendulum import (
     budget_update,
     ep_joint_update,
@@ -100,6 +107,9 @@ from bam_sim.models.servo.laws import (
 )
 
 BLOCK = 16  # sets per job: two AVX-512 or four AVX2 registers of float64 per state
+# The torque enable of a step over a block's lanes: the same for every lane unless their
+# latencies differ around a switch (:func:`_commands`).
+ALL_OFF, ALL_ON, MIXED = 0, 1, 2
 
 
 def layout(population: np.ndarray) -> np.ndarray:
@@ -111,6 +121,11 @@ def layout(population: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(padded.reshape(blocks, BLOCK, -1).transpose(0, 2, 1))
 
 
+def _latency(population: np.ndarray) -> np.ndarray:
+    """Whether each set of ``population`` has the latency group on."""
+    return population[:, P.LATENCY_COMMAND] + population[:, P.LATENCY_READING] > 0.0
+
+
 def eligible(model: FrictionModel, family: int, population: np.ndarray,
              voltage: bool) -> bool:
     """Whether the lanes run this batch (module docstring); else the general kernel."""
@@ -119,8 +134,9 @@ def eligible(model: FrictionModel, family: int, population: np.ndarray,
         return False
     if voltage or population.shape[0] == 0:  # no set: nothing to lay out in blocks
         return False
-    latency = population[:, P.LATENCY_COMMAND] + population[:, P.LATENCY_READING]
-    if (latency > 0.0).any() or (population[:, P.SUPPLY_R] > 0.0).any():
+    if (population[:, P.SUPPLY_R] > 0.0).any():
+        return False
+    if model.elastoplastic and _latency(population).any():
         return False
     if (population[:, P.HB_PERIOD] > 0.0).any():
         return False
@@ -142,10 +158,11 @@ def _voltage_law(lanes: np.ndarray, law: tuple, limit: float, q: np.ndarray, dq:
 
 @nb.njit(cache=True, inline="always")
 def _motor_torques(family: int, replay: bool, lanes: np.ndarray, law: tuple, q: np.ndarray,
-                   dq: np.ndarray, target: np.ndarray, on: bool, control: float,
-                   tau: np.ndarray) -> None:
+                   dq: np.ndarray, target: np.ndarray, command: tuple, tau: np.ndarray) -> None:
     """τ_m of every lane into ``tau``: the servo law at the firmware's target, or the
-    replayed control; 0 with the torque off.
+    replayed control; 0 with the torque off. ``command``: :func:`_advance`'s; with the
+    enable :data:`MIXED`, a lane's torque is 0 where its own is off, as
+    :func:`bam_sim.models.servo.laws.servo_torque` gives.
 
     ``law``: the log's (kp·k_duty, I_max of the firmware, V_s, duty_max, U_max, damping,
     kp), read once per step rather than in the lanes (a load under a lane's condition
@@ -153,16 +170,20 @@ def _motor_torques(family: int, replay: bool, lanes: np.ndarray, law: tuple, q: 
     case has a lane loop of its own: inside one loop the vectorizer would compute every
     case and select."""
     _, limit, _, _, max_voltage, damping, kp = law
-    if not on:
+    delayed, _, on, control, _, lane_enabled, lane_control = command
+    if on == ALL_OFF:
         for b in range(BLOCK):
             tau[b] = 0.0
-    elif replay and family == VOLTAGE:
+        return
+    if replay and family == VOLTAGE:
         for b in range(BLOCK):
-            tau[b] = voltage_torque(lanes[P.KT, b], lanes[P.R, b], control, dq[b])
+            tau[b] = voltage_torque(lanes[P.KT, b], lanes[P.R, b],
+                                    _lane(delayed, lane_control, control, b), dq[b])
     elif replay:
         for b in range(BLOCK):
             tau[b] = current_torque(lanes[P.KT, b], lanes[P.R, b], max_voltage,
-                                    lanes[P.I_HEAT, b], control, dq[b])
+                                    lanes[P.I_HEAT, b],
+                                    _lane(delayed, lane_control, control, b), dq[b])
     elif family == VOLTAGE and limit > 0.0:
         _voltage_law(lanes, law, limit, q, dq, target, tau)
     elif family == VOLTAGE:
@@ -172,20 +193,27 @@ def _motor_torques(family: int, replay: bool, lanes: np.ndarray, law: tuple, q: 
             amps = current_law(kp, damping, lanes[P.I_HEAT, b], q[b], dq[b], target[b])
             tau[b] = current_torque(lanes[P.KT, b], lanes[P.R, b], max_voltage,
                                     lanes[P.I_HEAT, b], amps, dq[b])
+    if on == MIXED:
+        for b in range(BLOCK):
+            tau[b] = tau[b] if lane_enabled[b] else 0.0
 
 
 @nb.njit(cache=True, inline="always")
 def _advance(model: int, family: int, replay: bool, lanes: np.ndarray, c: np.ndarray,
              kp: float, load_inertia: float, gravity_torque: float, q: np.ndarray,
              dq: np.ndarray, target: np.ndarray, tau: np.ndarray, factor: np.ndarray,
-             goal: float, on: bool, control: float, dt: float) -> None:
+             command: tuple, dt: float) -> None:
     """One step of Algorithm 1 for every lane of a block, ``lanes[parameter, lane]``;
-    ``tau`` and ``factor`` hold the lanes' τ_m and Stribeck factor between the loops."""
+    ``tau`` and ``factor`` hold the lanes' τ_m and Stribeck factor between the loops;
+    ``command``: (delayed, the log's goal, the enable over the lanes, the log's control,
+    the lanes' goal, enable and control) of :func:`_commands`."""
+    delayed, goal, lane_goal = command[0], command[1], command[4]
     law = (kp * c[C_DUTY_GAIN], c[C_FIRMWARE_CURRENT], c[C_SUPPLY], c[C_MAX_DUTY],
            c[C_MAX_VOLTAGE], c[C_DAMPING], kp)
     for b in range(BLOCK):
-        target[b] = slew(lanes[P.TARGET_RATE, b], target[b], goal, dt)
-    _motor_torques(family, replay, lanes, law, q, dq, target, on, control, tau)
+        target[b] = slew(lanes[P.TARGET_RATE, b], target[b],
+                         _lane(delayed, lane_goal, goal, b), dt)
+    _motor_torques(family, replay, lanes, law, q, dq, target, command, tau)
     if model != M1 and model != M3:
         for b in range(BLOCK):
             factor[b] = stribeck(lane_coefficients(lanes, b), dq[b])
@@ -201,17 +229,19 @@ def _advance(model: int, family: int, replay: bool, lanes: np.ndarray, c: np.nda
 def _advance_ep(model: int, family: int, replay: bool, lanes: np.ndarray, c: np.ndarray,
                 kp: float, load_inertia: float, gravity_torque: float, q: np.ndarray,
                 dq: np.ndarray, e: np.ndarray, target: np.ndarray, tau: np.ndarray,
-                tau_e: np.ndarray, f: np.ndarray, near: np.ndarray, goal: float, on: bool,
-                control: float, dt: float) -> None:
+                tau_e: np.ndarray, f: np.ndarray, near: np.ndarray, command: tuple,
+                dt: float) -> None:
     """One step of an ``ep_*`` model for every lane: the servo law's loops as in
     :func:`_advance`, τ_e with the C library's sine one lane at a time (the
     elasto-plastic references use it, so the lanes keep their bits), then the friction
     element (Algorithm 1 of Cisneros et al.) and the joint in a loop per form."""
+    delayed, goal, lane_goal = command[0], command[1], command[4]
     law = (kp * c[C_DUTY_GAIN], c[C_FIRMWARE_CURRENT], c[C_SUPPLY], c[C_MAX_DUTY],
            c[C_MAX_VOLTAGE], c[C_DAMPING], kp)
     for b in range(BLOCK):
-        target[b] = slew(lanes[P.TARGET_RATE, b], target[b], goal, dt)
-    _motor_torques(family, replay, lanes, law, q, dq, target, on, control, tau)
+        target[b] = slew(lanes[P.TARGET_RATE, b], target[b],
+                         _lane(delayed, lane_goal, goal, b), dt)
+    _motor_torques(family, replay, lanes, law, q, dq, target, command, tau)
     for b in range(BLOCK):
         tau_e[b] = libm_external_torque(gravity_torque, q[b], lanes[P.Q_OFFSET, b])
     form = model - EP_FIRST
@@ -278,6 +308,41 @@ def _job(job: int, n_logs: int, sets: int, lengths: np.ndarray) -> tuple:
 
 
 @nb.njit(cache=True, inline="always")
+def _delays(lanes: np.ndarray, dt: float, delay: np.ndarray) -> bool:
+    """Each lane's command delay in ticks into ``delay``; whether any lane has one."""
+    for b in range(BLOCK):
+        delay[b] = delay_ticks(lanes[P.LATENCY_COMMAND, b], lanes[P.LATENCY_READING, b], dt)
+    return delay.max() > 0.0
+
+
+@nb.njit(cache=True, inline="always")
+def _commands(goal: np.ndarray, enabled: np.ndarray, control: np.ndarray, k: int,
+              delay: np.ndarray, delayed: bool, lane_goal: np.ndarray,
+              lane_enabled: np.ndarray, lane_control: np.ndarray) -> int:
+    """The enable of step k of a log (``goal``, ``enabled``, ``control``) over the lanes:
+    :data:`ALL_ON`, :data:`ALL_OFF` or :data:`MIXED`. ``delayed`` (the latency group):
+    each lane's own command (:func:`bam_sim.bench.latency.delayed_command`) into
+    ``lane_goal``, ``lane_enabled`` and ``lane_control``; else step k's is every lane's,
+    and the arrays are left as they are (:func:`_lane` reads the log's)."""
+    if not delayed:
+        return ALL_ON if enabled[k] else ALL_OFF
+    on = 0
+    for b in range(BLOCK):
+        lane_goal[b], lane_enabled[b], lane_control[b] = delayed_command(
+            goal, enabled, control, k, delay[b])
+        on += lane_enabled[b]
+    return ALL_ON if on == BLOCK else (ALL_OFF if on == 0 else MIXED)
+
+
+@nb.njit(cache=True, inline="always")
+def _lane(delayed: bool, lane_values: np.ndarray, value: float, b: int) -> float:
+    """Lane b's goal or control: its own with the latency group, else the log's. In a
+    lane loop ``delayed`` is the same every turn: the compiler takes the test out of the
+    loop, and the loop without latency reads a scalar, as it did before the group."""
+    return lane_values[b] if delayed else value
+
+
+@nb.njit(cache=True, inline="always")
 def _observe(q: np.ndarray, k: int, j: int, first: int, width: int, recorded: np.ndarray,
              out_q: np.ndarray, total: np.ndarray) -> None:
     """Entry k of log j: |q − q_recorded| summed into ``total``, q stored into ``out_q``
@@ -290,26 +355,64 @@ def _observe(q: np.ndarray, k: int, j: int, first: int, width: int, recorded: np
             out_q[first + b, j, k] = q[b]
 
 
+@nb.njit(cache=True, inline="always")
+def _commands_of(latency: bool, lanes: np.ndarray, dt: float) -> tuple:
+    """A job's (delayed, delay, goal, enable, control) arrays for :func:`_commands`:
+    ``latency`` is the kernel's (a literal), ``delayed`` whether a lane of the block has
+    a delay."""
+    delay, lane_goal, lane_control = np.zeros(BLOCK), np.empty(BLOCK), np.empty(BLOCK)
+    lane_enabled = np.ones(BLOCK, dtype=np.bool_)
+    delayed = latency and _delays(lanes, dt, delay)
+    return delayed, delay, lane_goal, lane_enabled, lane_control
+
+
+@nb.njit(cache=True, inline="always")
+def _bam_job(latency, job, model, family, sets, lanes, consts, kp, load_inertia, gravity_torque,
+             q0, dq0, goal, enabled, control, lengths, dt, replay, recorded, out_q, errors):
+    """Job ``job`` of :func:`lanes_kernel` (``latency`` False) or
+    :func:`delayed_lanes_kernel` (True)."""
+    j, block, first, width, n = _job(job, lengths.size, sets, lengths)
+    q, dq, target = np.full(BLOCK, q0[j]), np.full(BLOCK, dq0[j]), np.full(BLOCK, goal[j, 0])
+    total, tau = np.zeros(BLOCK), np.empty(BLOCK)
+    factor = np.ones(BLOCK)  # M1, M3: never written, never read
+    delayed, delay, lane_goal, lane_enabled, lane_control = _commands_of(latency, lanes[block],
+                                                                        dt)
+    for k in range(n):
+        _observe(q, k, j, first, width, recorded, out_q, total)
+        if k == n - 1:
+            break
+        on = _commands(goal[j], enabled[j], control[j], k, delay, delayed, lane_goal,
+                       lane_enabled, lane_control)
+        _advance(model, family, replay, lanes[block], consts[j], kp[j], load_inertia[j],
+                 gravity_torque[j], q, dq, target, tau, factor,
+                 (delayed, goal[j, k], on, control[j, k], lane_goal, lane_enabled,
+                  lane_control), dt)
+    errors[first:first + width, j] = total[:width] / n
+
+
 @nb.njit(cache=True, parallel=True)
 def lanes_kernel(model, family, sets, lanes, consts, kp, load_inertia, gravity_torque, q0, dq0,
                  goal, enabled, control, lengths, dt, replay, recorded, out_q, errors):
     """M1..M6: the first ``sets`` lanes of ``lanes[block, parameter, lane]`` on every log:
     q in out_q[set, log] and/or the MAE against ``recorded`` in errors[set, log] (the
     general kernel's outputs)."""
-    n_logs = lengths.size
-    for job in nb.prange(n_logs * lanes.shape[0]):
-        j, block, first, width, n = _job(job, n_logs, sets, lengths)
-        q, dq, target = np.full(BLOCK, q0[j]), np.full(BLOCK, dq0[j]), np.full(BLOCK, goal[j, 0])
-        total, tau = np.zeros(BLOCK), np.empty(BLOCK)
-        factor = np.ones(BLOCK)  # M1, M3: never written, never read
-        for k in range(n):
-            _observe(q, k, j, first, width, recorded, out_q, total)
-            if k == n - 1:
-                break
-            _advance(model, family, replay, lanes[block], consts[j], kp[j], load_inertia[j],
-                     gravity_torque[j], q, dq, target, tau, factor, goal[j, k], enabled[j, k],
-                     control[j, k], dt)
-        errors[first:first + width, j] = total[:width] / n
+    for job in nb.prange(lengths.size * lanes.shape[0]):
+        _bam_job(False, job, model, family, sets, lanes, consts, kp, load_inertia,
+                 gravity_torque, q0, dq0, goal, enabled, control, lengths, dt, replay,
+                 recorded, out_q, errors)
+
+
+@nb.njit(cache=True, parallel=True)
+def delayed_lanes_kernel(model, family, sets, lanes, consts, kp, load_inertia, gravity_torque,
+                         q0, dq0, goal, enabled, control, lengths, dt, replay, recorded, out_q,
+                         errors):
+    """:func:`lanes_kernel` for a population with the latency group: each lane acts on its
+    own delayed command (a kernel of its own: without latency, the lanes read the log's
+    command as a scalar and keep their speed; measured 5-10 % slower with the test in)."""
+    for job in nb.prange(lengths.size * lanes.shape[0]):
+        _bam_job(True, job, model, family, sets, lanes, consts, kp, load_inertia,
+                 gravity_torque, q0, dq0, goal, enabled, control, lengths, dt, replay,
+                 recorded, out_q, errors)
 
 
 @nb.njit(cache=True, parallel=True)
@@ -324,17 +427,24 @@ def ep_lanes_kernel(model, family, sets, lanes, consts, kp, load_inertia, gravit
         total, tau, tau_e, f = np.zeros(BLOCK), np.empty(BLOCK), np.empty(BLOCK), np.empty(BLOCK)
         e = np.zeros(BLOCK)  # Algorithm 1 line 1: no deflection at the start
         near = np.zeros(BLOCK, dtype=np.bool_)
+        delayed, delay, lane_goal, lane_enabled, lane_control = _commands_of(
+            False, lanes[block], dt)
         for k in range(n):
             _observe(q, k, j, first, width, recorded, out_q, total)
             if k == n - 1:
                 break
+            on = _commands(goal[j], enabled[j], control[j], k, delay, delayed, lane_goal,
+                           lane_enabled, lane_control)
             _advance_ep(model, family, replay, lanes[block], consts[j], kp[j], load_inertia[j],
-                        gravity_torque[j], q, dq, e, target, tau, tau_e, f, near, goal[j, k],
-                        enabled[j, k], control[j, k], dt)
+                        gravity_torque[j], q, dq, e, target, tau, tau_e, f, near,
+                        (delayed, goal[j, k], on, control[j, k], lane_goal, lane_enabled,
+                         lane_control), dt)
         errors[first:first + width, j] = total[:width] / n
 
 
-def kernel_of(model: FrictionModel):
-    """The lanes' kernel for ``model`` (``eligible`` must hold); it fills ``out_q`` and
-    ``errors`` as the general kernel does."""
-    return ep_lanes_kernel if model.elastoplastic else lanes_kernel
+def kernel_of(model: FrictionModel, population: np.ndarray):
+    """The lanes' kernel for ``model`` and ``population`` (``eligible`` must hold); it
+    fills ``out_q`` and ``errors`` as the general kernel does."""
+    if model.elastoplastic:
+        return ep_lanes_kernel
+    return delayed_lanes_kernel if _latency(population).any() else lanes_kernel

@@ -29,14 +29,7 @@ refused before any simulation (:mod:`bam_sim.models.elastoplastic.validity`).
 The STS firmware's target (:func:`bam_sim.models.servo.laws.firmware_target`) is a
 local too, at the first goal at the start; every other servo's target is the goal.
 
-With the ``latency`` group, the commands reach the servo L_c late and its states
-are read L_r late. A reading at t is then the state at t − L_r of a servo driven
-by the commands of t − L_r − L_c: on a bench that starts at rest, as the
-protocol's do, only the sum L = L_c + L_r shows, and the rollout applies it to
-the commands (:func:`delayed_command`): the command of step k is the one given
-at k − L/Δt, interpolated between the two ticks around it (the first command
-before the log). The fit therefore frees L_c and holds L_r; the bench
-simulator keeps them apart (:mod:`bam_sim.bench.stepper`).
+With the ``latency`` group, the commands act late: :mod:`bam_sim.bench.latency`.
 
 A set that runs through MuJoCo's DC-motor model (dcmotor family, LuGre, or an
 optional group; :func:`bam_sim.models.dcmotor.motor_model.uses_motor`) carries its
@@ -57,6 +50,7 @@ import numpy as np
 
 from bam_sim.bench import lanes
 from bam_sim.bench.bench_log import BenchLog, LogBatch
+from bam_sim.bench.latency import delay_ticks, delayed_command
 from bam_sim.bench.pendulum import step_any, step_motor
 from bam_sim.common.command import outside_main_thread
 from bam_sim.common.errors import BamError
@@ -84,27 +78,6 @@ from bam_sim.models.servo.laws import (
 
 
 @nb.njit(cache=True, inline="always")
-def delayed_command(goal: np.ndarray, enabled: np.ndarray, control: np.ndarray, k: int,
-                    delay: float) -> tuple[float, bool, float]:
-    """(goal, enable, control) acting at step k with the commands ``delay`` ticks late.
-
-    Between two ticks the goal and control are interpolated; the enable is the
-    last one that has arrived. Before the first tick, the first command.
-    """
-    if not delay > 0.0:
-        return goal[k], enabled[k], control[k]
-    x = k - delay
-    if x <= 0.0:
-        return goal[0], enabled[0], control[0]
-    i = int(np.floor(x))
-    f = x - i
-    if f == 0.0:
-        return goal[i], enabled[i], control[i]
-    return (goal[i] + f * (goal[i + 1] - goal[i]), enabled[i],
-            control[i] + f * (control[i + 1] - control[i]))
-
-
-@nb.njit(cache=True, inline="always")
 def _simulate(
     model: int, family: int, p: np.ndarray, c: np.ndarray, kp: float, inertia: float,
     gravity_torque: float, q0: float, dq0: float, goal: np.ndarray, enabled: np.ndarray,
@@ -126,7 +99,7 @@ def _simulate(
     """
     q, dq, e = q0, dq0, 0.0  # e: elasto-plastic deflection (ep_* only)
     target = goal[0]  # the servo firmware's target (the goal but on an STS)
-    delay = (p[P.LATENCY_COMMAND] + p[P.LATENCY_READING]) / dt  # ticks (module docstring)
+    delay = delay_ticks(p[P.LATENCY_COMMAND], p[P.LATENCY_READING], dt)
     goal_k, enabled_k, control_k = goal[0], enabled[0], control[0]
     store, store_all, score = out_q.size > 0, out_tau.size > 0, recorded.size > 0
     motor = uses_motor(family, model, p)
@@ -357,7 +330,7 @@ def _run_batch(mdl: FrictionModel, population: np.ndarray, batch: LogBatch, repl
     volts = (batch.input_voltage if voltage and batch.has_input_voltage
              else np.empty((0, 0)))
     if lanes.eligible(mdl, batch.actuator.family, population, voltage):
-        _kernel(lanes.kernel_of(mdl), mdl.model_id, batch.actuator.family,
+        _kernel(lanes.kernel_of(mdl, population), mdl.model_id, batch.actuator.family,
                 population.shape[0], lanes.layout(population),
                 batch.consts, batch.kp, batch.load_inertia, batch.gravity_torque,
                 batch.q0, batch.dq0, batch.goal, batch.enabled, batch.control,

@@ -31,7 +31,7 @@ is then rounded to the encoder's step. Velocity is only delayed.
 
 A set with the ``latency`` group delays what the servo is told by L_c (the
 command of tick k is the one given L_c/Δt ticks earlier, goals interpolated
-between ticks as in a rollout, :func:`bam_sim.bench.rollouts.delayed_command`;
+between ticks as in a rollout, :func:`bam_sim.bench.latency.delayed_command`;
 the command held before the first tick until then) and what is reported by
 L_r, rounded to whole ticks and added to the read latency. Unlike a rollout,
 which only sees their sum, the two stay apart here: a controller closing its
