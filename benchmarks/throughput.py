@@ -91,6 +91,10 @@ joint q̇ ← clip(q̇ + Δt(τ_m + τ_e − f)/J), q ← q + Δt·q̇ (4 add 2 
   ep_load      levels of M4's budget (4 add 2 mul) and the Stribeck Φ_Z as ep_stribeck
   (sticking, every form: Z·F_S, x/Z: 1 mul 1 div 1 cmp.)
 
+m6_latency (the MX-64 logs and M6 sets, each set's commands L = L_c + L_r late,
+``batch_mae``): M6 plus each lane's delayed command (bench/latency.py):
+x = k − L/Δt, f = x − ⌊x⌋, goal and control interpolated (6 add 2 mul 3 cmp).
+
 dcmotor family, LuGre with every state and group (``batch_rollout``), per
 step: the winding temperature read (1 add); flags (2 cmp); the motor step:
 slew clip and rate (3 add 1 mul 1 div 3 cmp), integral with anti-windup
@@ -147,6 +151,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 MODELS = ("m1", "m2", "m3", "m4", "m5", "m6")
 DCMOTOR = "dcmotor_lugre"  # the dcmotor family: LuGre, every state and group
+LATENCY = "m6_latency"  # M6 with the latency group: each set's commands late
+LATENCY_TICKS = (0.5, 2.5)  # the sets' L/Δt, drawn in this range (the STS3215's ~1.1)
 SEED = 2
 LIBM_FLOPS = 20  # one libm sin or exp; pow is a log and an exp (module docstring)
 
@@ -208,6 +214,7 @@ FLOPS = {
     "ep_rational": _ep(1 + 10, 12, 2, 2, sqrt=1),
     "ep_load": _ep(4 + 7, 2 + 16, 1, 4, fma=16),
     DCMOTOR: Flops(add=40, mul=33, div=13, cmp=39, exp=3, sin=2),
+    LATENCY: _bam(7 + 6, 9 + 2, cmp=2 + 3, stribeck=True),
 }
 
 
@@ -312,6 +319,15 @@ def make_population(actuator: str, model: str, size: int, seed: int) -> np.ndarr
     return population
 
 
+def latency_population(population: np.ndarray, dt: float, seed: int) -> np.ndarray:
+    """``population`` with the latency group: L_c of each set drawn (seeded) so that
+    L/Δt lies in LATENCY_TICKS, L_r 0 (as the fit holds it)."""
+    rng = np.random.default_rng([seed, len(MODELS)])
+    late = population.copy()
+    late[:, INDEX["latency.command"]] = rng.uniform(*LATENCY_TICKS, len(late)) * dt
+    return late
+
+
 def workload_json(actuator: str, logs: list[BenchLog], populations: dict) -> dict:
     act = get_actuator(actuator)
 
@@ -357,6 +373,8 @@ def workloads(args: argparse.Namespace, batch: LogBatch,
 
     steps = args.population * args.logs * args.steps
     out = {m: (lambda m=m: batch_mae(m, populations[m], batch), steps) for m in MODELS}
+    late = latency_population(populations["m6"], batch.dt, SEED)
+    out[LATENCY] = (lambda: batch_mae("m6", late, batch), steps)
     for model in EP_MODELS:
         pop = ep.population(model, args.population, ep.SEED)
         if np.any(batch_violation(model, pop, batch) > 0.0):
@@ -457,13 +475,15 @@ def main() -> None:
                      "population": args.population, "log_steps_per_model": steps,
                      "mode": "simulated control", "seed": SEED},
         "families": {"bam": list(MODELS), "elastoplastic": list(EP_MODELS),
-                     "dcmotor": [DCMOTOR]},
+                     "dcmotor": [DCMOTOR], "latency": [LATENCY]},
         "workload_notes": {
             "ep_*": "the MX-64 logs above; populations of elastoplastic_rollouts.py "
                     "(synthetic example set, seeded +-10 %); batch_mae",
             DCMOTOR: "dcmotor family, LuGre with every state and group: benches, base set "
                      "and populations of dcmotor_rollouts.py, the same sizes; batch_rollout "
-                     "(command logs have no recorded positions)"},
+                     "(command logs have no recorded positions)",
+            LATENCY: f"the MX-64 logs and the M6 population above, each set's latency.command "
+                     f"drawn (seeded) for L/dt in {list(LATENCY_TICKS)}; batch_mae"},
         "flop_convention": {"m1_m6": "no libm call: vector_math's polynomials counted",
                             "libm_call_flops": LIBM_FLOPS, "pow_flops": 2 * LIBM_FLOPS,
                             "fma_flops": 2, "comparisons": "listed, not counted as flops",
