@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from bam_sim_cases import MODELS, SEED, ep_set
 
-from bam_sim.bench import lanes
+from bam_sim.bench import lanes, motor_lanes
 from bam_sim.bench.bench_log import BenchLog, LogBatch
 from bam_sim.bench.geometry import Bench
 from bam_sim.bench.latency import delayed_command
@@ -38,7 +38,9 @@ from bam_sim.models.elastoplastic.model import (
 )
 from bam_sim.models.files.parameter_file import published
 from bam_sim.models.model_registry import EP_FIRST, EP_MODELS, resolve_model
+from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.parameter_vector import from_vector
+from bam_sim.models.servo.actuators import get_actuator
 
 pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
 
@@ -149,11 +151,29 @@ def test_lanes_and_the_general_kernel_agree_on_the_mae_to_the_last_bit():
     (P.SUPPLY_R, 0.5), (P.HB_PERIOD, 5e-5), (P.TH_R, 2.0),
     (P.COG_A, 0.01)])
 def test_a_set_with_an_optional_group_goes_to_the_general_kernel(column, value):
+    """One set with a group among sets without: neither lanes (the motor lanes take a
+    population of which every set runs through the motor model)."""
     pop = population("mx64", "m6", np.random.default_rng(SEED))
     model = resolve_model("m6")
     assert lanes.eligible(model, 0, pop, voltage=False)
     pop[3, column] = value
     assert not lanes.eligible(model, 0, pop, voltage=False)
+    assert not motor_lanes.eligible(model, 0, pop, voltage=False)
+
+
+@pytest.mark.parametrize("column, value", [(P.TH_R, 2.0), (P.COG_A, 0.01), (P.IND_L, 0.004)])
+def test_sets_that_all_use_the_motor_model_go_to_the_motor_lanes(column, value):
+    pop = population("mx64", "m6", np.random.default_rng(SEED))
+    pop[:, column] = value
+    for model in ("m6", "lugre"):
+        assert motor_lanes.eligible(resolve_model(model), 0, pop, voltage=False)
+        assert not lanes.eligible(resolve_model(model), 0, pop, voltage=False)
+    for other in ((P.LATENCY_READING, 0.004), (P.SUPPLY_R, 0.5), (P.HB_PERIOD, 5e-5)):
+        changed = pop.copy()
+        changed[5, other[0]] = other[1]  # steps the lanes do not take
+        assert not motor_lanes.eligible(resolve_model("m6"), 0, changed, voltage=False)
+    assert not motor_lanes.eligible(resolve_model("m6"), 0, pop, voltage=True)
+    assert not motor_lanes.eligible(resolve_model("ep_cv"), 0, pop, voltage=False)
 
 
 def test_an_empty_population_gives_empty_results():
@@ -167,10 +187,152 @@ def test_an_empty_population_gives_empty_results():
 def test_other_models_and_voltage_scores_go_to_the_general_kernel():
     pop = population("mx64", "m1", np.random.default_rng(SEED))
     assert not lanes.eligible(resolve_model("m1"), 0, pop, voltage=True)
+    # The dcmotor family and LuGre run through the motor model: the motor lanes.
     assert not lanes.eligible(resolve_model("lugre"), 2, pop, voltage=False)
     assert not lanes.eligible(resolve_model("m1"), 2, pop, voltage=False)  # dcmotor family
+    assert motor_lanes.eligible(resolve_model("lugre"), 2, pop, voltage=False)
+    assert motor_lanes.eligible(resolve_model("m1"), 2, pop, voltage=False)
+    assert not motor_lanes.eligible(resolve_model("lugre"), 2, pop, voltage=True)
+    assert not motor_lanes.eligible(resolve_model("m1"), 0, pop, voltage=False)  # no group
     for model in EP_MODELS:  # elasto-plastic: the lanes (test_sim_elastoplastic_rollouts)
         assert lanes.eligible(resolve_model(model), 0, pop, voltage=False)
+
+
+# The DC-motor model with every state (slew, integral, temperature, bristle, current) and
+# group, as test_sim_motor_groups and benchmarks/dcmotor_rollouts.py run it.
+MOTOR_GROUPS = {
+    "inductance.L": 0.004, "saturation.torque": 2.5, "saturation.current_rate": 2000.0,
+    "thermal.resistance": 4.0, "thermal.capacitance": 2.0, "thermal.tempcoef": 0.0039,
+    "thermal.reftemp": 20.0, "thermal.ambient": 25.0,
+    "cogging.amplitude": 0.02, "cogging.poles": 12.0, "cogging.phase": 0.3,
+}
+LUGRE = {"lugre.stiffness": 150.0, "lugre.damping": 1.5, "lugre.coulomb": 0.05,
+         "lugre.static": 0.1, "lugre.stribeck": 0.2, "lugre.viscous": 0.05}
+CONTROLLER = {"controller.ki": 5.0, "controller.kd": 0.3, "controller.slewmax": 4.0,
+              "controller.Imax": 0.5, "controller.Vmax": 20.0}
+# What a lane may switch off (its states and selects on, in the other lanes of its block).
+SWITCHES = {
+    "inductance": ("inductance.L",),
+    "thermal": tuple(n for n in MOTOR_GROUPS if n.startswith("thermal.")),
+    "saturation": ("saturation.torque",),
+    "rate limit": ("saturation.current_rate",),
+    "cogging": ("cogging.amplitude", "cogging.poles", "cogging.phase"),
+    "integral": ("controller.ki",),
+    "anti-windup": ("controller.Imax",),
+    "slew": ("controller.slewmax",),
+    "v_max": ("controller.Vmax",),
+}
+
+
+def motor_base(actuator: str, model: str) -> ParameterSet:
+    """Every group on: the dcmotor family's own motor and controller, else the motor of
+    the actuator's published M1 (LuGre) or its published set (M1..M6)."""
+    if actuator == "dcmotor":
+        values = {"resistance": 2.0, "motorconst": 0.5, "armature": 0.01, **CONTROLLER}
+        if model != "lugre":
+            values.update({"friction_base": 0.05, "friction_viscous": 0.02})
+    elif model == "lugre":
+        m1 = published(actuator, "m1").values
+        values = {name: m1[name] for name in ("kt", "R", "armature")}
+    else:
+        values = dict(published(actuator, model).values)
+        values.update({"latency.command": 0.0, "latency.reading": 0.0})
+    if actuator == "erob80_50":  # a stronger motor: its saturation, stick and cogging
+        values.update({"saturation.torque": 40.0, "cogging.amplitude": 0.5})
+        if model == "lugre":
+            values.update({"lugre.stiffness": 2.0e4, "lugre.damping": 200.0})
+    groups = {**MOTOR_GROUPS, **(LUGRE if model == "lugre" else {})}
+    return ParameterSet.build(actuator, model, {**groups, **values})
+
+
+def motor_logs(base: ParameterSet, rng: np.random.Generator) -> list[BenchLog]:
+    """Logs of every trajectory (one with the torque off), their recorded control,
+    position and temperature (one without) from the base set's rollout."""
+    act = get_actuator(base.actuator.name)
+    logs = []
+    for i, name in enumerate(TRAJECTORIES):
+        bench = Bench(mass=float(rng.choice(act.masses)), length=float(rng.choice(act.lengths)))
+        log = command_log(name, bench, float(rng.choice(act.gains)), duration=1.0 + 0.25 * i)
+        sim = rollout(base, log)
+        temperature = sim.temperature + rng.normal(0.0, 0.1, len(log))
+        logs.append(BenchLog(bench=bench, kp=log.kp, dt=log.dt, goal=log.goal,
+                             enabled=log.enabled, control=sim.control, name=name,
+                             position=sim.position + rng.normal(0.0, 0.01, len(log)),
+                             temperature=None if i == 2 else temperature))
+    return logs
+
+
+def motor_population(base: ParameterSet, rng: np.random.Generator) -> np.ndarray:
+    """SETS sets around ``base`` (every value ±10 %), each optional state or select
+    switched off in about a third of them (every one in some lane of the first block,
+    on in the others); set 0 keeps every one."""
+    names = list(base.values)
+    pop = np.tile(base.vector(), (SETS, 1))
+    columns = [P.INDEX[name] for name in names]
+    pop[:, columns] *= rng.uniform(0.9, 1.1, (SETS, len(columns)))
+    switches = [s for s, group in SWITCHES.items() if group[0] in names]
+    if base.model.name != "lugre" and base.actuator.name != "dcmotor":
+        switches.remove("inductance")  # kept on: every set must use the motor model
+    for s in switches:
+        off = rng.random(SETS) < 1 / 3
+        off[0], off[1 + switches.index(s)] = False, True
+        pop[np.ix_(off, [P.INDEX[name] for name in SWITCHES[s]])] = 0.0
+    return pop
+
+
+def set_of(base: ParameterSet, vector: np.ndarray) -> ParameterSet:
+    """The ParameterSet of a set of :func:`motor_population` (its groups switched off
+    left out)."""
+    names = [name for name in base.values
+             if not (name.startswith("thermal.") and vector[P.TH_R] == 0.0)
+             and not (name.startswith("cogging.") and vector[P.COG_A] == 0.0)]
+    return ParameterSet.build(base.actuator, base.model, from_vector(vector, names))
+
+
+MOTOR_CASES = [("dcmotor", "lugre"), ("mx64", "lugre"), ("erob80_50", "lugre"),
+               ("dcmotor", "m1"), ("mx64", "m6"), ("xl330", "m4"), ("sts3215", "m2"),
+               ("erob80_50", "m3")]
+
+
+@pytest.mark.parametrize("replay", [False, True])
+@pytest.mark.parametrize("actuator, model", MOTOR_CASES)
+def test_motor_lanes_equal_the_single_rollout_to_the_last_bit(actuator, model, replay):
+    """Every family and joint through the DC-motor model, simulated and replayed, a full
+    and a partial block, the optional states on in some lanes and off in others."""
+    rng = np.random.default_rng(SEED)
+    base = motor_base(actuator, model)
+    logs = motor_logs(base, rng)
+    batch = LogBatch.pack(logs, base.actuator)
+    pop = motor_population(base, rng)
+    assert motor_lanes.eligible(base.model, base.actuator.family, pop, voltage=False)
+    positions = batch_rollout(model, pop, batch, replay=replay)
+    for i, vec in enumerate(pop):
+        params = set_of(base, vec)
+        for j, log in enumerate(logs):
+            single = rollout(params, log, replay=replay).position
+            np.testing.assert_array_equal(positions[i, j, : len(log)], single)
+    assert not np.array_equal(positions[0], positions[1])  # the sets differ
+
+
+@pytest.mark.parametrize("replay", [False, True])
+@pytest.mark.parametrize("actuator, model", [("dcmotor", "lugre"), ("mx64", "m6")])
+def test_motor_lanes_and_the_general_kernel_agree_on_both_maes_to_the_last_bit(actuator, model,
+                                                                              replay):
+    """Position and temperature MAE (NaN for a set without the thermal group)."""
+    rng = np.random.default_rng(SEED)
+    base = motor_base(actuator, model)
+    logs = motor_logs(base, rng)
+    batch = LogBatch.pack(logs, base.actuator)
+    pop = motor_population(base, rng)
+    in_lanes = batch_errors(model, pop, batch, replay=replay)
+    general = batch_errors(model, pop, batch, replay=replay, voltage=True)  # general kernel
+    np.testing.assert_array_equal(in_lanes[0], general[0])
+    np.testing.assert_array_equal(in_lanes[1], general[1])
+    thermal = pop[:, P.TH_R] > 0.0
+    recorded = np.array([log.temperature is not None for log in logs])
+    scored = thermal[:, None] & recorded[None, :]
+    assert np.isnan(in_lanes[1][~scored]).all() and np.isfinite(in_lanes[1][scored]).all()
+    assert (~thermal).any() and thermal.any() and (~recorded).any()
 
 
 @nb.njit(cache=True)

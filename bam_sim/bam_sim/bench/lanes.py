@@ -51,10 +51,13 @@ in the one kernel the test for it cost the sets without latency 5-10 % of their 
 
 The lanes take a friction model of M1..M6 or ``ep_*`` on the voltage or current
 law, with the STS firmware's ratio and slew and the XL330's current window, and
-M1..M6 with latency. The dcmotor family, LuGre, and a population with any optional
-group that changes the step (the DC-motor model's, supply sag, drive/coast bridge;
-latency for ``ep_*``) or an input-voltage score go to the general kernel
-(:func:`eligible`).
+M1..M6 with latency. The populations that run through the DC-motor model (the
+dcmotor family, LuGre, the sets with the DC-motor model's groups) take the lanes of
+:mod:`bam_sim.bench.motor_lanes`, which reuse this module's layout, jobs and joint.
+A population with supply sag or the drive/coast bridge, with latency and an ``ep_*``
+model or the DC-motor model, one of which only some sets use the DC-motor model, an
+``ep_*`` population with the DC-motor model's groups, and an input-voltage score go to
+the general kernel (:func:`eligible`, :func:`general_only`).
 """
 
 from __future__ import annotations
@@ -121,7 +124,7 @@ def layout(population: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(padded.reshape(blocks, BLOCK, -1).transpose(0, 2, 1))
 
 
-def _latency(population: np.ndarray) -> np.ndarray:
+def latency_on(population: np.ndarray) -> np.ndarray:
     """Whether each set of ``population`` has the latency group on."""
     return population[:, P.LATENCY_COMMAND] + population[:, P.LATENCY_READING] > 0.0
 
@@ -132,15 +135,21 @@ def eligible(model: FrictionModel, family: int, population: np.ndarray,
     bam = model.model_id in (M1, M2, M3, M4, M5, M6)
     if not (bam or model.elastoplastic) or family not in (VOLTAGE, CURRENT):
         return False
-    if voltage or population.shape[0] == 0:  # no set: nothing to lay out in blocks
+    if general_only(population, voltage):
         return False
-    if (population[:, P.SUPPLY_R] > 0.0).any():
-        return False
-    if model.elastoplastic and _latency(population).any():
-        return False
-    if (population[:, P.HB_PERIOD] > 0.0).any():
+    if model.elastoplastic and latency_on(population).any():
         return False
     return not any(uses_motor(family, model.model_id, p) for p in population)
+
+
+def general_only(population: np.ndarray, voltage: bool) -> bool:
+    """Whether a batch must run the general kernel whatever its model: no set (nothing to
+    lay out in blocks), an input-voltage score, or a set with supply sag or the
+    drive/coast bridge (steps the lanes do not take)."""
+    if voltage or population.shape[0] == 0:
+        return True
+    return bool((population[:, P.SUPPLY_R] > 0.0).any()
+                or (population[:, P.HB_PERIOD] > 0.0).any())
 
 
 @nb.njit(cache=True, inline="always")
@@ -214,6 +223,15 @@ def _advance(model: int, family: int, replay: bool, lanes: np.ndarray, c: np.nda
         target[b] = slew(lanes[P.TARGET_RATE, b], target[b],
                          _lane(delayed, lane_goal, goal, b), dt)
     _motor_torques(family, replay, lanes, law, q, dq, target, command, tau)
+    budget_joints(model, lanes, load_inertia, gravity_torque, q, dq, tau, factor, dt)
+
+
+@nb.njit(cache=True, inline="always")
+def budget_joints(model: int, lanes: np.ndarray, load_inertia: float, gravity_torque: float,
+                  q: np.ndarray, dq: np.ndarray, tau: np.ndarray, factor: np.ndarray,
+                  dt: float) -> None:
+    """Lines (4)-(5), (1) and the integration of Algorithm 1 (M1..M6) for every lane, given
+    the lanes' τ_m in ``tau``; the Stribeck factor (in ``factor``) skipped for M1 and M3."""
     if model != M1 and model != M3:
         for b in range(BLOCK):
             factor[b] = stribeck(lane_coefficients(lanes, b), dq[b])
@@ -447,4 +465,4 @@ def kernel_of(model: FrictionModel, population: np.ndarray):
     fills ``out_q`` and ``errors`` as the general kernel does."""
     if model.elastoplastic:
         return ep_lanes_kernel
-    return delayed_lanes_kernel if _latency(population).any() else lanes_kernel
+    return delayed_lanes_kernel if latency_on(population).any() else lanes_kernel

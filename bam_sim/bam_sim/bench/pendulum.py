@@ -203,14 +203,20 @@ def ep_joint_update(inertia: float, q: float, dq: float, tau_m: float, tau_e: fl
 @nb.njit(cache=True, inline="always")
 def _lugre_joint(p: np.ndarray, inertia: float, gravity_torque: float, q: float, dq: float,
                  force: float, dt: float) -> tuple[float, float]:
-    """MuJoCo's Euler step of the joint under the actuator force (LuGre included).
+    """MuJoCo's Euler step of the joint under the actuator force (LuGre included)."""
+    tau_e = libm_external_torque(gravity_torque, q, p[P.Q_OFFSET])
+    return lugre_update(p[P.LG_S2], inertia, q, dq, force, tau_e, dt)
+
+
+@nb.njit(cache=True, inline="always")
+def lugre_update(sigma2: float, inertia: float, q: float, dq: float, force: float, tau_e: float,
+                 dt: float) -> tuple[float, float]:
+    """(q_k+1, q̇_k+1): MuJoCo's Euler step under the actuator force and τ_e.
 
     The viscous σ2 of (9b) is MuJoCo's joint damping, implicit in the Euler
     integrator (section 2.4): q̈ = (τ + τ_e − σ2 q̇)/(J + Δt σ2), then
     q̇_k+1 = q̇_k + Δt q̈ and q_k+1 = q_k + Δt q̇_k+1.
     """
-    tau_e = libm_external_torque(gravity_torque, q, p[P.Q_OFFSET])
-    sigma2 = p[P.LG_S2]
     ddq = (force + tau_e - sigma2 * dq) / (inertia + dt * sigma2)
     dq_next = _clip(dq + dt * ddq, -MAX_VELOCITY, MAX_VELOCITY)
     return q + dt * dq_next, dq_next

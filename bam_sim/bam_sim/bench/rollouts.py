@@ -48,7 +48,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from bam_sim.bench import lanes
+from bam_sim.bench import lanes, motor_lanes
 from bam_sim.bench.bench_log import BenchLog, LogBatch
 from bam_sim.bench.latency import delay_ticks, delayed_command
 from bam_sim.bench.pendulum import step_any, step_motor
@@ -329,6 +329,15 @@ def _run_batch(mdl: FrictionModel, population: np.ndarray, batch: LogBatch, repl
     temperature = batch.temperature if batch.has_temperature else np.empty((0, 0))
     volts = (batch.input_voltage if voltage and batch.has_input_voltage
              else np.empty((0, 0)))
+    if motor_lanes.eligible(mdl, batch.actuator.family, population, voltage):
+        # the lanes, the motor's rows and states laid out per job from the population
+        _kernel(motor_lanes.motor_lanes_kernel, mdl.model_id, batch.actuator.family,
+                population.shape[0], lanes.layout(population), population,
+                batch.consts, batch.kp, batch.load_inertia, batch.gravity_torque,
+                batch.q0, batch.dq0, batch.goal, batch.enabled, batch.control,
+                batch.lengths, batch.dt, replay, recorded, temperature, out_q, errors,
+                errors_t)
+        return errors, errors_t, errors_v
     if lanes.eligible(mdl, batch.actuator.family, population, voltage):
         _kernel(lanes.kernel_of(mdl, population), mdl.model_id, batch.actuator.family,
                 population.shape[0], lanes.layout(population),

@@ -115,7 +115,7 @@ INPUT_FF = 4
 INPUT_VOLTAGE = 8
 INPUT_NONE = 16
 INPUT_TOKENS = {"pos": INPUT_POS, "vel": INPUT_VEL, "ff": INPUT_FF, "voltage": INPUT_VOLTAGE}
-_CONTROLLER = INPUT_POS | INPUT_VEL | INPUT_FF
+CONTROLLER = INPUT_POS | INPUT_VEL | INPUT_FF
 
 MINVAL = 1e-15     # mjMINVAL: smallest denominator
 MAXVAL = 1e10      # mjMAXVAL: larger controls count as bad
@@ -179,16 +179,10 @@ def drive_voltage(params: np.ndarray, u_pos: float, u_vel: float, u_ff: float, u
                   length: float, velocity: float, x_i: float) -> float:
     """Terminal voltage v: controller (12)-(13) in torque space, Vmax clip, raw voltage added."""
     spec = int(params[P_SPEC])
-    v = 0.0
-    if spec != INPUT_NONE and (spec & _CONTROLLER) != 0:
-        torque = (params[P_KP] * (u_pos - length) + params[P_KD] * (u_vel - velocity)
-                  + params[P_KI] * x_i + u_ff)
-        # current-controlled driver: back-EMF compensated, nominal R
-        v = params[P_R] / params[P_K] * torque + params[P_K] * velocity
-        vmax = params[P_VMAX]
-        if vmax > 0.0:
-            v = _clip(v, -vmax, vmax)
-    return v + u_volt
+    controller = spec != INPUT_NONE and (spec & CONTROLLER) != 0
+    return controller_voltage(controller, params[P_KP], params[P_KD], params[P_KI], params[P_R],
+                              params[P_K], params[P_VMAX], u_pos, u_vel, u_ff, u_volt, length,
+                              velocity, x_i)
 
 
 @nb.njit(cache=True, inline="always")
@@ -205,6 +199,125 @@ def stribeck_curve(coulomb: float, static: float, speed: float, velocity: float)
 
 
 @nb.njit(cache=True, inline="always")
+def slew_input(rate: float, prev: float, u: float, dt: float) -> tuple[float, float]:
+    """(u, ṡ): an input held within ±s·Δt of the previous setpoint, and the setpoint's
+    rate (section 2.5.3)."""
+    reach = rate * dt
+    u = _clip(u, prev - reach, prev + reach)
+    return u, (u - prev) / dt
+
+
+@nb.njit(cache=True, inline="always")
+def integral_rate(x_i: float, u_pos: float, length: float, imax: float) -> float:
+    """dx_I/dt = u_pos − θ, zeroed outward beyond ±I_max (anti-windup; 0: none)."""
+    int_dot = u_pos - length
+    if imax > 0.0:
+        if x_i >= imax:
+            int_dot = _min(int_dot, 0.0)
+        elif x_i <= -imax:
+            int_dot = _max(int_dot, 0.0)
+    return int_dot
+
+
+@nb.njit(cache=True, inline="always")
+def integral_update(x_i: float, int_dot: float, imax: float, dt: float) -> float:
+    """x_I after the step (Euler), clipped to ±I_max (0: none)."""
+    x_i = x_i + int_dot * dt
+    return _clip(x_i, -imax, imax) if imax > 0.0 else x_i
+
+
+@nb.njit(cache=True, inline="always")
+def controller_voltage(controller: bool, kp: float, kd: float, ki: float, r: float, k: float,
+                       vmax: float, u_pos: float, u_vel: float, u_ff: float, u_volt: float,
+                       length: float, velocity: float, x_i: float) -> float:
+    """:func:`drive_voltage` from its values; ``controller``: the signature has a pos, vel
+    or ff input."""
+    v = 0.0
+    if controller:
+        torque = kp * (u_pos - length) + kd * (u_vel - velocity) + ki * x_i + u_ff
+        # current-controlled driver: back-EMF compensated, nominal R
+        v = r / k * torque + k * velocity
+        if vmax > 0.0:
+            v = _clip(v, -vmax, vmax)
+    return v + u_volt
+
+
+@nb.njit(cache=True, inline="always")
+def winding_resistance(r0: float, alpha: float, rise: float, ambient: float,
+                       reference: float) -> float:
+    """R(T) = R0 (1 + α (T + T_a − T0)), equation (8), T the rise above ambient."""
+    return r0 * (1.0 + alpha * (rise + ambient - reference))
+
+
+@nb.njit(cache=True, inline="always")
+def stateless_current(v: float, k: float, velocity: float, r: float) -> float:
+    """i = (v − Kθ̇)/R(T), equation (2)."""
+    return (v - k * velocity) / r
+
+
+@nb.njit(cache=True, inline="always")
+def temperature_rate(r: float, i: float, rise: float, rt: float, c: float) -> float:
+    """dT/dt = (R(T) i² − T/R_T)/C, the thermal ODE (7)."""
+    return (r * i * i - rise / rt) / c
+
+
+@nb.njit(cache=True, inline="always")
+def bristle_rate(sigma0: float, g: float, z: float, velocity: float) -> tuple[float, float]:
+    """(a, ż): dz/dt = a z + θ̇ with a = −σ0|θ̇|/g(θ̇), equation (9a); g of (10)."""
+    a = -sigma0 * abs(velocity) / _max(MINVAL, g)
+    return a, a * z + velocity
+
+
+@nb.njit(cache=True, inline="always")
+def bristle_exp(a: float, dt: float) -> float:
+    """e^{aΔt} of the bristle's update (11), with the C library's exponential."""
+    return math.exp(a * dt)
+
+
+@nb.njit(cache=True, inline="always")
+def bristle_update(a: float, exp_ah: float, z: float, velocity: float, dt: float) -> float:
+    """z after the step by the exact zero-order-hold update (11); ``exp_ah`` = e^{aΔt}."""
+    int_h = (exp_ah - 1.0) / a if abs(a) > MINVAL else dt
+    return exp_ah * z + int_h * velocity
+
+
+@nb.njit(cache=True, inline="always")
+def current_rate(v: float, r: float, k: float, velocity: float, i: float, te: float,
+                 dimax: float) -> float:
+    """di/dt of the electrical ODE (4), clipped to ±(di/dt)_max (0: none; section 2.2)."""
+    i_dot = (v / r - k / r * velocity - i) / te
+    return _clip(i_dot, -dimax, dimax) if dimax > 0.0 else i_dot
+
+
+@nb.njit(cache=True, inline="always")
+def current_decay(te: float, dt: float) -> tuple[float, float]:
+    """(t_c, 1 − e^{−Δt/t_c}) of the exact update of (4), t_c = max(t_e, MINVAL)."""
+    tc = _max(MINVAL, te)
+    return tc, 1.0 - math.exp(-dt / tc)
+
+
+@nb.njit(cache=True, inline="always")
+def current_update(i: float, i_dot: float, tc: float, decay: float) -> float:
+    """i after the step, (4) integrated exactly over it (zero-order hold)."""
+    return i + i_dot * tc * decay
+
+
+@nb.njit(cache=True, inline="always")
+def stateless_force(k: float, r: float, v: float, velocity: float) -> float:
+    """K·i of the stateless current (2): K/R·v − K²/R·θ̇."""
+    gain = k / _max(MINVAL, r)
+    force = gain * v
+    force += -(gain * k * velocity)  # back-EMF, equation (2)
+    return force
+
+
+@nb.njit(cache=True, inline="always")
+def cogging(amplitude: float, poles: float, phase: float, length: float) -> float:
+    """A sin(N_p θ + φ), equation (6)."""
+    return amplitude * math.sin(poles * length + phase)
+
+
+@nb.njit(cache=True, inline="always")
 def motor_step(params: np.ndarray, state: np.ndarray, u_pos: float, u_vel: float, u_ff: float,
                u_volt: float, length: float, velocity: float,
                dt: float) -> tuple[float, float, float, float]:
@@ -215,7 +328,9 @@ def motor_step(params: np.ndarray, state: np.ndarray, u_pos: float, u_vel: float
     the force without cogging and friction; τ_LuGre = −(σ0 z + σ1 ż), the
     friction part of ``force`` (0 without LuGre). ``state`` is advanced in
     place. The composition of the bench (:mod:`bam_sim.models.dcmotor.groups`)
-    calls it with the inputs of its control law.
+    calls it with the inputs of its control law. Each equation is a function of
+    scalar values, which the population's lanes (:mod:`bam_sim.bench.motor_lanes`)
+    compose the same way, lane by lane.
     """
     spec = int(params[P_SPEC])
     k = params[P_K]
@@ -226,29 +341,19 @@ def motor_step(params: np.ndarray, state: np.ndarray, u_pos: float, u_vel: float
     slew_dot = 0.0
     if params[P_SLEW] > 0.0:
         prev = state[S_SLEW]
-        reach = params[P_SLEW] * dt
         if spec & INPUT_POS:
-            u_pos = _clip(u_pos, prev - reach, prev + reach)
-            slew_dot = (u_pos - prev) / dt
+            u_pos, slew_dot = slew_input(params[P_SLEW], prev, u_pos, dt)
         elif spec & INPUT_VEL:
-            u_vel = _clip(u_vel, prev - reach, prev + reach)
-            slew_dot = (u_vel - prev) / dt
+            u_vel, slew_dot = slew_input(params[P_SLEW], prev, u_vel, dt)
         else:
-            u_ff = _clip(u_ff, prev - reach, prev + reach)
-            slew_dot = (u_ff - prev) / dt
+            u_ff, slew_dot = slew_input(params[P_SLEW], prev, u_ff, dt)
 
     # integral of the position error with anti-windup (the integral needs pos)
     x_i = 0.0
     int_dot = 0.0
     if params[P_KI] > 0.0:
         x_i = state[S_INTEGRAL]
-        int_dot = u_pos - length
-        imax = params[P_IMAX]
-        if imax > 0.0:
-            if x_i >= imax:
-                int_dot = _min(int_dot, 0.0)
-            elif x_i <= -imax:
-                int_dot = _max(int_dot, 0.0)
+        int_dot = integral_rate(x_i, u_pos, length, params[P_IMAX])
 
     v = drive_voltage(params, u_pos, u_vel, u_ff, u_volt, length, velocity, x_i)
 
@@ -257,37 +362,32 @@ def motor_step(params: np.ndarray, state: np.ndarray, u_pos: float, u_vel: float
     temp_dot = 0.0
     if params[P_RT] > 0.0:
         rise = state[S_TEMPERATURE]
-        r *= 1.0 + params[P_ALPHA] * (rise + params[P_TA] - params[P_T0])
-        i = state[S_CURRENT] if te > 0.0 else (v - k * velocity) / r
-        temp_dot = (r * i * i - rise / params[P_RT]) / params[P_C]
+        r = winding_resistance(r, params[P_ALPHA], rise, params[P_TA], params[P_T0])
+        i = state[S_CURRENT] if te > 0.0 else stateless_current(v, k, velocity, r)
+        temp_dot = temperature_rate(r, i, rise, params[P_RT], params[P_C])
 
     # LuGre bristle (9a): dz/dt = a z + ω
     a = 0.0
     z_dot = 0.0
     if params[P_SIGMA0] > 0.0:
-        a = -params[P_SIGMA0] * abs(velocity) / _max(MINVAL, stribeck(params, velocity))
-        z_dot = a * state[S_BRISTLE] + velocity
+        a, z_dot = bristle_rate(params[P_SIGMA0], stribeck(params, velocity), state[S_BRISTLE],
+                                velocity)
 
     # electrical ODE (4) and the current rate limit (section 2.2)
     if te > 0.0:
-        i_dot = (v / r - k / r * velocity - state[S_CURRENT]) / te
-        dimax = params[P_DIMAX]
-        if dimax > 0.0:
-            i_dot = _clip(i_dot, -dimax, dimax)
-        tc = _max(MINVAL, te)
-        current = state[S_CURRENT] + i_dot * tc * (1.0 - math.exp(-dt / tc))
+        i_dot = current_rate(v, r, k, velocity, state[S_CURRENT], te, params[P_DIMAX])
+        tc, decay = current_decay(te, dt)
+        current = current_update(state[S_CURRENT], i_dot, tc, decay)
         force = k * current  # actearly: the current after the step
     else:
-        gain = k / _max(MINVAL, r)
-        force = gain * v
-        force += -(gain * k * velocity)  # back-EMF, equation (2)
+        force = stateless_force(k, r, v, velocity)
         current = 0.0
 
     if params[P_FORCELIMITED] != 0.0:  # current/torque saturation (3)
         force = _clip(force, params[P_FMIN], params[P_FMAX])
     electric = force
     if params[P_COG_A] != 0.0:  # cogging (6), after the clip
-        force += params[P_COG_A] * math.sin(params[P_COG_N] * length + params[P_COG_PHASE])
+        force += cogging(params[P_COG_A], params[P_COG_N], params[P_COG_PHASE], length)
     lugre = 0.0
     if params[P_SIGMA0] > 0.0:  # LuGre friction (9b), state at t, after the clip
         lugre = params[P_SIGMA0] * state[S_BRISTLE] + params[P_SIGMA1] * z_dot
@@ -297,16 +397,11 @@ def motor_step(params: np.ndarray, state: np.ndarray, u_pos: float, u_vel: float
     if params[P_SLEW] > 0.0:
         state[S_SLEW] = state[S_SLEW] + slew_dot * dt
     if params[P_KI] > 0.0:
-        x_i = state[S_INTEGRAL] + int_dot * dt
-        if params[P_IMAX] > 0.0:
-            x_i = _clip(x_i, -params[P_IMAX], params[P_IMAX])
-        state[S_INTEGRAL] = x_i
+        state[S_INTEGRAL] = integral_update(state[S_INTEGRAL], int_dot, params[P_IMAX], dt)
     if params[P_RT] > 0.0:
         state[S_TEMPERATURE] = state[S_TEMPERATURE] + temp_dot * dt
     if params[P_SIGMA0] > 0.0:  # exact zero-order-hold update (11)
-        exp_ah = math.exp(a * dt)
-        int_h = (exp_ah - 1.0) / a if abs(a) > MINVAL else dt
-        state[S_BRISTLE] = exp_ah * state[S_BRISTLE] + int_h * velocity
+        state[S_BRISTLE] = bristle_update(a, bristle_exp(a, dt), state[S_BRISTLE], velocity, dt)
     if te > 0.0:
         state[S_CURRENT] = current
     return force, v, electric, -lugre
@@ -728,7 +823,7 @@ def _params(spec: _Spec, autolimits: bool, clampctrl: bool, what: str) -> np.nda
     """Validate the compiled fields and lay them out as the kernel's parameter vector."""
     code = spec.spec or INPUT_VOLTAGE
     kp, ki, kd, slew, imax, vmax = spec.controller
-    controller = code != INPUT_NONE and code & _CONTROLLER
+    controller = code != INPUT_NONE and code & CONTROLLER
     if not controller and (kp or ki or kd):
         raise BamError(f"{what}: controller gains need a pos, vel or ff input")
     if ki > 0.0 and not code & INPUT_POS:

@@ -111,6 +111,13 @@ def init_state(params: np.ndarray, state: np.ndarray, goal: float, temperature: 
 
 
 @nb.njit(cache=True, inline="always")
+def torque_request(kt: float, amps: float) -> float:
+    """The dcmotor's ``ff`` input of the current law: the torque k_t·I of the host's
+    current I (module docstring)."""
+    return kt * amps
+
+
+@nb.njit(cache=True, inline="always")
 def motor_torque(family: int, p: np.ndarray, c: np.ndarray, pd: np.ndarray, state: np.ndarray,
                  kp: float, q: float, dq: float, goal: float, enabled: bool, replay: bool,
                  control: float, dt: float) -> tuple[float, float, float, float]:
@@ -127,7 +134,7 @@ def motor_torque(family: int, p: np.ndarray, c: np.ndarray, pd: np.ndarray, stat
     if mode == REPLAY:
         applied = control
         if family == CURRENT:
-            u_ff = p[P.KT] * _clip(control, -p[P.I_HEAT], p[P.I_HEAT])
+            u_ff = torque_request(p[P.KT], _clip(control, -p[P.I_HEAT], p[P.I_HEAT]))
         else:  # the bridge's mean terminal voltage (drive/coast: hbridge group)
             u_volt = bridge_voltage(p, c, control, dq)
     elif mode == ON:
@@ -137,7 +144,7 @@ def motor_torque(family: int, p: np.ndarray, c: np.ndarray, pd: np.ndarray, stat
         else:
             applied = control_law(family, p, c, kp, q, dq, goal)
             if family == CURRENT:
-                u_ff = p[P.KT] * applied
+                u_ff = torque_request(p[P.KT], applied)
             else:
                 u_volt = bridge_voltage(p, c, applied, dq)
     force, volts, electric, lugre = D.motor_step(d, state, u_pos, 0.0, u_ff, u_volt, q, dq, dt)
