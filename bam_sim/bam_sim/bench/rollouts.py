@@ -188,6 +188,33 @@ def _rollout_kernel(model, family, p, c, kp, inertia, gravity_torque, q0, dq0, g
               temperature, out_current, out_temperature, np.empty(0), out_voltage)
 
 
+@nb.njit(cache=True)
+def _pair(job, model, family, consts, population, kp, load_inertia, gravity_torque, q0, dq0,
+          goal, enabled, control, lengths, dt, replay, recorded, temperature, voltage, out_q,
+          errors, errors_t, errors_v):
+    """Pair ``job`` of :func:`_batch_kernel` (set job // logs, log job % logs).
+
+    Compiled apart from the kernel's parallel loop: numba's parallel passes then see a
+    call, not the whole inlined loop of :func:`_simulate` (the kernel compiled for
+    80 s cold with it inlined)."""
+    n_logs = lengths.size
+    empty = np.empty(0)
+    i = job // n_logs
+    j = job % n_logs
+    p = population[i]
+    rec = recorded[j] if recorded.size > 0 else empty
+    temp = temperature[j] if temperature.size > 0 else empty
+    volts = voltage[j] if voltage.size > 0 else empty
+    out = out_q[i, j] if out_q.size > 0 else empty
+    total, total_t, count_t, total_v, count_v = _simulate(
+        model, family, p, consts[j], kp[j], load_inertia[j] + p[P.ARMATURE],
+        gravity_torque[j], q0[j], dq0[j], goal[j], enabled[j], control[j], lengths[j], dt,
+        replay, rec, out, empty, empty, empty, temp, empty, empty, volts, empty)
+    errors[i, j] = total / lengths[j]
+    errors_t[i, j] = total_t / count_t if count_t > 0 else np.nan
+    errors_v[i, j] = total_v / count_v if count_v > 0 else np.nan
+
+
 @nb.njit(cache=True, parallel=True)
 def _batch_kernel(model, family, consts, population, kp, load_inertia, gravity_torque, q0, dq0,
                   goal, enabled, control, lengths, dt, replay, recorded, temperature, voltage,
@@ -198,24 +225,12 @@ def _batch_kernel(model, family, consts, population, kp, load_inertia, gravity_t
     errors of each pair (NaN where nothing was scored: no thermal group or no
     recorded temperature; no voltage asked for or recorded).
     """
-    n_logs = lengths.size
-    empty = np.empty(0)
-    store = out_q.size > 0
-    for job in nb.prange(population.shape[0] * n_logs):
-        i = job // n_logs
-        j = job % n_logs
-        p = population[i]
-        rec = recorded[j] if recorded.size > 0 else empty
-        temp = temperature[j] if temperature.size > 0 else empty
-        volts = voltage[j] if voltage.size > 0 else empty
-        out = out_q[i, j] if store else empty
-        total, total_t, count_t, total_v, count_v = _simulate(
-            model, family, p, consts[j], kp[j], load_inertia[j] + p[P.ARMATURE],
-            gravity_torque[j], q0[j], dq0[j], goal[j], enabled[j], control[j], lengths[j], dt,
-            replay, rec, out, empty, empty, empty, temp, empty, empty, volts, empty)
-        errors[i, j] = total / lengths[j]
-        errors_t[i, j] = total_t / count_t if count_t > 0 else np.nan
-        errors_v[i, j] = total_v / count_v if count_v > 0 else np.nan
+    for job in nb.prange(population.shape[0] * lengths.size):
+        # int64, as the kernel's typing sees it (the parallel body's index is unsigned):
+        # one compile of _pair, not two
+        _pair(np.int64(job), model, family, consts, population, kp, load_inertia,
+              gravity_torque, q0, dq0, goal, enabled, control, lengths, dt, replay, recorded,
+              temperature, voltage, out_q, errors, errors_t, errors_v)
 
 
 @dataclass(frozen=True)
