@@ -335,21 +335,25 @@ def _delays(lanes: np.ndarray, dt: float, delay: np.ndarray) -> bool:
 
 @nb.njit(cache=True, inline="always")
 def _commands(goal: np.ndarray, enabled: np.ndarray, control: np.ndarray, k: int,
-              delay: np.ndarray, delayed: bool, lane_goal: np.ndarray,
-              lane_enabled: np.ndarray, lane_control: np.ndarray) -> int:
-    """The enable of step k of a log (``goal``, ``enabled``, ``control``) over the lanes:
-    :data:`ALL_ON`, :data:`ALL_OFF` or :data:`MIXED`. ``delayed`` (the latency group):
-    each lane's own command (:func:`bam_sim.bench.latency.delayed_command`) into
-    ``lane_goal``, ``lane_enabled`` and ``lane_control``; else step k's is every lane's,
-    and the arrays are left as they are (:func:`_lane` reads the log's)."""
+              scratch: tuple) -> tuple:
+    """The command of step k of a log (``goal``, ``enabled``, ``control``) as
+    :func:`_advance` takes it: (delayed, the log's goal, the enable over the lanes
+    (:data:`ALL_ON`, :data:`ALL_OFF` or :data:`MIXED`), the log's control, the lanes' goal,
+    enable and control). ``scratch``: the job's arrays (:func:`_commands_of`). Delayed
+    (the latency group), each lane's own command
+    (:func:`bam_sim.bench.latency.delayed_command`) goes into them; else step k's is
+    every lane's, and they are left as they are (:func:`_lane` reads the log's)."""
+    delayed, delay, lane_goal, lane_enabled, lane_control = scratch
     if not delayed:
-        return ALL_ON if enabled[k] else ALL_OFF
-    on = 0
-    for b in range(BLOCK):
-        lane_goal[b], lane_enabled[b], lane_control[b] = delayed_command(
-            goal, enabled, control, k, delay[b])
-        on += lane_enabled[b]
-    return ALL_ON if on == BLOCK else (ALL_OFF if on == 0 else MIXED)
+        on = ALL_ON if enabled[k] else ALL_OFF
+    else:
+        count = 0
+        for b in range(BLOCK):
+            lane_goal[b], lane_enabled[b], lane_control[b] = delayed_command(
+                goal, enabled, control, k, delay[b])
+            count += lane_enabled[b]
+        on = ALL_ON if count == BLOCK else (ALL_OFF if count == 0 else MIXED)
+    return delayed, goal[k], on, control[k], lane_goal, lane_enabled, lane_control
 
 
 @nb.njit(cache=True, inline="always")
@@ -393,18 +397,14 @@ def _bam_job(latency, job, model, family, sets, lanes, consts, kp, load_inertia,
     q, dq, target = np.full(BLOCK, q0[j]), np.full(BLOCK, dq0[j]), np.full(BLOCK, goal[j, 0])
     total, tau = np.zeros(BLOCK), np.empty(BLOCK)
     factor = np.ones(BLOCK)  # M1, M3: never written, never read
-    delayed, delay, lane_goal, lane_enabled, lane_control = _commands_of(latency, lanes[block],
-                                                                        dt)
+    scratch = _commands_of(latency, lanes[block], dt)
     for k in range(n):
         _observe(q, k, j, first, width, recorded, out_q, total)
         if k == n - 1:
             break
-        on = _commands(goal[j], enabled[j], control[j], k, delay, delayed, lane_goal,
-                       lane_enabled, lane_control)
         _advance(model, family, replay, lanes[block], consts[j], kp[j], load_inertia[j],
                  gravity_torque[j], q, dq, target, tau, factor,
-                 (delayed, goal[j, k], on, control[j, k], lane_goal, lane_enabled,
-                  lane_control), dt)
+                 _commands(goal[j], enabled[j], control[j], k, scratch), dt)
     errors[first:first + width, j] = total[:width] / n
 
 
@@ -445,18 +445,14 @@ def ep_lanes_kernel(model, family, sets, lanes, consts, kp, load_inertia, gravit
         total, tau, tau_e, f = np.zeros(BLOCK), np.empty(BLOCK), np.empty(BLOCK), np.empty(BLOCK)
         e = np.zeros(BLOCK)  # Algorithm 1 line 1: no deflection at the start
         near = np.zeros(BLOCK, dtype=np.bool_)
-        delayed, delay, lane_goal, lane_enabled, lane_control = _commands_of(
-            False, lanes[block], dt)
+        scratch = _commands_of(False, lanes[block], dt)
         for k in range(n):
             _observe(q, k, j, first, width, recorded, out_q, total)
             if k == n - 1:
                 break
-            on = _commands(goal[j], enabled[j], control[j], k, delay, delayed, lane_goal,
-                           lane_enabled, lane_control)
             _advance_ep(model, family, replay, lanes[block], consts[j], kp[j], load_inertia[j],
                         gravity_torque[j], q, dq, e, target, tau, tau_e, f, near,
-                        (delayed, goal[j, k], on, control[j, k], lane_goal, lane_enabled,
-                         lane_control), dt)
+                        _commands(goal[j], enabled[j], control[j], k, scratch), dt)
         errors[first:first + width, j] = total[:width] / n
 
 
