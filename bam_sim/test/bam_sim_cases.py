@@ -41,3 +41,16 @@ def ep_set(actuator: str, model: str, **values: float) -> ParameterSet:
     for name in get_model(model).params:
         base[name] = FRICTION[name] * scales.get(SCALE.get(name), 1.0)
     return ParameterSet.build(actuator, model, {**base, **values})
+
+
+# Every group of the DC-motor model, all five states of the dcmotor family enabled (slew,
+# integral, temperature, bristle, current) with MOTOR_CONTROLLER.
+MOTOR_GROUPS = {
+    "inductance.L": 0.004,
+    "thermal.resistance": 4.0, "thermal.capacitance": 2.0, "thermal.tempcoef": 0.0039,
+    "thermal.reftemp": 20.0, "thermal.ambient": 25.0,
+    "saturation.torque": 2.5, "saturation.current_rate": 2000.0,
+    "cogging.amplitude": 0.02, "cogging.poles": 12.0, "cogging.phase": 0.3,
+}
+MOTOR_CONTROLLER = {"controller.ki": 5.0, "controller.kd": 0.3, "controller.slewmax": 4.0,
+                    "controller.Imax": 0.5, "controller.Vmax": 20.0}

@@ -13,7 +13,7 @@ import math
 import numba as nb
 import numpy as np
 import pytest
-from bam_sim_cases import MODELS, SEED, ep_set
+from bam_sim_cases import MODELS, MOTOR_CONTROLLER, MOTOR_GROUPS, SEED, ep_set
 
 from bam_sim.bench import lanes, motor_lanes
 from bam_sim.bench.bench_log import BenchLog, LogBatch
@@ -198,18 +198,9 @@ def test_other_models_and_voltage_scores_go_to_the_general_kernel():
         assert lanes.eligible(resolve_model(model), 0, pop, voltage=False)
 
 
-# The DC-motor model with every state (slew, integral, temperature, bristle, current) and
-# group, as test_sim_motor_groups and benchmarks/dcmotor_rollouts.py run it.
-MOTOR_GROUPS = {
-    "inductance.L": 0.004, "saturation.torque": 2.5, "saturation.current_rate": 2000.0,
-    "thermal.resistance": 4.0, "thermal.capacitance": 2.0, "thermal.tempcoef": 0.0039,
-    "thermal.reftemp": 20.0, "thermal.ambient": 25.0,
-    "cogging.amplitude": 0.02, "cogging.poles": 12.0, "cogging.phase": 0.3,
-}
+# LuGre, with every state and group of bam_sim_cases.MOTOR_GROUPS.
 LUGRE = {"lugre.stiffness": 150.0, "lugre.damping": 1.5, "lugre.coulomb": 0.05,
          "lugre.static": 0.1, "lugre.stribeck": 0.2, "lugre.viscous": 0.05}
-CONTROLLER = {"controller.ki": 5.0, "controller.kd": 0.3, "controller.slewmax": 4.0,
-              "controller.Imax": 0.5, "controller.Vmax": 20.0}
 # What a lane may switch off (its states and selects on, in the other lanes of its block).
 SWITCHES = {
     "inductance": ("inductance.L",),
@@ -228,7 +219,7 @@ def motor_base(actuator: str, model: str) -> ParameterSet:
     """Every group on: the dcmotor family's own motor and controller, else the motor of
     the actuator's published M1 (LuGre) or its published set (M1..M6)."""
     if actuator == "dcmotor":
-        values = {"resistance": 2.0, "motorconst": 0.5, "armature": 0.01, **CONTROLLER}
+        values = {"resistance": 2.0, "motorconst": 0.5, "armature": 0.01, **MOTOR_CONTROLLER}
         if model != "lugre":
             values.update({"friction_base": 0.05, "friction_viscous": 0.02})
     elif model == "lugre":

@@ -16,6 +16,7 @@ import mujoco
 import numba
 import numpy as np
 import pytest
+from bam_sim_cases import MOTOR_CONTROLLER, MOTOR_GROUPS
 
 from bam_sim.bench.bench_log import BenchLog, LogBatch
 from bam_sim.bench.geometry import GRAVITY, Bench
@@ -36,19 +37,8 @@ COM_INERTIA = 1e-6  # the body's own inertia about its centre, counted in our ar
 STEPS = 1200
 POSITION_ATOL = 1e-9  # rad
 
-# Every group, all five states of the dcmotor family enabled (slew, integral,
-# temperature, bristle, current).
-GROUPS = {
-    "inductance.L": 0.004,
-    "thermal.resistance": 4.0, "thermal.capacitance": 2.0, "thermal.tempcoef": 0.0039,
-    "thermal.reftemp": 20.0, "thermal.ambient": 25.0,
-    "saturation.torque": 2.5, "saturation.current_rate": 2000.0,
-    "cogging.amplitude": 0.02, "cogging.poles": 12.0, "cogging.phase": 0.3,
-}
 LUGRE = {"lugre.stiffness": 200.0, "lugre.damping": 3.0, "lugre.coulomb": 0.05,
          "lugre.static": 0.1, "lugre.stribeck": 0.2, "lugre.viscous": 0.05}
-CONTROLLER = {"controller.ki": 5.0, "controller.kd": 0.3, "controller.slewmax": 4.0,
-              "controller.Imax": 0.5, "controller.Vmax": 20.0}
 MOTOR_XML = ('resistance="{R}" motorconst="{K}" armature="{J}" inductance="0.004" '
              'thermal="4 2 0 0.0039 20 25" saturation="2.5 0 2000" cogging="0.02 12 0.3" '
              'lugre="200 3 0.05 0.1 0.2"')
@@ -94,14 +84,14 @@ def run_mujoco(xml: str, control) -> dict[str, np.ndarray]:
 
 
 def motor_set(actuator: str, motor: dict[str, float]) -> ParameterSet:
-    values = {**motor, **GROUPS, **LUGRE,
+    values = {**motor, **MOTOR_GROUPS, **LUGRE,
               "armature": motor["armature"] + COM_INERTIA}  # our J holds the body's own
     return ParameterSet.build(actuator, "lugre", values)
 
 
 def check_against(ours, ref, thermal_slot: int) -> None:
     np.testing.assert_allclose(ours.position, ref["q"], rtol=0, atol=POSITION_ATOL)
-    np.testing.assert_allclose(ours.temperature, GROUPS["thermal.ambient"]
+    np.testing.assert_allclose(ours.temperature, MOTOR_GROUPS["thermal.ambient"]
                                + ref["act"][:, thermal_slot], rtol=1e-12, atol=1e-9)
     assert np.ptp(ref["q"]) > 1.0, "the trajectory hardly moved"
     rise = ref["act"][-1, thermal_slot]
@@ -112,7 +102,7 @@ def test_dcmotor_family_equals_mujocos_dcmotor_pendulum_with_every_state():
     kp = 20.0
     motor = {"resistance": 2.0, "motorconst": 0.5, "armature": 0.01}
     params = ParameterSet.build("dcmotor", "lugre", {**motor_set("dcmotor", motor).values,
-                                                     **CONTROLLER})
+                                                     **MOTOR_CONTROLLER})
     xml = pendulum_xml(MOTOR_XML.format(R=2.0, K=0.5, J=0.01)
                        + f' input="pos" controller="{kp} 5 0.3 4 0.5 20"')
     goal = goals()
@@ -151,7 +141,7 @@ def test_current_law_through_the_motor_model_equals_mujoco_with_ff_input():
     act = get_actuator("erob80_50")
     er = published("erob80_50", "m1").values
     lugre = {"lugre.stiffness": 2.0e4, "lugre.damping": 200.0}
-    groups = {**GROUPS, "saturation.torque": 40.0, "cogging.amplitude": 0.5,
+    groups = {**MOTOR_GROUPS, "saturation.torque": 40.0, "cogging.amplitude": 0.5,
               "thermal.capacitance": 0.5}
     values = {"kt": er["kt"], "R": er["R"], "armature": er["armature"] + COM_INERTIA,
               **groups, **LUGRE, **lugre}
@@ -201,8 +191,8 @@ def test_torque_off_leaves_cogging_alone_and_no_current():
 
 def test_batched_rollouts_equal_single_rollouts_and_do_not_depend_on_threads():
     params = ParameterSet.build("dcmotor", "lugre", {
-        "resistance": 2.0, "motorconst": 0.5, "armature": 0.01, **GROUPS, **LUGRE,
-        **CONTROLLER})
+        "resistance": 2.0, "motorconst": 0.5, "armature": 0.01, **MOTOR_GROUPS, **LUGRE,
+        **MOTOR_CONTROLLER})
     logs = [command_log(name, Bench(m, 0.15), kp) for name, m, kp in
             (("lift_drop", 1.0, 20.0), ("steps", 0.5, 10.0), ("slow_oscillations", 1.5, 40.0))]
     population = np.stack([params.vector(), params.replace(**{"thermal.tempcoef": 0.0}).vector()])
