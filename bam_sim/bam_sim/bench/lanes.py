@@ -20,9 +20,8 @@ one loop over its lanes:
   since within one loop the vectorizer computes every case and selects. So does
   the Stribeck factor, skipped for M1 and M3 (the models without one). The
   rest of the budget and the joint share one loop for M1..M6: the terms a model
-  does not have are a few multiplications. (A loop per model pair compiled
-  30 s longer for a few per cent; a copy of the whole step per model, two
-  minutes longer.)
+  does not have are a few multiplications. (A loop per model pair, or a copy of
+  the whole step per model, compiled far longer for a few per cent: README.)
 * the sine of τ_e and the Stribeck factor's power and exponential are the
   polynomials of :mod:`bam_sim.models.vector_math`, not C-library calls.
 
@@ -47,7 +46,7 @@ With the latency group (:mod:`bam_sim.bench.latency`), each lane acts on its own
 delayed command: goal and control per lane, and an enable that may differ between
 lanes around a switch, when the lanes' torque is computed on and then set to 0 where
 a lane's is off (a select). That takes a kernel of its own, :func:`delayed_lanes_kernel`:
-in the one kernel the test for it cost the sets without latency 5-10 % of their speed.
+in the one kernel the test for it slowed the sets without latency (README, Throughput).
 
 The lanes take a friction model of M1..M6 or ``ep_*`` on the voltage or current
 law, with the STS firmware's ratio and slew and the XL330's current window, and
@@ -426,7 +425,7 @@ def delayed_lanes_kernel(model, family, sets, lanes, consts, kp, load_inertia, g
                          errors):
     """:func:`lanes_kernel` for a population with the latency group: each lane acts on its
     own delayed command (a kernel of its own: without latency, the lanes read the log's
-    command as a scalar and keep their speed; measured 5-10 % slower with the test in)."""
+    command as a scalar and keep their speed)."""
     for job in nb.prange(lengths.size * lanes.shape[0]):
         _bam_job(True, job, model, family, sets, lanes, consts, kp, load_inertia,
                  gravity_torque, q0, dq0, goal, enabled, control, lengths, dt, replay,

@@ -31,8 +31,8 @@ One step of a block:
   LuGre's τ_e with the C library's sine, as MuJoCo's. The factor 1 − e^{−Δt/t_c} of
   the current's update (4) depends on the set and the step only: it is computed once
   per job (by the same function, so to the same bits). These calls bound the speed:
-  with every state, two exponentials and two sines per lane and step, about 30 ns
-  of the 43 ns a log-step takes on one core (the general kernel: 66 ns);
+  with every state, two exponentials and two sines per lane and step, most of a
+  log-step's time (README, Throughput);
 * the rest (the servo law, the controller, (2)-(4), (7), (8), (9b), the state updates
   and the joint) is arithmetic in lane loops the compiler vectorizes.
 
@@ -291,7 +291,7 @@ def _rollout(model, family, job, sets, lanes, population, consts, kp, load_inert
     """Job ``job`` of :func:`motor_lanes_kernel` (one log, one block).
 
     Compiled apart from the kernel's parallel loop: numba's parallel passes then see a
-    call, not the whole inlined step, and the kernel compiles in 20 s instead of 34 s,
+    call, not the whole inlined step, and the kernel compiles in a fraction of the time,
     as fast. NumPy's error model: a select computes both sides, and the side of a lane
     whose state is off may divide by zero (t_e = 0 in (4), say); its inf or NaN is
     dropped by the select, where Python's model would raise (and the loops would not
