@@ -110,9 +110,10 @@ def recorder_ready(started: ss.Started, probe: ss.TrafficProbe) -> None:
     publisher = probe.node.create_publisher(JointState, topic,
                                             profile(contract.JOINT_STATES.qos))
     ss.until(lambda: publisher.get_subscription_count() > 0, f"the recorder on {topic}")
-    publisher.publish(JointState(name=["pendulum"], position=[0.1], velocity=[0.0],
-                                 effort=[0.0]))
-    started.wait_output(f"first message on {topic}")
+    state = JointState(name=["pendulum"], position=[0.1], velocity=[0.0], effort=[0.0])
+    started.wait(lambda: f"first message on {topic}" in started.output(),
+                 f"'first message on {topic}' in its output",
+                 resend=lambda: publisher.publish(state))
 
 
 def bag_problems(bag: Path) -> list[str]:
@@ -210,7 +211,7 @@ def erob_emulator(slot: int):
 
 def driver_ready(started: ss.Started, probe: ss.TrafficProbe) -> None:
     """Joint states received, a position command sent, then a command turning the torque
-    on: the emulated servo's torque is on."""
+    on, sent until the emulated servo's torque is on."""
     from bam_msgs.msg import ActuatorCommand
     from bam_sim.common import contract
     from bam_sim.common.qos import profile
@@ -222,10 +223,11 @@ def driver_ready(started: ss.Started, probe: ss.TrafficProbe) -> None:
                                            profile(contract.COMMANDS.qos))
     ss.until(lambda: commands.get_subscription_count() > 0, f"the driver's commands in "
              f"{namespace}")
-    commands.publish(ActuatorCommand(names=names, goal_positions=[0.2] * len(names),
-                                     torque_enables=[True] * len(names)))
+    command = ActuatorCommand(names=names, goal_positions=[0.2] * len(names),
+                              torque_enables=[True] * len(names))
     emulator = started.data["emulator"]
-    ss.until(lambda: emulator.truth()[1]["torque_enable"], "torque on, as the emulator reads")
+    ss.until(lambda: emulator.truth()[1]["torque_enable"], "torque on, as the emulator reads",
+             resend=lambda: commands.publish(command))
 
 
 def torque_check(started: ss.Started) -> list[str]:

@@ -102,3 +102,25 @@ def test_the_busy_core_spins_on_one_core_only():
         assert len(os.sched_getaffinity(pid)) == 1
         assert any(p.pid == pid for p in ss.processes())
     assert not any(p.pid == pid for p in ss.processes())
+
+
+def test_a_wait_resends_until_its_effect_shows():
+    # The first two sends are "lost": only the third has an effect.
+    sent: list[int] = []
+    ss.until(lambda: len(sent) >= 3, "the third send", resend=lambda: sent.append(1))
+    assert len(sent) == 3
+
+
+def test_a_wait_that_never_holds_names_what_it_waited_for(tmp_path):
+    sent: list[int] = []
+    with pytest.raises(ss.NotReady, match="timed out waiting for an answer"):
+        ss.until(lambda: False, "an answer", timeout=2 * ss.RESEND,
+                 resend=lambda: sent.append(1))
+    assert sent  # sent at once, not only after a first period
+    started = ss.start("child", [sys.executable, "-c", CLEAN], tmp_path / "child.log",
+                       (signal.SIGTERM,))
+    try:
+        with pytest.raises(AssertionError, match="child: no answer within"):
+            started.wait(lambda: False, "answer", timeout=0.1)
+    finally:
+        ss.stop_all([started])

@@ -13,6 +13,7 @@ Processes are read from /proc (no psutil): this module runs on Linux only.
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import signal
@@ -31,6 +32,10 @@ PATTERNS: tuple[tuple[signal.Signals, ...], ...] = (
     (signal.SIGTERM,), (signal.SIGINT,), (signal.SIGTERM, signal.SIGTERM),
     (signal.SIGINT, signal.SIGTERM))
 POLL = 0.01  # s between two looks at a condition
+# s between two sends of a message a wait depends on. A reliable writer that has matched a
+# reader can still lose what it sends before the reader's side has matched it in turn
+# (eProsima/Fast-DDS#3009); a controller streams its commands anyway.
+RESEND = 0.25
 
 
 def pattern(index: int) -> tuple[signal.Signals, ...]:
@@ -138,17 +143,20 @@ class Started:
         return self.wait(lambda: text in self.output(), f"'{text}' in its output", timeout)
 
     def wait(self, predicate: Callable[[], object], what: str,
-             timeout: float = READY_TIMEOUT) -> str:
-        """Its output once ``predicate()`` holds; AssertionError naming ``what`` otherwise."""
-        deadline = time.monotonic() + timeout
-        while not predicate():
+             timeout: float = READY_TIMEOUT, resend: Callable[[], None] | None = None) -> str:
+        """Its output once ``predicate()`` holds (``resend`` called as :func:`until` does);
+        AssertionError naming ``what`` otherwise."""
+        def done() -> object:
             if self.process.poll() is not None:
                 raise AssertionError(f"{self.name} exited with {self.process.returncode} "
                                      f"before {what}:\n{tail(self.output())}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{self.name}: no {what} within {timeout:g} s:\n"
-                                     f"{tail(self.output())}")
-            time.sleep(POLL)
+            return predicate()
+
+        try:
+            until(done, what, timeout, resend)
+        except NotReady:
+            raise AssertionError(f"{self.name}: no {what} within {timeout:g} s:\n"
+                                 f"{tail(self.output())}") from None
         return self.output()
 
 
@@ -419,9 +427,22 @@ class TrafficProbe:
         return joint_states
 
 
-def until(predicate: Callable[[], object], what: str, timeout: float = READY_TIMEOUT) -> None:
-    """Return once ``predicate()`` holds; AssertionError naming ``what`` after ``timeout``."""
+class NotReady(AssertionError):
+    """A condition did not hold within its timeout."""
+
+
+def until(predicate: Callable[[], object], what: str, timeout: float = READY_TIMEOUT,
+          resend: Callable[[], None] | None = None) -> None:
+    """Return once ``predicate()`` holds; NotReady naming ``what`` after ``timeout``.
+    ``resend``, when given, is called while it does not hold, every ``RESEND`` s: what it
+    sends is what ``predicate`` waits on the effect of."""
     deadline = time.monotonic() + timeout
+    next_send = -math.inf
     while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        now = time.monotonic()
+        if now >= deadline:
+            raise NotReady(f"timed out waiting for {what}")
+        if resend is not None and now >= next_send:
+            resend()
+            next_send = now + RESEND
         time.sleep(POLL)
