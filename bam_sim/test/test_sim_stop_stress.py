@@ -73,7 +73,8 @@ def test_a_clean_stop_passes(tmp_path, signals):
 
 def test_a_hang_is_reported_and_ended(tmp_path):
     stop = stop_one(HANGS, tmp_path)
-    assert any("still running" in p for p in stop.problems), stop.problems
+    (problem,) = [p for p in stop.problems if "still running" in p]
+    assert "py-spy dump" in problem and "<module> (<string>:" in problem, problem
     assert stop.returncode == -signal.SIGKILL  # ended by the checker
 
 

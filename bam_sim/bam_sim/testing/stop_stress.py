@@ -32,6 +32,7 @@ PATTERNS: tuple[tuple[signal.Signals, ...], ...] = (
     (signal.SIGTERM,), (signal.SIGINT,), (signal.SIGTERM, signal.SIGTERM),
     (signal.SIGINT, signal.SIGTERM))
 POLL = 0.01  # s between two looks at a condition
+STACK_DUMP_TIMEOUT = 30.0  # s for py-spy to dump a late process's threads
 # s between two sends of a message a wait depends on. A reliable writer that has matched a
 # reader can still lose what it sends before the reader's side has matched it in turn
 # (eProsima/Fast-DDS#3009); a controller streams its commands anyway.
@@ -202,13 +203,22 @@ def stop_all(started: Sequence[Started], bound: float = EXIT_BOUND) -> list[Stop
     before = {s.process.pid: descendants(s.process.pid, table) for s in started}
     sent: dict[int, float] = {}
     exited: dict[int, float] = {}
+    stacks: dict[int, str] = {}
 
     def waiter(s: Started) -> None:  # the exit's time, however long the others' signals take
+        pid = s.process.pid
         try:
-            s.process.wait(timeout=bound + 60.0)
-            exited[s.process.pid] = time.monotonic()
+            s.process.wait(timeout=bound)
+            stacks[pid] = ""
         except subprocess.TimeoutExpired:
-            pass
+            # Where it is at the bound: a late exit has often left that place by the time
+            # its stop is judged.
+            stacks[pid] = _stack_dump(pid)
+            try:
+                s.process.wait(timeout=60.0)
+            except subprocess.TimeoutExpired:
+                return
+        exited[pid] = time.monotonic()
 
     waiters = [threading.Thread(target=waiter, args=(s,), daemon=True) for s in started]
     for s, thread in zip(started, waiters):
@@ -218,7 +228,8 @@ def stop_all(started: Sequence[Started], bound: float = EXIT_BOUND) -> list[Stop
     for s, thread in zip(started, waiters):
         thread.join(max(sent[s.process.pid] + bound - time.monotonic(), 0.0))
     return [_judge(s, before[s.process.pid], _elapsed(s, sent, exited),
-                   sent[s.process.pid] + bound) for s in started]
+                   sent[s.process.pid] + bound, lambda pid=s.process.pid: stacks.get(pid))
+            for s in started]
 
 
 def _elapsed(s: Started, sent: dict[int, float], exited: dict[int, float]) -> float | None:
@@ -273,18 +284,21 @@ def _pending(pid: int) -> int:
 
 
 def _judge(s: Started, before: list[ProcInfo], seconds: float | None,
-           deadline: float) -> Stop:
+           deadline: float, stacks: Callable[[], str | None]) -> Stop:
+    """The problems of one stop; ``stacks()`` is its threads' dump at the bound (None
+    until its waiter has taken one)."""
     problems = []
     if seconds is None and s.process.poll() is None:
         problems.append(f"still running {EXIT_BOUND:g} s after the signal"
-                        + _stack_dump(s.process.pid))
+                        + _dump_at_bound(stacks))
         _kill_session(s.process.pid)
         s.process.wait()
         seconds = EXIT_BOUND
         deadline = time.monotonic() + EXIT_BOUND  # for its session to die of the SIGKILL
     elif seconds is None or seconds > EXIT_BOUND:  # it ended meanwhile, but late
         seconds = EXIT_BOUND if seconds is None else seconds
-        problems.append(f"exited more than {EXIT_BOUND:g} s after the signal")
+        problems.append(f"exited more than {EXIT_BOUND:g} s after the signal"
+                        + _dump_at_bound(stacks))
     expected = 128 + s.signals[0]
     if s.process.returncode != expected:
         problems.append(f"exit code {s.process.returncode}, expected {expected}")
@@ -311,6 +325,14 @@ def _kill_session(session: int, extra: Sequence[ProcInfo] = ()) -> None:
             pass
 
 
+def _dump_at_bound(stacks: Callable[[], str | None]) -> str:
+    """The dump its waiter took at the bound (waited for: py-spy takes a moment)."""
+    deadline = time.monotonic() + STACK_DUMP_TIMEOUT
+    while (dump := stacks()) is None and time.monotonic() < deadline:
+        time.sleep(POLL)
+    return dump or ""
+
+
 def _stack_dump(pid: int) -> str:
     """py-spy's dump of a hung process's threads, when py-spy is installed."""
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
@@ -318,7 +340,7 @@ def _stack_dump(pid: int) -> str:
         return ""
     try:
         dump = subprocess.run([spy, "dump", "--pid", str(pid)], capture_output=True,
-                              text=True, timeout=30).stdout
+                              text=True, timeout=STACK_DUMP_TIMEOUT).stdout
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f" (py-spy failed: {exc})"
     return f"; py-spy dump:\n{dump}"
