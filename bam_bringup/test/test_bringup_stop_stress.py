@@ -57,6 +57,7 @@ class Scenario:
     check: Callable[[ss.Started], list[str]] = lambda started: []
     slot: Callable[[int], object] | None = None  # a resource per slot (an emulator), kept
     # over the rounds: the i-th instance runs on slot i % batch
+    warm: Callable[[Path], None] | None = None  # run once before the rounds (compile_first)
 
     def __str__(self) -> str:
         return self.name
@@ -238,25 +239,45 @@ def torque_check(started: ss.Started) -> list[str]:
 
 # -- the health monitor, beside a simulated servo ---------------------------------------------
 
+COMPILE_TIMEOUT = 300.0  # s: numba compiling a kernel cold on a loaded machine
+
+
+def start_built(package: str, executable: str, namespace: str, log: Path) -> ss.Started:
+    """``executable`` in ``namespace``, once it logged its first line: built, its numba
+    kernels compiled (or loaded) first, however long a cold cache takes."""
+    started = ss.start(executable, [script(package, executable), *ros_args(namespace)], log,
+                       (signal.SIGTERM,), environment())
+    try:
+        started.wait_output(f"[{namespace[1:]}.{executable}]", timeout=COMPILE_TIMEOUT)
+    except AssertionError:
+        ss.kill_leftovers([started])
+        raise
+    return started
+
+
+def compile_first(package: str, executable: str) -> Callable[[Path], None]:
+    """A scenario's warm-up: ``executable`` started once and stopped when built, so that its
+    kernels are in the numba cache. Ten instances compiling a cold cache at once, a core
+    taken, outlast READY_TIMEOUT (the stress test run alone after an edit, without the
+    earlier tests that warm it)."""
+    def warm(tmp: Path) -> None:
+        ss.stop_all([start_built(package, executable, f"/stress_warm_{executable}",
+                                 tmp / f"warm_{executable}.log")])
+    return warm
+
+
 class PendulumSlot:
     """A simulated pendulum in a namespace of its own, kept over the rounds: the servo its
     slot's monitors shadow, one after the other."""
 
     def __init__(self, slot: int) -> None:
-        self.namespace = f"/stress_monitored_{slot}"
         self.log = Path(tempfile.mkstemp(prefix="stress_monitored_", suffix=".log")[1])
-        self.started = ss.start("pendulum", [script("bam_sim", "pendulum"),
-                                             *ros_args(self.namespace)],
-                                self.log, (signal.SIGTERM,), environment())
-        # Up once built: its stepper may compile first (the monitors then load it cached).
-        self.started.wait_output(f"[{self.namespace[1:]}.pendulum]", timeout=COMPILE_TIMEOUT)
+        self.namespace = f"/stress_monitored_{slot}"
+        self.started = start_built("bam_sim", "pendulum", self.namespace, self.log)
 
     def stop(self) -> None:
         ss.stop_all([self.started])
         self.log.unlink(missing_ok=True)
-
-
-COMPILE_TIMEOUT = 300.0  # s: numba compiling a kernel cold on a loaded machine
 
 
 def monitor_start(i: int, tmp: Path, signals: tuple, slot: object = None) -> ss.Started:
@@ -465,8 +486,10 @@ def campaign_ready(started: ss.Started, probe: ss.TrafficProbe) -> None:
 
 def scenarios(logs: Path) -> list[Scenario]:
     return [
-        Scenario("pendulum", 10, node_start("bam_sim", "pendulum"), drive),
-        Scenario("arm", 10, node_start("bam_sim", "arm"), drive),
+        Scenario("pendulum", 10, node_start("bam_sim", "pendulum"), drive,
+                 warm=compile_first("bam_sim", "pendulum")),
+        Scenario("arm", 10, node_start("bam_sim", "arm"), drive,
+                 warm=compile_first("bam_sim", "arm")),
         Scenario("recorder", 10, recorder_start, recorder_ready, recorder_check),
         Scenario("trajectory", 10, node_start("bam_identify", "trajectory"), trajectory_ready),
         Scenario("dynamixel", 5, serial_start("dynamixel"), driver_ready, torque_check,
@@ -475,9 +498,11 @@ def scenarios(logs: Path) -> list[Scenario]:
                  serial_emulator("feetech")),
         Scenario("erob", 5, erob_start, driver_ready, torque_check, erob_emulator),
         Scenario("monitor", 5, monitor_start, monitor_ready, slot=PendulumSlot),
-        Scenario("bench serve", 5, bench_serve_start, drive, bench_serve_check),
+        Scenario("bench serve", 5, bench_serve_start, drive, bench_serve_check,
+                 warm=compile_first("bam_sim", "pendulum")),
         Scenario("bench session", 5, bench_session_start,
-                 lambda s, p: s.wait_output("first message on"), bench_session_check),
+                 lambda s, p: s.wait_output("first message on"), bench_session_check,
+                 warm=compile_first("bam_sim", "pendulum")),
         Scenario("fit (numba compiling)", 5, fit_compiling_start(logs), fit_compiling_ready),
         Scenario("fit (LM polish)", 5, fit_polish_start(logs), fit_polish_ready),
         Scenario("campaign work", 5, campaign_start(logs), campaign_ready),
@@ -532,6 +557,8 @@ def test_every_stop_is_clean(name, logs_dir, probe, tmp_path):
     stops: list[ss.Stop] = []
     slots: list = []
     try:
+        if scenario.warm is not None:
+            scenario.warm(tmp_path)
         if scenario.slot is not None:
             ss.threaded([lambda k=k: slots.append(scenario.slot(k))
                          for k in range(scenario.batch)])
