@@ -179,6 +179,34 @@ def test_an_interrupt_lost_in_a_destructor_ends_a_step_that_has_no_check():
     assert result.stderr == "t: interrupted by SIGINT; nothing was written\n"
 
 
+def test_a_stop_inside_an_import_waits_for_its_end(tmp_path):
+    """A module that prints what cuts its import and turns it into an ImportError, as a C
+    extension's module init does when numpy's import fails under it (PyErr_Print): the
+    stop lands in its body, the import ends whole, and the work is stopped after it."""
+    (tmp_path / "extension_like.py").write_text(textwrap.dedent("""
+        import os, signal, traceback
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)  # the stop, while this module loads
+            LOADED = True
+        except BaseException:
+            traceback.print_exc()
+            raise ImportError("extension_like failed to import") from None
+    """))
+    result = _script(f"""
+        import sys
+        sys.path.insert(0, {str(tmp_path)!r})
+
+        def work(stop):
+            import extension_like
+            print("loaded", extension_like.LOADED, flush=True)
+            while True:  # no check: the stop is delivered again here
+                pass
+        raise SystemExit(run_command("t", work))
+    """)
+    assert (result.returncode, result.stdout) == (143, "loaded True\n"), result.stderr
+    assert result.stderr == "t: interrupted by SIGTERM; nothing was written\n"
+
+
 def test_a_destructor_failing_after_the_stop_is_one_line():
     """The interrupt cuts an object short in its constructor; its destructor then fails on
     the missing attribute (llvmlite's, seen in the stop stress): one line, no traceback."""

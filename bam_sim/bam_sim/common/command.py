@@ -15,6 +15,9 @@ the same contract:
 * the last message says what was written: the work's own summary, or the
   files it recorded with :func:`record_written` before the stop.
 
+A signal landing inside an import raises nothing there (:func:`importing`): it is
+delivered again, as below, once the import is done.
+
 A KeyboardInterrupt raised by the handler is lost when the signal lands in a
 weakref callback or a ``__del__`` (Python discards exceptions there; numba's
 compiler runs llvmlite's destructors all the time). The lost one is delivered
@@ -108,13 +111,17 @@ class StopSignal:
     def _handle(self, signum: int, frame) -> None:
         # No lock anywhere in here (StopFlag): a handler may run inside another one.
         if self.signum:  # a later signal, absorbed, or the lost one delivered again
-            if self._lost and self._raising and not self._shields and not self._reporting:
+            if self._lost and self._raising and not self._shields and not self._reporting \
+                    and not importing(frame):
                 self._lost = False
                 raise KeyboardInterrupt
             return
         self.signum = signum
         self.requested.set()
         if self._raising and not self._shields:
+            if importing(frame):
+                self.deliver_again()  # once the import is done
+                return
             raise KeyboardInterrupt
 
     def deliver_again(self) -> None:
@@ -194,6 +201,19 @@ class StopSignal:
 
 
 _current: StopSignal | None = None
+
+
+def importing(frame) -> bool:
+    """Whether ``frame`` runs inside an import. A KeyboardInterrupt raised there may never
+    reach the command: a C extension whose module init imports numpy (``import_array``)
+    prints it as a traceback and raises an ImportError in its place. Seen in the stop
+    stress: a campaign worker printed a traceback of import frames ending in this module's
+    handler. The stop waits for the import's end."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _quiet_lost_interrupt(hook: Callable, stop: StopSignal) -> Callable:
