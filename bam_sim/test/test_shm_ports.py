@@ -61,6 +61,25 @@ def test_half_made_ports_that_nobody_uses_are_removed_and_nothing_else(tmp_path)
     assert all(p.exists() for p in healthy + in_use + others)
 
 
+def test_a_port_rebuilt_during_the_scan_of_proc_is_kept(tmp_path, monkeypatch):
+    # While /proc is read, a starting participant removes the dead port and builds it again.
+    rebuilt = half_made(tmp_path, 7421)
+    finished = half_made(tmp_path, 7423)
+
+    def slow_scan(proc):
+        fresh = tmp_path / "fresh"
+        fresh.mkdir()
+        for path in half_made(fresh, 7421):  # new files, not yet initialised: made while
+            os.replace(path, tmp_path / path.name)  # the old exist, so on other inodes
+        segment(tmp_path, 7423, shm_ports.INITIALISED)  # its creator finished it
+        semaphore(tmp_path, 7423, 1)
+        return set()
+
+    monkeypatch.setattr(shm_ports, "files_in_use", slow_scan)
+    assert shm_ports.clear_dead_ports(tmp_path) == []
+    assert all(p.exists() for p in rebuilt + finished)
+
+
 def test_a_mapped_port_counts_as_used(tmp_path):
     import mmap
 

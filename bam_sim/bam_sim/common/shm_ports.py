@@ -137,19 +137,37 @@ def _mapped_files(process: Path) -> Iterable[str]:
 
 def clear_dead_ports(root: Path = SHM, proc: Path = Path("/proc")) -> list[int]:
     """Remove each half-made port under ``root`` that no living process uses; the numbers
-    of those removed. Nothing is read from ``proc`` unless a half-made port is found."""
-    suspects = [port for port in ports(root) if port.half_made()]
+    of those removed. Nothing is read from ``proc`` unless a half-made port is found.
+
+    The scan of ``proc`` takes seconds on a loaded machine, and a participant starting
+    meanwhile may finish or rebuild a suspect port: one whose files are no longer the
+    ones found half-made (another inode or write) is left alone.
+    """
+    suspects = [(port, _identity(port)) for port in ports(root) if port.half_made()]
     if not suspects:
         return []
     used = files_in_use(proc)
     removed = []
-    for port in suspects:
+    for port, identity in suspects:
         if any(str(f) in used for f in port.files):
             continue  # being built or used right now: not ours to judge
+        if not port.half_made() or _identity(port) != identity:
+            continue  # finished or rebuilt during the scan
         for f in port.files:
             f.unlink(missing_ok=True)
         removed.append(port.number)
     return removed
+
+
+def _identity(port: Port) -> tuple:
+    """Inode and last write of each file of ``port`` (None for one gone)."""
+    def one(path: Path) -> tuple[int, int] | None:
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        return st.st_ino, st.st_mtime_ns
+    return tuple(one(f) for f in port.files)
 
 
 def uses_fast_dds() -> bool:
