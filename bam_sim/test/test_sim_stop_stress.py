@@ -125,3 +125,13 @@ def test_a_wait_that_never_holds_names_what_it_waited_for(tmp_path):
             started.wait(lambda: False, "answer", timeout=0.1)
     finally:
         ss.stop_all([started])
+
+
+def test_a_command_never_ready_is_ended_with_where_it_waited(tmp_path):
+    started = ss.start("child", [sys.executable, "-c", HANGS], tmp_path / "child.log",
+                       (signal.SIGTERM,))
+    started.wait_output("READY")
+    stop = ss.never_ready(started, "no answer\nmore")
+    (problem,) = stop.problems
+    assert problem.startswith("never ready: no answer; py-spy dump") and "<module>" in problem
+    assert started.process.returncode == -signal.SIGKILL

@@ -347,10 +347,12 @@ def _stack_dump(pid: int) -> str:
 
 
 def never_ready(s: Started, reason: str) -> Stop:
-    """A failed stop for a command that never reached the moment of its stop; ended."""
+    """A failed stop for a command that never reached the moment of its stop; ended, with
+    its threads' dump when it was still running (where it waited)."""
+    dump = _stack_dump(s.process.pid) if s.process.poll() is None else ""
     kill_leftovers([s])
     return Stop(s.name, s.signals, 0.0, s.process.returncode, s.output(),
-                [f"never ready: {reason.splitlines()[0]}"])
+                [f"never ready: {reason.splitlines()[0]}{dump}"])
 
 
 def kill_leftovers(started: Sequence[Started]) -> None:
