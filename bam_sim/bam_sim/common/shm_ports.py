@@ -142,7 +142,7 @@ def clear_dead_ports(root: Path = SHM, proc: Path = Path("/proc")) -> list[int]:
     The scan of ``proc`` takes seconds on a loaded machine, and a participant starting
     meanwhile may finish or rebuild a suspect port. Found half-made may be a port that a
     sibling process is building at that moment: its semaphore taken, its segment not yet
-    there. Released during the scan, the semaphore is mapped by nobody, and removing it
+    there. Released during the scan, the semaphore may be mapped by nobody; removing it
     and the lock file would leave the sibling listening on a port that the next sender
     takes for dead and builds again. So a port is removed only if, after the scan, it is
     still half-made and its files are the ones found (same inode, same last write).
