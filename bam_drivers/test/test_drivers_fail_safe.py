@@ -25,6 +25,7 @@ from bam_drivers.nodes.serial_servo_node import SerialServoNode
 from bam_drivers.serial_servo.bus import SerialServoBus
 from bam_drivers.serial_servo.supervisor import SerialServoSupervisor
 from bam_drivers.supervisor import RETRY_MAX, RETRY_MIN, ConfigurationError
+from bam_sim.common.commands import JointCommand
 from bam_sim.testing.ros_context import private_context, ros_domain
 from bam_sim.testing.ros_graph import wait_for
 
@@ -129,6 +130,25 @@ def test_a_port_that_vanished_after_it_worked_is_retried_for_ever():
         wait_for(lambda: sup.cycle(clock.step(2.0)) is not None, "back", TIMEOUT)
         assert sup.link.retry == pytest.approx(0.1)  # the backoff starts over
         sup.shutdown()
+
+
+def test_a_stop_after_a_lost_link_still_turns_the_torque_off():
+    """The bus went silent long enough for the link to count as lost (the port closed, to
+    be reopened), then answers again: the stop opens it once more for the torque off."""
+    with EmulatorProcess() as emulator:
+        sup = supervisor(emulator.port)
+        clock = Clock()
+        sup.apply(JointCommand((0,), torque_enables=(True,)), clock.now)
+        wait_for(lambda: sup.cycle(clock.step(0.01)) is not None
+                 and emulator.truth()[1]["torque_enable"], "torque on", TIMEOUT)
+        emulator.inject(drop=1.0)
+        wait_for(lambda: sup.cycle(clock.step(0.1)) is None and not sup.bus.is_open,
+                 "the link lost", TIMEOUT)
+        emulator.inject(drop=0.0)
+        assert sup.shutdown() is True
+        assert not emulator.truth()[1]["torque_enable"]
+        emulator.vanish(None)  # and a port that is gone is said to be so
+        assert sup.shutdown() is False
 
 
 class Clock:

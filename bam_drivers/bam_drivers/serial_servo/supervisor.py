@@ -158,10 +158,20 @@ class SerialServoSupervisor:
         return Cycle(result, command)
 
     def shutdown(self) -> bool | None:
-        """Torque off on every servo, read back, and close; None when the port was closed."""
+        """Torque off on every servo, read back, and close; None when never connected.
+
+        A port closed after a lost link is opened once more for it: a servo keeps its
+        torque on with nobody commanding it, and a bus that went silent for a while (a
+        stalled machine, a servo busy) may answer again. False when it cannot.
+        """
         bus = self.bus
         if not bus.is_open:
-            return None
+            if not self.link.connected_once:
+                return None
+            try:
+                bus.open()
+            except BamError:
+                return False
         confirmed = bus.torque_off()
         bus.close()
         return confirmed
