@@ -147,8 +147,13 @@ def test_a_stop_after_a_lost_link_still_turns_the_torque_off():
         emulator.inject(drop=0.0)
         assert sup.shutdown() is True
         assert not emulator.truth()[1]["torque_enable"]
-        emulator.vanish(None)  # and a port that is gone is said to be so
-        assert sup.shutdown() is False
+        assert sup.shutdown() is None  # once: a node stops twice (release, destroy)
+        again = supervisor(emulator.port)  # and a port that is gone is said to be so
+        wait_for(lambda: again.cycle(clock.step(0.01)) is not None, "connected", TIMEOUT)
+        emulator.vanish(None)
+        wait_for(lambda: again.cycle(clock.step(0.1)) is None and not again.bus.is_open,
+                 "the port lost", TIMEOUT)
+        assert again.shutdown() is False
 
 
 class Clock:

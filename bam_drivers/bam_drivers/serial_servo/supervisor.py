@@ -100,6 +100,7 @@ class SerialServoSupervisor:
         self._log = log
         self.throttle = LogThrottle(log, LOG_PERIOD)
         self._lock = threading.Lock()
+        self._shut_down = False  # the stop's torque off was done (a node stops twice)
         self._state = CommandState(len(self.ids), enabled, gain, command_timeout, now)
         # What the registers hold: the goal range shifted by each joint's offset.
         self.limits = CommandLimits.per_joint([(bus.goal_limits(i), bus.gain_limit())
@@ -158,13 +159,17 @@ class SerialServoSupervisor:
         return Cycle(result, command)
 
     def shutdown(self) -> bool | None:
-        """Torque off on every servo, read back, and close; None when never connected.
+        """Torque off on every servo, read back, and close; None when never connected or
+        already shut down.
 
         A port closed after a lost link is opened once more for it: a servo keeps its
         torque on with nobody commanding it, and a bus that went silent for a while (a
         stalled machine, a servo busy) may answer again. False when it cannot.
         """
         bus = self.bus
+        if self._shut_down:
+            return None
+        self._shut_down = True
         if not bus.is_open:
             if not self.link.connected_once:
                 return None
