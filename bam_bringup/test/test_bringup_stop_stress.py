@@ -112,9 +112,7 @@ def recorder_ready(started: ss.Started, probe: ss.TrafficProbe) -> None:
                                             profile(contract.JOINT_STATES.qos))
     ss.until(lambda: publisher.get_subscription_count() > 0, f"the recorder on {topic}")
     state = JointState(name=["pendulum"], position=[0.1], velocity=[0.0], effort=[0.0])
-    started.wait(lambda: f"first message on {topic}" in started.output(),
-                 f"'first message on {topic}' in its output",
-                 resend=lambda: publisher.publish(state))
+    started.wait_output(f"first message on {topic}", resend=lambda: publisher.publish(state))
 
 
 def bag_problems(bag: Path) -> list[str]:

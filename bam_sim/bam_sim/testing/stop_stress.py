@@ -139,9 +139,11 @@ class Started:
     def output(self) -> str:
         return self.log.read_text(errors="replace")
 
-    def wait_output(self, text: str, timeout: float = READY_TIMEOUT) -> str:
+    def wait_output(self, text: str, timeout: float = READY_TIMEOUT,
+                    resend: Callable[[], None] | None = None) -> str:
         """Its output once it holds ``text``; AssertionError when it ends or times out."""
-        return self.wait(lambda: text in self.output(), f"'{text}' in its output", timeout)
+        return self.wait(lambda: text in self.output(), f"'{text}' in its output", timeout,
+                         resend)
 
     def wait(self, predicate: Callable[[], object], what: str,
              timeout: float = READY_TIMEOUT, resend: Callable[[], None] | None = None) -> str:
