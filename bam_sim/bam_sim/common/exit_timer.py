@@ -53,8 +53,10 @@ class _ITimerSpec(ctypes.Structure):
 def _libc() -> ctypes.CDLL | None:
     if not sys.platform.startswith("linux") or ctypes.sizeof(_SigEvent) != 64:
         return None
-    for name in (None, ctypes.util.find_library("rt")):  # timer_create: libc >= 2.34, else rt
-        lib = ctypes.CDLL(name, use_errno=True)
+    # timer_create: libc >= 2.34, else librt. find_library only then: it runs ldconfig in a
+    # child process, seconds of a stop on a loaded machine (seen in the stop stress).
+    for name in (lambda: None, lambda: ctypes.util.find_library("rt")):
+        lib = ctypes.CDLL(name(), use_errno=True)
         if hasattr(lib, "timer_create") and hasattr(lib, "_exit") and hasattr(lib, "warnx"):
             return lib
     return None
