@@ -2,8 +2,8 @@
 
 For 1 and 4 servos (``--servos``) of each bus (``--buses``: protocol1 =
 MX-64 protocol 1.0, bulk read; protocol2 = XM430-W350 protocol 2.0, sync
-read; feetech = STS3215 on Feetech's SCS protocol, sync read, through
-feetech-servo-sdk), the emulator (``bam_drivers.emulators.serial_servo_emulator``,
+read; feetech = STS3215 on Feetech's SCS protocol, sync read, on
+feetech-servo-sdk's port), the emulator (``bam_drivers.emulators.serial_servo_emulator``,
 another process: servos behind a pseudo-terminal, bam_sim physics at 1 kHz)
 and the driver node (``SerialServoNode`` or ``FeetechNode``) in this process,
 torque on, holding; a subscriber in another process counts ``/joint_states``

@@ -6,9 +6,9 @@ objects of this process: the node class comes from the package's
 console-script entry point, and each node gets the name, namespace,
 parameters and ROS arguments (its remappings: /clock into the namespace) that
 ros2 launch would give it. Plain executables (a hardware
-emulator) run as child processes. SIGINT and SIGTERM are stop requests
-(:class:`~bam_sim.common.command.StopSignal`, the one stop of every command),
-so a bench always shuts down in order.
+emulator) run as child processes. The bench never handles signals itself: its
+caller (``bench``, under :func:`bam_sim.common.entry_point.run_command`) stops it,
+so it always shuts down in order.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import threading
 from pathlib import Path
 
 from bam_bringup.node_spec import NodeSpec
-from bam_sim.common.command import StopSignal  # noqa: F401 - the runner's stop, re-exported
 from bam_sim.common.errors import BamError
 from bam_sim.common.ready_line import NotReady, await_ready_line
 from bam_sim.common.shm_ports import before_participant

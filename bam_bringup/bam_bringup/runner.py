@@ -4,7 +4,7 @@
     bench serve namespace:=bench1 real_time_factor:=0   # a bench in namespace /bench1
     bench serve --config arm arm:=erob viewer:=true     # like ros2 launch arm.launch.py
     bench serve sim:=false hardware:=emulated port:=/tmp/ttyDXL  # driver + emulator
-    bench session                                       # the README's main job
+    bench session                                       # make run, the main job
     bench session --config my_session.yaml --output-dir out/bench --namespace bench1
     bench session --ideal                               # the noiseless bench (tests)
 
@@ -27,11 +27,13 @@ from pathlib import Path
 from bam_bringup.bench_sensor import ideal_session
 from bam_bringup.launch_file import LaunchFile
 from bam_bringup.launch_values import namespace
-from bam_bringup.process_bench import ProcessBench, StopSignal
+from bam_bringup.process_bench import ProcessBench
 from bam_bringup.session import load_session, run_session, session_config
 from bam_sim.common.arguments import ArgumentParser
-from bam_sim.common.command import run_command
+from bam_sim.common.cancellation import Cancellation
+from bam_sim.common.entry_point import run_command
 from bam_sim.common.errors import BamError
+from bam_sim.common.output_paths import claimed_outputs
 
 LAUNCH_FILES = {name: LaunchFile(name) for name in ("bench", "arm")}  # --config NAME
 
@@ -44,17 +46,18 @@ def launch_file(name: str) -> LaunchFile:
                        f"{', '.join(sorted(LAUNCH_FILES))})") from None
 
 
-def serve(values: dict[str, str], config: str = "bench", stop: StopSignal | None = None) -> str:
-    """Run the launch file's nodes until ``stop`` is requested (Ctrl-C) or a node or
+def serve(values: dict[str, str], config: str = "bench",
+          cancel: Cancellation | None = None) -> str:
+    """Run the launch file's nodes until ``cancel`` is requested (Ctrl-C) or a node or
     process ends."""
-    stop = stop or StopSignal()
+    cancel = cancel or Cancellation()
     specs = launch_file(config).compose(values)
     _read_protocols(specs)
     bench = ProcessBench(specs)
     try:
         print(f"bench: running {', '.join(bench.nodes)}; Ctrl-C to stop", file=sys.stderr,
               flush=True)
-        while bench.running and not stop.requested.wait(0.2):
+        while bench.running and not cancel.wait(0.2):
             pass
     finally:
         bench.shutdown()
@@ -121,24 +124,29 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """0, 2 with one line for bad input, or 128 + the signal that stopped it.
 
-    A signal only requests the stop (checked between steps, so the bench shuts down in
-    order), except inside the session's fit, which it interrupts keeping the best found.
+    A signal only requests the stop, checked between steps: the bench shuts down in
+    order, and the session's fit keeps the best it found.
     """
     args = build_parser().parse_args(argv)
-    return run_command("bench", lambda stop: _run(args, stop), raising=False)
+
+    def claimed(cancel: Cancellation) -> str:
+        with claimed_outputs():  # its outputs are its own until it ends (output_paths)
+            return _run(args, cancel)
+
+    return run_command("bench", claimed)
 
 
-def _run(args: argparse.Namespace, stop: StopSignal) -> str:
+def _run(args: argparse.Namespace, cancel: Cancellation) -> str:
     if args.command == "serve":
-        return serve(_launch_values(args.arguments), args.config, stop)
-    # the default: the session of the README's main job
+        return serve(_launch_values(args.arguments), args.config, cancel)
+    # the default: the session of make run, the main job
     config = getattr(args, "config", None) or session_config()
     output = getattr(args, "output_dir", Path("out/bench"))
     session = load_session(config)
     if getattr(args, "ideal", False):
         session = ideal_session(session)
     return run_session(session, output, getattr(args, "quiet", False),
-                       namespace(getattr(args, "namespace", "")), stop)
+                       namespace(getattr(args, "namespace", "")), cancel)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import difflib
+import shutil
 import sys
 import threading
 import time
@@ -27,12 +28,12 @@ from bam_bringup import bench_sensor
 from bam_bringup.bench_sensor import Sensor
 from bam_bringup.launch_file import LaunchFile
 from bam_bringup.node_spec import NodeSpec
-from bam_bringup.process_bench import ProcessBench, StopSignal
+from bam_bringup.process_bench import ProcessBench
 from bam_bringup.session_logs import logs_to_file
-from bam_sim.common.command import Interrupted, record_written
+from bam_sim.common.cancellation import Cancellation, Cancelled
 from bam_sim.common.errors import BamError, one_line
 from bam_sim.common.numbers import number
-from bam_sim.common.output_paths import check_writable
+from bam_sim.common.output_paths import check_kind, check_output, writing
 from bam_sim.common.share import share_file
 from bam_sim.models.model_registry import FrictionModel, get_model
 from bam_sim.models.servo.actuators import Actuator, get_actuator
@@ -107,27 +108,27 @@ def check_session(config: dict, where: str) -> dict:
     return config
 
 
-def _wait(future, timeout: float, stop: StopSignal):
-    """The future's result; KeyboardInterrupt as soon as a stop is requested."""
+def _wait(future, timeout: float, cancel: Cancellation):
+    """The future's result; Cancelled as soon as ``cancel`` is requested."""
     done = threading.Event()
     future.add_done_callback(lambda _: done.set())
     deadline = time.monotonic() + timeout
     while not done.wait(0.1):
-        stop.check()
+        cancel.check()
         if time.monotonic() > deadline:
             raise BamError(f"no answer from the bench within {timeout:.0f} s")
     return future.result()
 
 
 def _play(client, trajectory: str, gain: float, repetition: int, timeout: float,
-          stop: StopSignal) -> None:
+          cancel: Cancellation) -> None:
     from bam_msgs.action import RunTrajectory
 
     goal = RunTrajectory.Goal(trajectory=trajectory, gain=gain, repetition=repetition)
-    handle = _wait(client.send_goal_async(goal), timeout, stop)
+    handle = _wait(client.send_goal_async(goal), timeout, cancel)
     if not handle.accepted:
         raise BamError(f"the bench refused to play {trajectory} at kp={gain:g}")
-    result = _wait(handle.get_result_async(), timeout, stop).result
+    result = _wait(handle.get_result_async(), timeout, cancel).result
     if not result.success:
         raise BamError(f"{trajectory} at kp={gain:g} failed: {result.message}")
 
@@ -153,16 +154,18 @@ def session_specs(config: dict, sensor: Sensor, bag: Path, settle: float, durati
 
 
 def run_session(config: dict, output_dir: Path, quiet: bool = False,
-                bench_namespace: str = "", stop: StopSignal | None = None) -> str:
-    """Record the simulated bench over the session's setups, then fit and report."""
+                bench_namespace: str = "", cancel: Cancellation | None = None) -> str:
+    """Record the simulated bench over the session's setups, then fit and report;
+    ``cancel`` ends it at the next step, naming what was written (Cancelled)."""
     from bam_identify.protocol import parse_protocol
     from bam_sim.models.files.parameter_file import dump_yaml
 
-    stop = stop or StopSignal()
-    check_writable(output_dir, "--output-dir")
+    cancel = cancel or Cancellation()
+    check_kind(output_dir, "--output-dir", folder=True)  # a device, a pipe: refused
     folder = output_dir / datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     if folder.exists():
         raise BamError(f"{folder} already exists; wait a second or choose --output-dir")
+    check_output(folder, "--output-dir", force=None, folder=True)
     protocol = parse_protocol(config.get("protocol", {}), "session protocol")
     duration = protocol.duration or 6.0
     settle = protocol.settle if protocol.settle is not None else 1.0
@@ -173,22 +176,29 @@ def run_session(config: dict, output_dir: Path, quiet: bool = False,
     specs = session_specs(config, sensor, bag, settle, duration, bench_namespace, truth_file)
     job = _fit_job(config, bag, folder, quiet, bench_sensor.fit_groups(sensor, actuator))
     try:  # a bad fit request failed above, before recording
-        folder.mkdir(parents=True)
-        truth_file.write_text(dump_yaml(truth), encoding="utf-8")
-    except OSError as exc:
+        with writing(folder, "--output-dir"):
+            folder.mkdir(parents=True)
+            truth_file.write_text(dump_yaml(truth), encoding="utf-8")
+    except (OSError, BamError) as exc:
+        shutil.rmtree(folder, ignore_errors=True)  # it was new: only what this made
+        if isinstance(exc, BamError):
+            raise
         raise BamError(f"cannot write {folder} ({exc.strerror}); choose a writable "
                        "--output-dir") from None
     # A bar on the terminal: the nodes' logs go to the session's log file meanwhile.
     log = None if quiet else folder / "session.log"
     start = time.monotonic()
-    recorded = _record(specs, config, protocol, duration, quiet, stop, log)
+    try:
+        recorded = _record(specs, config, protocol, duration, quiet, cancel, log)
+    except Cancelled:  # the recorder had opened its bag: closed with the bench, it is kept
+        raise Cancelled(f"recorded: {bag}", [bag]) from None
     seconds = time.monotonic() - start
     try:
-        with stop.interrupting():
-            outcome = _fit(job)
-    except Interrupted as exc:  # the bag is closed too: the message names all that was written
-        raise Interrupted(f"recorded: {bag}\n{exc}") from None
-    _report_truth(outcome, sensor, truth, job)
+        outcome = _fit(job, cancel)
+    except Cancelled as exc:  # the bag is closed too: the message names all that was written
+        raise Cancelled(f"recorded: {bag}\n{exc}", [bag, *exc.written]) from None
+    with writing(outcome.report or folder, "the report"):
+        _report_truth(outcome, sensor, truth, job)
     runs = len(config.get("setups") or [None]) * len(protocol)
     counts = ", ".join(f"{k} {v}" for k, v in recorded.items()) if recorded else "?"
     logged = f"  node logs: {log}\n" if log is not None else ""
@@ -224,7 +234,7 @@ def _report_truth(outcome, sensor: Sensor, truth, job) -> None:
 
 
 def _record(specs: list[NodeSpec], config: dict, protocol, duration: float,
-            quiet: bool, stop: StopSignal, log: Path | None = None) -> dict:
+            quiet: bool, cancel: Cancellation, log: Path | None = None) -> dict:
     """Play the protocol on every setup; the recorder's message counts once its bag closed."""
     import rclpy
     from rclpy.action import ActionClient
@@ -233,8 +243,6 @@ def _record(specs: list[NodeSpec], config: dict, protocol, duration: float,
     from bam_sim.common.contract import RUN_TRAJECTORY_ACTION
 
     bench = ProcessBench(specs)
-    # The recorder has opened its bag: a stop from here on closes it, and names it.
-    record_written(next(s.parameters["output"] for s in specs if s.name == "recorder"))
     client = None
     try:
         pendulum = bench.nodes["pendulum"]
@@ -242,11 +250,11 @@ def _record(specs: list[NodeSpec], config: dict, protocol, duration: float,
                                         namespace=pendulum.get_namespace())
         bench.add(client_node)
         client = ActionClient(client_node, RunTrajectory, RUN_TRAJECTORY_ACTION)
-        _await_server(client, 20.0, stop)
-        _await_recorder(bench.nodes["recorder"], 20.0, stop)
+        _await_server(client, 20.0, cancel)
+        _await_recorder(bench.nodes["recorder"], 20.0, cancel)
         with logs_to_file(log) as terminal:
             _play_setups(pendulum, client, config, protocol, 60.0 + 20.0 * duration, quiet,
-                         stop, terminal)
+                         cancel, terminal)
         recorder = bench.nodes["recorder"]
         bench.close("recorder")  # writes what it still holds, then closes the bag
         return dict(getattr(recorder, "counts", {}))
@@ -257,7 +265,7 @@ def _record(specs: list[NodeSpec], config: dict, protocol, duration: float,
 
 
 def _play_setups(pendulum, client, config: dict, protocol, timeout: float, quiet: bool,
-                 stop: StopSignal, terminal=None) -> None:
+                 cancel: Cancellation, terminal=None) -> None:
     """Each setup of the session in turn, the whole protocol on each."""
     from rclpy.parameter import Parameter
     from tqdm import tqdm
@@ -275,24 +283,24 @@ def _play_setups(pendulum, client, config: dict, protocol, timeout: float, quiet
             for run in protocol:
                 bar.set_postfix_str(f"m={setup['mass']} kg l={setup['length']} m "
                                     f"{run.trajectory} kp={run.gain:g}", refresh=False)
-                _play(client, run.trajectory, run.gain, run.repetition, timeout, stop)
+                _play(client, run.trajectory, run.gain, run.repetition, timeout, cancel)
                 bar.update(1)
 
 
-def _await_server(client, timeout: float, stop: StopSignal) -> None:
+def _await_server(client, timeout: float, cancel: Cancellation) -> None:
     deadline = time.monotonic() + timeout
     while not client.wait_for_server(timeout_sec=0.1):
-        stop.check()
+        cancel.check()
         if time.monotonic() > deadline:
             raise BamError("the trajectory action server did not come up")
 
 
-def _await_recorder(recorder, timeout: float, stop: StopSignal) -> None:
+def _await_recorder(recorder, timeout: float, cancel: Cancellation) -> None:
     """Every recorded topic matched to the recorder: a trial is recorded from its first
     sample (DDS drops what a volatile topic sends before the match)."""
     deadline = time.monotonic() + timeout
     while not recorder.matched():
-        stop.check()
+        cancel.check()
         if time.monotonic() > deadline:
             raise BamError(f"the recorder did not connect to the bench's topics within "
                            f"{timeout:g} s")
@@ -320,8 +328,8 @@ def _fit_job(config: dict, bag: Path, folder: Path, quiet: bool, groups: tuple[s
         report=folder / "report", quiet=quiet, groups=groups)
 
 
-def _fit(job):
+def _fit(job, cancel: Cancellation):
     """The fit's outcome (its results, report and summary)."""
     from bam_identify.fitting.run import fit
 
-    return fit(job)
+    return fit(job, cancel)

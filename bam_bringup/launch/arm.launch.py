@@ -2,6 +2,7 @@
 
     ros2 launch bam_bringup arm.launch.py arm:=dynamixel params:=,out/mx64_m6.yaml
     ros2 launch bam_bringup arm.launch.py arm:=erob models:=m1 real_time_factor:=0.0
+    ros2 launch bam_bringup arm.launch.py mjcf:=robot.xml joints:=joints.yaml params:=[...]
     ros2 launch bam_bringup arm.launch.py sim:=false port:=/dev/ttyUSB0 ids:="[1, 2]"
     ros2 launch bam_bringup arm.launch.py sim:=false arm:=feetech port:=/dev/ttyACM0
     ros2 launch bam_bringup arm.launch.py sim:=false arm:=erob interface:=eth0
@@ -105,6 +106,7 @@ def arm(context) -> list:
                  namespace=LaunchConfiguration("namespace"),
                  parameters=[{"publish_clock": True, "arm": LaunchConfiguration("arm"),
                               "mjcf": LaunchConfiguration("mjcf"),
+                              "joint_map": LaunchConfiguration("joints"),
                               "real_time_factor": number("real_time_factor"),
                               "viewer": LaunchConfiguration("viewer"), **given}],
                  remappings=CLOCK, output="screen")]
@@ -123,7 +125,10 @@ def generate_launch_description() -> LaunchDescription:
             "shoulder and elbow; erob = eRob80:100 shoulder, eRob80:50 elbow)")),
         DeclareLaunchArgument("mjcf", default_value="", description=(
             "MJCF file of another robot (\"\" = the shipped model of arm); with it, set "
-            "joint_names and actuators")),
+            "joints (a joint map) or joint_names and actuators")),
+        DeclareLaunchArgument("joints", default_value="", description=(
+            "joint map of the mjcf robot (YAML: each servo joint's actuator, gain and motor), "
+            "as the robot fit reads it")),
         DeclareLaunchArgument("params", default_value="", description=(
             "parameter file per joint, in joint order, e.g. ['', out/mx64_m6.yaml] (\"\" or an "
             "empty entry = the published set of the joint's actuator and model)")),

@@ -65,11 +65,12 @@ from bam_identify.export_cli import export_main
 from bam_identify.nodes import recorder_node, trajectory_node
 from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import rollout
-from bam_sim.bench.simulate_cli import main as simulate_main
 from bam_sim.bench.trajectory import command_log
+from bam_sim.common.shm_ports import CLEARED_NOTICE
 from bam_sim.models.files.parameter_file import published, save
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.nodes import arm_node, monitor_node, pendulum_node
+from bam_sim.simulate_cli import main as simulate_main
 from bam_sim.testing.cli_properties import (
     FAILURES,
     Run,
@@ -427,7 +428,7 @@ def _executables() -> list[Executable]:
                         "--mass", "--length", "--arm-mass", "--supply-voltage",
                         "--temperature", "--initial-position", "--baud-rate",
                         "--return-delay", "--physics-rate", "--seed", "--drop", "--corrupt",
-                        "--latency", "--exit-with-parent")},
+                        "--latency", "--priority", "--exit-with-parent")},
                     "--port": pool("out", "port"), "--control": pool("out", "ctl.sock"),
                     "--hardware-error": ["", "1", "1:", ":1", "1:0x20", "x:y", "1:-1",
                                          "999:1", "1:1e308"]},
@@ -685,6 +686,12 @@ def _refuses(argv: list[str]) -> int:
     return 2
 
 
+def _refuses_after_a_cleanup(argv: list[str]) -> int:
+    # what a node prints when another test's killed process left dead ports (CI saw it)
+    print(f"{CLEARED_NOTICE}s 9671, 9672 from /dev/shm: ...", file=sys.stderr)
+    return _refuses(argv)
+
+
 def _parser_exit(argv: list[str]) -> int:
     sys.exit("prog: bad")  # a text code: printed, status 1
 
@@ -694,6 +701,7 @@ def _parser_exit(argv: list[str]) -> int:
     (_two_lines, GUARD, "multi-line error"),
     (_blocks, 1.0, "hang"),
     (_refuses, GUARD, "ok-refused"),
+    (_refuses_after_a_cleanup, GUARD, "ok-refused"),
     (_parser_exit, GUARD, "other exit"),
 ])
 def test_the_harness_classifies_each_outcome(main, guard, expected, tmp_path):

@@ -44,6 +44,7 @@ ROSDEP_KEYS = {
     "psycopg": "python3-psycopg",
     "pyroute2": "python3-pyroute2",
     "pysoem": "python3-pysoem-pip",
+    "pyarrow": "python3-pyarrow-pip",
     "pytest": "python3-pytest",
     "scservo_sdk": "python3-feetech-servo-sdk-pip",
     "rosbags": "python3-rosbags-pip",

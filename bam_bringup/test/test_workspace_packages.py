@@ -44,4 +44,22 @@ def test_simulate_entry_point():
     scripts = importlib.metadata.entry_points(group='console_scripts', name='simulate')
     assert [ep.value for ep in scripts] == ['bam_sim.executables:simulate']
     (script,) = scripts
-    assert script.load().module == 'bam_sim.bench.simulate_cli'
+    assert script.load().module == 'bam_sim.simulate_cli'
+
+
+def test_python_starts_once_in_the_workspace():
+    """The venv's local_setup.sh (tools/workspace.sh writes it; install/setup.bash sources
+    it) puts the PyPI ROS 2 wheels' libraries on the loader's path: their bootstrapper then
+    does not start every Python process a second time to do it (about 50 ms more for each
+    command, with Python's own Ctrl-C handler in place). Python's import log, of a command
+    run from a shell with only that setup, starts once."""
+    import subprocess
+
+    venv = ROOT / '.venv'
+    if not (venv / 'local_setup.sh').is_file():
+        pytest.skip('no .venv made by tools/workspace.sh (a ROS 2 install)')
+    shell = f'. "{venv}/local_setup.sh" && python -X importtime -c pass'
+    done = subprocess.run(['env', '-i', 'PATH=/usr/bin:/bin', 'bash', '-c', shell],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count('import time: self [us]') == 1, done.stderr[-2000:]

@@ -29,7 +29,7 @@ PRIORITY = 20  # SCHED_FIFO priority of the emulator's threads and of the driver
 def emulator(**kwargs) -> EthercatEmulatorProcess:
     """An emulator process, or the test skipped when no namespace can be made here.
 
-    Its bus and cycle threads run at SCHED_FIFO priority (root makes the namespace
+    Its threads run at SCHED_FIFO priority (root makes the namespace
     anyway): slaves answer in microseconds, and a loaded test host must not make the
     emulated ones late enough for SOEM to give up on frames.
     """

@@ -12,21 +12,25 @@ from drivers_rig import SERIAL_BUSES, emulator_of
 
 from bam_drivers.emulators.client import EmulatorProcess
 from bam_drivers.serial_servo.bus import (
+    ATTEMPTS,
     CORRUPT,
+    MODEL_READS,
     TIMEOUT,
     SerialServoBus,
     detect_latency_timer,
 )
 from bam_drivers.supervisor import ConfigurationError
 from bam_sim.common.errors import BamError
+from bam_sim.testing.ros_graph import wait_for
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 
 
 def open_bus(emulator, model, ids, bus_class=SerialServoBus, **kwargs) -> SerialServoBus:
-    # 20 ms for a status: the emulator answers in well under 1 ms, but a busy machine
-    # may delay it (the pty's detected 1 ms would then fail reads at random).
-    kwargs.setdefault("latency_timer_ms", 20.0)
+    # A reply timeout of 0.2 s: the emulator answers in well under 1 ms, but a busy
+    # machine may delay it (the pty's detected 1 ms would then fail reads at random); a
+    # timeout here only catches a servo that does not answer.
+    kwargs.setdefault("latency_timer_ms", 100.0)
     bus = bus_class(emulator.port, model, ids, **kwargs)
     bus.open()
     return bus
@@ -156,6 +160,68 @@ def test_faults_are_classified(name):
         counters = bus.counters
         assert (counters[1].timeouts, counters[1].corrupt, counters[1].reads) == (1, 1, 1)
         assert counters[2].hardware_error == 0x24
+
+
+@pytest.mark.parametrize("name", sorted(SERIAL_BUSES))
+@pytest.mark.parametrize("kind", ["short", "checksum", "id"])
+def test_a_reply_garbled_once_is_read_again_and_the_cycle_goes_on(name, kind):
+    emulator, bus_on = serial_bus(name, (1, 2))
+    with emulator:
+        bus = bus_on([1, 2])
+        emulator.inject(one_shot=[kind])  # the state block of servo 1, its first reply
+        result = bus.read_state()
+        truth = emulator.truth()  # the joints rest, torque off
+        assert emulator.stats()["one_shot"] == 1
+    assert result.ok, result.failures
+    assert result.states[1].position == truth[1]["position"] == 0.0
+    one = bus.counters[1]
+    assert (one.rereads, one.reads, one.errors) == (1, 1, 0)
+    # A truncated reply takes the head of the next one with it: servo 2 is read again too.
+    assert bus.counters[2].rereads == (kind == "short")
+
+
+@pytest.mark.parametrize("name", sorted(SERIAL_BUSES))
+def test_a_late_reply_does_not_answer_the_next_request(name):
+    # The cause of the garbled replies seen under load: a reply that came after its
+    # request timed out was read as the answer to the next request (a state block's
+    # first byte as the servo's id, its first two as a model number, ...).
+    emulator, bus_on = serial_bus(name, (1,))
+    with emulator:
+        bus = bus_on([1])
+        replies = emulator.stats()["replies"]
+        emulator.inject(one_shot=["late"])
+        bus.read_state()  # it times out (unless this thread was held up longer still)
+        wait_for(lambda: emulator.stats()["replies"] > replies, "the late reply", 30.0)
+        assert bus.read_register(1, "id") == 1
+        bus.check_models()
+        assert bus.read_state().ok
+
+
+@pytest.mark.parametrize("name", sorted(SERIAL_BUSES))
+def test_a_model_number_is_refused_only_when_the_servo_says_so_consistently(name):
+    emulator, bus_on = serial_bus(name, (1,))
+    with emulator:
+        bus = bus_on([1])
+        # Replies with a wrong value, checksum right, fewer than the reads that must agree.
+        emulator.inject(one_shot=["value"] * (MODEL_READS - 1))
+        bus.check_models()
+        assert emulator.stats()["one_shot"] == MODEL_READS - 1
+        emulator.inject(one_shot=["value"] * MODEL_READS)
+        with pytest.raises(ConfigurationError, match=r"servo id 1 .* is model number \d+, not "):
+            bus.check_models()
+
+
+@pytest.mark.parametrize("name", sorted(SERIAL_BUSES))
+def test_the_torque_off_confirmation_asks_again_for_lost_replies(name):
+    emulator, bus_on = serial_bus(name, (1, 2))
+    with emulator:
+        bus = bus_on([1, 2])
+        bus.write_torque({1: True, 2: True})
+        lost = ATTEMPTS + 1  # more than one read of the confirmation asks
+        emulator.inject(one_shot=["drop"] * lost)
+        assert bus.torque_off(budget=30.0)  # the budget only catches a servo that never answers
+        assert emulator.stats()["dropped"] == lost
+        assert not any(t["torque_enable"] for t in emulator.truth().values())
 
 
 def test_a_vanished_port_reopens_when_it_returns():

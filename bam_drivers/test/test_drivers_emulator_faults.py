@@ -189,6 +189,9 @@ def test_control_commands_refuse_bad_input(emulator) -> None:
         emulator.inject(drop=2.0)
     with pytest.raises(BamError, match="no servo with id 99"):
         emulator.set_position(99, 0.0)
+    with pytest.raises(BamError, match="next must be a list of one-shot faults, each one of "
+                                       "drop, checksum, short, id, value, late; got .'gone'"):
+        emulator.inject(one_shot=["gone"])
     assert emulator.stats()["faults"]["drop"] == 0.0
 
 

@@ -3,6 +3,7 @@
 A parent process starts an emulator through its client (which passes its own pid), prints
 the emulator's pid, and is killed with SIGKILL: the emulator must exit, cleaning up (the
 port symlink, the network namespace). The EtherCAT case needs root: skipped without it.
+An emulator's --control path is its own socket: it removes nothing else there.
 """
 
 from __future__ import annotations
@@ -10,10 +11,13 @@ from __future__ import annotations
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
 
 import pytest
+
+from bam_sim.testing.processes import read_until
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 
@@ -69,3 +73,57 @@ def test_an_emulator_exits_when_its_parent_is_killed(script):
             parent.kill()
             parent.wait()
     assert not os.path.lexists(left_behind)  # it cleaned up on its way out
+
+
+def emulator(tmp_path, control) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "bam_drivers.emulators.serial_servo_emulator", "--port",
+         str(tmp_path / "tty"), "--control", str(control), "--exit-with-parent"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def refusal(child: subprocess.Popen) -> str:
+    """The stderr of an emulator that must refuse to start; one that serves is killed."""
+    try:
+        _, err = child.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        raise AssertionError(f"the emulator started: {child.communicate()}") from None
+    assert child.returncode == 2 and err.count("\n") == 1, err
+    return err
+
+
+def test_a_control_path_that_is_no_stale_socket_is_refused_and_left_as_it_is(tmp_path):
+    """--control at a file, or at another emulator's live socket: exit 2, one line, the
+    file or socket as it was (the emulator used to delete whatever was there)."""
+    taken = tmp_path / "control"
+    taken.write_text("a user's file")
+    err = refusal(emulator(tmp_path, taken))
+    assert f"--control {taken} exists and is not a socket; it is left as it is" in err
+    assert taken.read_text() == "a user's file" and not (tmp_path / "tty").exists()
+    live = tmp_path / "live.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as other:
+        other.bind(str(live))
+        other.listen(1)
+        before = os.lstat(live).st_ino
+        assert "is the socket of a running emulator" in refusal(emulator(tmp_path, live))
+        assert os.lstat(live).st_ino == before
+
+
+def test_a_dead_emulators_socket_is_replaced_and_only_its_own_removed(tmp_path):
+    """The socket a killed emulator left (nobody listens) is taken over; at the end the
+    emulator removes its socket, and nothing that is not its own."""
+    stale = tmp_path / "control.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as dead:
+        dead.bind(str(stale))  # closed without unlinking: what a SIGKILL leaves
+    child = emulator(tmp_path, stale)
+    try:
+        read_until(child, "READY", TIMEOUT)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+            client.connect(str(stale))  # its own socket, listening
+            client.sendall(b'{"cmd": "stop"}\n')
+        assert child.wait(TIMEOUT) == 0
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert not stale.exists() and not (tmp_path / "tty").exists()

@@ -18,14 +18,10 @@ from ethercat_rig import ErobRig, emulator, values, wait_truth
 
 from bam_drivers.ethercat import cia402
 from bam_drivers.ethercat.drive_models import get_drive_model
-from bam_drivers.supervisor import RETRY_MAX
 from bam_sim.testing.ros_context import private_context
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 
-# s: states flow again this soon after the device returns: the next attempt comes
-# within the backoff's cap, then the connection.
-RESUME = RETRY_MAX + 1.5
 LINE = ": EtherCAT line"
 JOINT = ": pendulum"
 
@@ -98,7 +94,7 @@ def test_working_counter_errors_are_counted_and_named(bench):
     recovered(rig, emu)
 
 
-def test_link_loss_rescans_and_resumes_soon_after_the_link_returns(bench):
+def test_link_loss_rescans_and_resumes_when_the_link_returns(bench):
     rig, emu = bench
     at = time.monotonic()
     emu.link(False)
@@ -108,10 +104,9 @@ def test_link_loss_rescans_and_resumes_soon_after_the_link_returns(bench):
     wait_truth(emu, lambda t: not t[1]["torque_enable"], "drive disabled by its watchdog")
     up = time.monotonic()
     emu.link(True)
-    rig.wait_for(lambda: rig.states_since(up) > 0, "states after the link came back",
-                 timeout=RESUME + 1.0)
-    first = next(when for when, _ in rig.joint_states if when > up)
-    assert first - up < RESUME
+    # How soon is the backoff's (its cap: test_drivers_supervisor and test_drivers_fail_safe,
+    # on a simulated clock); here the wait only catches a line never brought back.
+    rig.wait_for(lambda: rig.states_since(up) > 0, "states after the link came back")
     recovered(rig, emu)
     assert int(values(rig.status(LINE))["link losses (re-scans)"]) >= 1
 

@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -156,6 +157,40 @@ def test_a_stop_after_a_lost_link_still_turns_the_torque_off():
         assert again.shutdown() is False
 
 
+def test_a_stop_waits_for_the_cycle_in_progress_and_nothing_reopens_the_port_after_it():
+    """A loop thread that did not stop in time (a busy host, a long reconnection) still
+    holds the port: the torque off waits for its cycle (two users of one port read each
+    other's replies), and the loop's next cycle does not reopen it."""
+    with EmulatorProcess() as emulator:
+        sup = supervisor(emulator.port)
+        clock = Clock()
+        sup.apply(JointCommand((0,), torque_enables=(True,)), clock.now)
+        wait_for(lambda: sup.cycle(clock.step(0.01)) is not None
+                 and emulator.truth()[1]["torque_enable"], "torque on", TIMEOUT)
+        reading, go_on = threading.Event(), threading.Event()
+        read_state = sup.bus.read_state
+
+        def held_up_read():
+            reading.set()
+            go_on.wait(TIMEOUT)
+            return read_state()
+
+        sup.bus.read_state = held_up_read
+        loop = threading.Thread(target=sup.cycle, args=(clock.step(0.01),))
+        loop.start()
+        assert reading.wait(TIMEOUT)
+        confirmed: list = []
+        stop = threading.Thread(target=lambda: confirmed.append(sup.shutdown()))
+        stop.start()
+        stop.join(0.2)
+        assert stop.is_alive() and not confirmed  # waiting for the cycle
+        go_on.set()
+        loop.join(TIMEOUT)
+        stop.join(TIMEOUT)
+        assert confirmed == [True] and not emulator.truth()[1]["torque_enable"]
+        assert sup.cycle(clock.step(10.0)) is None and not sup.bus.is_open
+
+
 class Clock:
     """A simulated monotonic clock, stepped by the test."""
 
@@ -229,6 +264,26 @@ def test_a_second_driver_on_a_port_is_refused_naming_the_first(context):
         again.cycle(0.0)
         assert again.link.is_open
         again.shutdown()
+
+
+def test_a_port_closed_to_be_reopened_stays_this_drivers():
+    """Between a lost link's close and its reopen the port is still this driver's: a
+    second driver started then is refused, naming it; after the first one's shutdown the
+    port is free."""
+    with EmulatorProcess() as emulator:
+        first = supervisor(emulator.port)
+        clock = Clock()
+        wait_for(lambda: first.cycle(clock.step(0.01)) is not None, "connected", TIMEOUT)
+        first.bus.close()  # what a lost link does until the backoff's reopen
+        second = supervisor(emulator.port).bus
+        with pytest.raises(ConfigurationError) as refused:
+            second.open()
+        assert f"is in use by process {os.getpid()} (" in str(refused.value)
+        assert not second.is_open
+        first.shutdown()
+        second.open()
+        assert second.is_open
+        second.release()
 
 
 def open_as_nobody(path: str) -> int:

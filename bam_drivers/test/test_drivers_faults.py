@@ -11,19 +11,15 @@ import time
 
 import pytest
 from diagnostic_msgs.msg import DiagnosticStatus
-from drivers_rig import SERIAL_BUSES, Rig, values
+from drivers_rig import EMULATOR_PRIORITY, SERIAL_BUSES, Rig, values
 
 from bam_drivers.emulators.client import EmulatorProcess
-from bam_drivers.supervisor import RETRY_MAX
 from bam_sim.testing.ros_context import private_context
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 
 # Protocol 1.0 and Feetech error byte bit 5, protocol 2.0 hardware error status bit 5.
 OVERLOAD = 0x20
-# s: states flow again this soon after the device returns: the next attempt comes
-# within the backoff's cap, then the connection.
-RESUME = RETRY_MAX + 1.5
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +31,9 @@ def context():
 @pytest.fixture(params=sorted(SERIAL_BUSES))
 def bench(request, context):
     options, node, params = SERIAL_BUSES[request.param]
-    with EmulatorProcess(**options, seed=1) as emulator:
+    # At real-time priority: a busy host must not make the servos late, which a whole
+    # diagnostics window without errors (recovered) would then never see.
+    with EmulatorProcess(**options, seed=1, priority=EMULATOR_PRIORITY) as emulator:
         rig = Rig(context, emulator.port, node=node, **params)
         try:
             rig.wait_ready()
@@ -119,10 +117,9 @@ def test_port_vanishing_and_returning(bench):
     assert servo_status(rig, at).level == DiagnosticStatus.ERROR
     back = time.monotonic()
     emulator.restore()
-    rig.wait_for(lambda: rig.states_since(back) > 0, "states after the port returned",
-                 timeout=RESUME + 5.0)
-    first = next(when for when, _ in rig.joint_states if when > back)
-    assert first - back < RESUME
+    # How soon is the backoff's (its cap: test_drivers_supervisor and test_drivers_fail_safe,
+    # on a simulated clock); here the wait only catches a port never reopened.
+    rig.wait_for(lambda: rig.states_since(back) > 0, "states after the port returned")
     assert rig.node.stats["port_losses"] >= 1
     # The link's history in words on /diagnostics: the loss and the connection after it.
     rig.wait_for(lambda: (s := rig.status(": bus", back)) is not None

@@ -8,6 +8,9 @@ The driver has its own process because a driver sharing this interpreter with th
 monitor (four models stepped per sample) lost its rate to it: a median state interval
 of 6.6 ms at a 5 ms cycle on a loaded machine (measured), which the monitor rightly
 reported as states slower than the bench's rate, a "bus delay" that no bus caused.
+That process and the emulator run at SCHED_FIFO priority (drivers_rig.PRIORITY,
+EMULATOR_PRIORITY): a busy host must not make the servos or the driver late, which the
+monitor would rightly report too.
 
 Reference MAE. A fit's validation MAE is the mean position error of its model over a
 recording, re-set to the measured state every reset period. The module's first rig
@@ -60,7 +63,7 @@ from statistics import fmean
 import pytest
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
-from drivers_rig import emulator_of
+from drivers_rig import EMULATOR_PRIORITY, emulator_of, realtime
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
@@ -122,7 +125,7 @@ class DriverProcess:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "bam_drivers.nodes.serial_servo_node", "--ros-args",
              *(x for k, v in params.items() for x in ("-p", f"{k}:={v}"))],
-            env=env, stdout=self._log, stderr=subprocess.STDOUT)
+            env=env, stdout=self._log, stderr=subprocess.STDOUT, preexec_fn=realtime)
 
     def output(self) -> str:
         return self._log_path.read_text(errors="replace")[-3000:]
@@ -145,7 +148,8 @@ class MonitoredDriver:
 
     def __init__(self, context, folder: Path, reference_mae: float) -> None:
         self.reference = reference_mae
-        self.emulator = emulator_of("protocol1", physics="mx64:m4", **BENCH)
+        self.emulator = emulator_of("protocol1", physics="mx64:m4",
+                                    priority=EMULATOR_PRIORITY, **BENCH)
         self.driver: DriverProcess | None = None
         self.spinner: Spinner | None = None
         self.nodes: list = []

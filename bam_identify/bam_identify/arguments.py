@@ -57,6 +57,15 @@ def data_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--actuator", help="keep the logs of this actuator (mx64, ...)")
     parser.add_argument("--dt", type=number_option("dt"), default=0.005,
                         help="resampling step, s")
+    robot = parser.add_argument_group(
+        "a robot", "any MuJoCo model whose servo joints a joint map names; its recordings are "
+        "rosbag2 bags (--bags: joint_states and the commands sent) or LeRobot datasets")
+    robot.add_argument("--robot", type=Path, metavar="MJCF",
+                       help="the robot's MuJoCo model (MJCF, or URDF through MuJoCo)")
+    robot.add_argument("--joints", type=Path, metavar="YAML",
+                       help="the joint map: each servo joint's actuator, gain and reading")
+    robot.add_argument("--lerobot", nargs="+", type=Path, default=[], metavar="DIR",
+                       help="LeRobot datasets (format v2.x or v3.0)")
 
 
 def fit_parser() -> argparse.ArgumentParser:
@@ -114,7 +123,10 @@ def _search_arguments(parser: argparse.ArgumentParser) -> None:
                         "parameter, the interval where the training error stays within this "
                         f"percentage of the fit's, the others held (in (0, 100], default "
                         f"{FitJob.sensitivity:g}); export writes them for randomization")
-    parser.add_argument("--no-offset", action="store_true", help="do not identify q_offset")
+    parser.add_argument("--no-offset", action="store_true",
+                        help="do not identify q_offset (a robot's joint offsets)")
+    parser.add_argument("--per-joint", action="store_true",
+                        help="a robot fit identifies a set per joint, not per servo type")
     parser.add_argument("--no-warm-start", action="store_true",
                         help="start every model from scratch, not from a nested simpler "
                         "model fitted in the same run")

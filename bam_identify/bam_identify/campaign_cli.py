@@ -27,13 +27,15 @@ import argparse
 import dataclasses
 import os
 import sys
+from pathlib import Path
 
 from bam_identify.arguments import STORAGE_OPTION, fit_parser, number_option
 from bam_identify.executable import run_executable
 from bam_identify.fitting.job import FitJob, output_paths
 from bam_sim.common.arguments import ArgumentParser
-from bam_sim.common.command import Interrupted, shielded, stop_requested
+from bam_sim.common.cancellation import Cancellation, Cancelled
 from bam_sim.common.errors import BamError
+from bam_sim.common.output_paths import check_kind, check_not_input
 
 
 def _where(parser: argparse.ArgumentParser) -> None:
@@ -62,7 +64,7 @@ def campaign_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def add_jobs(args: argparse.Namespace) -> str:
+def add_jobs(args: argparse.Namespace, cancel: Cancellation) -> str:
     """Queue one job per model, each checked now rather than when a worker meets it."""
     from bam_identify.fitting.campaign import Campaign, job_to_json
     from bam_identify.fitting.inputs import load_data
@@ -71,11 +73,14 @@ def add_jobs(args: argparse.Namespace) -> str:
         raise BamError("campaign add: give --storage, the database the workers will share")
     if not args.campaign.strip():
         raise BamError("campaign add: --campaign must not be empty; name the campaign")
+    if args.robot is not None or args.joints is not None or args.lerobot:
+        raise BamError("campaign add: a campaign holds bench fits; share a robot fit between "
+                       "machines with fit --robot ... --storage URL --workers N")
     job = FitJob.from_args(args)
     # The data read now as fit reads it (paths, plausibility, the actuator among the
     # logs): a job fit would refuse is refused here, not met later by a worker. The
     # workers read the same paths, so they must be ones every machine sees.
-    load_data(job)
+    load_data(job, cancel)
     models = list(dict.fromkeys(job.models))
     # Each job's parameter file as fit would name it with all the models at once (the
     # actuator left to the data), its own report folder and its own study.
@@ -84,6 +89,8 @@ def add_jobs(args: argparse.Namespace) -> str:
                                 report=job.report / model,
                                 study=_study(args.campaign, job.actuator, model))
             for model in models]
+    for queued_job in jobs:
+        _check_job_outputs(queued_job)
     campaign = Campaign(args.storage, args.campaign, create=True)
     try:
         new, queued = _new_jobs(jobs, args.campaign, campaign.all_jobs())
@@ -96,6 +103,20 @@ def add_jobs(args: argparse.Namespace) -> str:
     return (f"queued {len(numbers)} jobs in campaign {args.campaign} (numbers "
             f"{numbers[0]}..{numbers[-1]}){again}; run 'campaign work --storage "
             f"{args.storage} --campaign {args.campaign}' on each machine")
+
+
+def _check_job_outputs(job: FitJob) -> None:
+    """What a worker would refuse in a job's outputs, refused when it is queued: a
+    device, a pipe or a socket, an input or a path inside a folder the job reads (a
+    name the actuator completes is checked by the worker, once the data names it)."""
+    from bam_identify.fitting.inputs import read_paths
+
+    inputs = read_paths(job)
+    for path, what, folder in ((Path(job.output), "--output", False),
+                               (Path(job.report), "--report", True)):
+        if "{actuator}" not in str(path):
+            check_kind(path, what, folder)
+            check_not_input(path, what, inputs)
 
 
 def _study(campaign: str, actuator: str | None, model: str) -> str:
@@ -143,20 +164,20 @@ def _new_jobs(jobs: list[FitJob], name: str,
     return new, queued
 
 
-def work(args: argparse.Namespace) -> str:
-    """Claim and run jobs until the campaign has none left for this worker (or a stop)."""
+def work(args: argparse.Namespace, cancel: Cancellation) -> str:
+    """Claim and run jobs until the campaign has none left for this worker, or until
+    ``cancel``: the job under way is then given back (Cancelled)."""
     from bam_identify.fitting.campaign import Campaign
 
     campaign = Campaign(args.storage, args.campaign)
     done, failed = [], []
     try:
         campaign.require_jobs()
-        while not stop_requested():
-            with shielded():  # a job claimed is a job this worker runs or gives back
-                claimed = campaign.claim()
+        while not cancel.is_set():
+            claimed = campaign.claim()
             if claimed is None:
                 break
-            (done if _run_job(campaign, *claimed, args) else failed).append(claimed[0])
+            (done if _run_job(campaign, *claimed, args, cancel) else failed).append(claimed[0])
     finally:
         campaign.close()
     ran = (f"this worker ran {len(done) + len(failed)} "
@@ -165,57 +186,42 @@ def work(args: argparse.Namespace) -> str:
         raise BamError(f"campaign {args.campaign}: job{'s' if len(failed) > 1 else ''} "
                        f"{', '.join(map(str, failed))} failed (see 'campaign status' for why); "
                        f"{ran}")
-    left = "stopped" if stop_requested() else "no job left"
+    left = "stopped" if cancel.is_set() else "no job left"
     return f"campaign {args.campaign}: {left}; {ran}"
 
 
-def _run_job(campaign, number: int, text: str, args: argparse.Namespace) -> bool:
-    """Run one claimed job; whether it succeeded. A stop gives it back (Interrupted)."""
+def _run_job(campaign, number: int, text: str, args: argparse.Namespace,
+             cancel: Cancellation) -> bool:
+    """Run one claimed job; whether it succeeded. A cancellation gives it back
+    (Cancelled, naming what the job wrote)."""
     from bam_identify.fitting.campaign import DONE, FAILED, job_from_json, own_outputs
-    from bam_identify.fitting.interrupted import FitInterrupted
 
     given_back = (f"job {number} given back to campaign {campaign.name}: the next worker "
                   "resumes it (its study and partial output are kept as its own)")
-    try:  # from the claim on: an interruption anywhere gives the job back
-        if stop_requested():  # a signal during the claim
-            raise KeyboardInterrupt
+    try:  # from the claim on: a cancellation anywhere gives the job back
+        cancel.check()  # requested during the claim
         job = job_from_json(text, FitJob)
         job = dataclasses.replace(job, storage=args.storage, quiet=args.quiet or job.quiet,
                                   jobs=args.jobs or job.jobs)
         outputs = output_paths(job.output, job.actuator or "*", list(job.models))
         job = own_outputs(job, campaign.name, number, [str(p) for p in outputs.values()])
         print(f"job {number}: {', '.join(job.models)}", file=sys.stderr)
-        # Imported here, inside the try: a stop during numba's import gives the job back.
         from bam_identify.fitting.run import fit
 
-        summary = fit(job).summary
-    except FitInterrupted as exc:
-        with shielded():
-            campaign.release(number)
-        raise Interrupted(f"{exc}\n{given_back}") from None
-    except KeyboardInterrupt:
-        with shielded():
-            campaign.release(number)
-        raise Interrupted(f"campaign {campaign.name}: interrupted; {given_back}") from None
-    except Exception as exc:
-        # After a stop, any error is the stop's doing (the fit stopped before it found
-        # anything; numba's import or a transaction cut short): not the job's failure.
-        if stop_requested():
-            with shielded():
-                campaign.release(number)
-            raise Interrupted(f"campaign {campaign.name}: interrupted; {given_back}") from None
-        if not isinstance(exc, BamError):
-            raise
-        with shielded():
-            campaign.finish(number, FAILED, {"error": str(exc)})
+        summary = fit(job, cancel).summary
+    except Cancelled as exc:
+        campaign.release(number)
+        said = str(exc) or f"campaign {campaign.name}: interrupted"
+        raise Cancelled(f"{said}\n{given_back}", exc.written) from None
+    except BamError as exc:
+        campaign.finish(number, FAILED, {"error": str(exc)})
         print(f"job {number} failed: {exc}", file=sys.stderr)
         return False
-    with shielded():
-        campaign.finish(number, DONE, {"summary": summary})
+    campaign.finish(number, DONE, {"summary": summary})
     return True
 
 
-def status(args: argparse.Namespace) -> str:
+def status(args: argparse.Namespace, cancel: Cancellation) -> str:
     import json
 
     from bam_identify.fitting.campaign import Campaign
@@ -242,4 +248,5 @@ ACTIONS = {"add": add_jobs, "work": work, "status": status}
 
 
 def campaign_main(argv: list[str] | None = None) -> int:
-    return run_executable(campaign_parser(), lambda args: ACTIONS[args.action](args), argv)
+    return run_executable(campaign_parser(),
+                          lambda args, cancel: ACTIONS[args.action](args, cancel), argv)

@@ -24,6 +24,9 @@ from bam_identify.arguments import data_arguments, fit_parser
 from bam_identify.executable import run_executable
 from bam_identify.fitting.job import NUMBERS, FitJob, output_paths
 from bam_sim.common.arguments import ArgumentParser
+from bam_sim.common.cancellation import Cancellation
+from bam_sim.common.errors import BamError
+from bam_sim.common.output_paths import shared_outputs
 
 # The job and fit's options, importable from here as they always were (tests, benchmarks/).
 __all__ = ["NUMBERS", "FitJob", "eval_main", "eval_parser", "fit_main", "fit_parser",
@@ -35,13 +38,44 @@ def fit_main(argv: list[str] | None = None) -> int:
     return run_executable(fit_parser(), _fit, argv)
 
 
-def _fit(args: argparse.Namespace) -> str:
+def _fit(args: argparse.Namespace, cancel: Cancellation) -> str:
     """The fit of the parsed options; its summary."""
+    if robot_fit(args):
+        from bam_identify.robot.run import fit_robot
+
+        return fit_robot(args, cancel)
     job = FitJob.from_args(args)
     # Imported once the command line is read: --help and bad options answer at once.
     from bam_identify.fitting.run import fit
 
-    return fit(job).summary
+    if job.workers is None:
+        return fit(job, cancel).summary
+    # The workers of one shared study may write the same files (--force), on purpose: all
+    # end on the same parameters. None claims them (output_paths).
+    with shared_outputs():
+        return fit(job, cancel).summary
+
+
+# Options of the pendulum bench that a robot's recordings do not have.
+BENCH_ONLY = {"logs": "--logs", "actuator": "--actuator", "replay": "--replay",
+              "validation_kp": "--validation-kp"}
+
+
+def robot_fit(args: argparse.Namespace) -> bool:
+    """Whether the options ask for a robot (--robot with --joints), refusing a half or mixed
+    request in one line."""
+    given = [o for o in ("robot", "joints") if getattr(args, o, None) is not None]
+    if not given:
+        if args.lerobot:
+            raise BamError("--lerobot: give the robot too, --robot MJCF --joints YAML")
+        return False
+    if len(given) == 1:
+        raise BamError("a robot needs both --robot MJCF and --joints YAML (the joint map)")
+    for name, option in BENCH_ONLY.items():
+        if getattr(args, name, None) not in (None, False, []):
+            raise BamError(f"{option} is an option of the pendulum bench; a robot reads "
+                           "--bags or --lerobot")
+    return True
 
 
 def eval_parser() -> argparse.ArgumentParser:
@@ -63,11 +97,15 @@ def eval_main(argv: list[str] | None = None) -> int:
     return run_executable(eval_parser(), _evaluate, argv)
 
 
-def _evaluate(args: argparse.Namespace) -> str:
+def _evaluate(args: argparse.Namespace, cancel: Cancellation) -> str:
+    if robot_fit(args):
+        from bam_identify.robot.run import eval_robot
+
+        return eval_robot(args, cancel)
     # Imported once the command line is read, as for the fit.
     from bam_identify.fitting.evaluate import evaluate
 
-    return evaluate(args)
+    return evaluate(args, cancel)
 
 
 def recover_parser() -> argparse.ArgumentParser:
@@ -85,8 +123,8 @@ def recover_main(argv: list[str] | None = None) -> int:
     return run_executable(recover_parser(), _recover, argv)
 
 
-def _recover(args: argparse.Namespace) -> str:
+def _recover(args: argparse.Namespace, cancel: Cancellation) -> str:
     # rosbags is imported once the command line is read.
     from bam_identify.data.bag_recovery import recover
 
-    return recover(args.bag, args.output)
+    return recover(args.bag, args.output, cancel)

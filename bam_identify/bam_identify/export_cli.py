@@ -26,7 +26,10 @@ the M3/M4 parameters') and refuses what Isaac Lab's law cannot run
 ``dcmotor`` actuator (:mod:`bam_sim.mujoco_arm.dcmotor_export`, what it cannot express
 written in the file's leading comment): on ``--joint`` of ``--mjcf``, else on a one-joint
 pendulum of the actuator's middle bench setup, in the convention of the MuJoCo version
-``--mujoco`` (4, the default: 3.12 and later; 3.11: 3.7 to 3.11, what mjlab pins). Bad
+``--mujoco`` (4, the default: 3.12 and later; 3.11: 3.7 to 3.11, what mjlab pins). Each
+export prints one line per reader of its format saying what that reader will not apply
+(a BAM JSON's readers are :data:`bam_sim.models.files.bam_json.READERS`, and the file
+holds the same under ``"not_applied"``; a dcmotor MJCF holds it in its leading comment). Bad
 input (a missing or invalid file, a set the format cannot hold, an existing output
 without ``--force``) ends the command with one line on stderr and exit code 2, before
 anything is written.
@@ -35,15 +38,22 @@ anything is written.
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from bam_identify.executable import run_executable
 from bam_sim.common.arguments import ArgumentParser
-from bam_sim.common.errors import BamError
+from bam_sim.common.errors import BamError, one_line
 from bam_sim.common.numbers import number, option
 from bam_sim.common.output_paths import check_output, write_new
 from bam_sim.models.bam.equivalence import EQUIVALENT
-from bam_sim.models.files.bam_json import BAM, ISAACLAB, TARGETS, parameters_to_json
+from bam_sim.models.files.bam_json import (
+    BAM,
+    ISAACLAB,
+    TARGETS,
+    not_applied,
+    parameters_to_json,
+)
 from bam_sim.models.files.parameter_file import load
 from bam_sim.models.files.randomization import (
     randomization_yaml,
@@ -52,12 +62,16 @@ from bam_sim.models.files.randomization import (
 )
 from bam_sim.models.parameter_set import ParameterSet
 
+# A format's writer: the text, and per reader (its title) what it will not apply.
+Written = tuple[str, dict[str, list[str]]]
 
-def _bam_json(params: ParameterSet, args: argparse.Namespace) -> str:
-    return parameters_to_json(params, args.kp, args.target or BAM)
+
+def _bam_json(params: ParameterSet, args: argparse.Namespace) -> Written:
+    text = parameters_to_json(params, args.kp, args.target or BAM)
+    return text, not_applied(json.loads(text))
 
 
-def _dcmotor_mjcf(params: ParameterSet, args: argparse.Namespace) -> str:
+def _dcmotor_mjcf(params: ParameterSet, args: argparse.Namespace) -> Written:
     from bam_sim.bench.geometry import Bench
     from bam_sim.mujoco_arm.dcmotor_export import CURRENT, ExportJoint, export_dcmotor
     from bam_sim.mujoco_arm.shipped_arms import pendulum_mjcf
@@ -70,8 +84,11 @@ def _dcmotor_mjcf(params: ParameterSet, args: argparse.Namespace) -> str:
         raise BamError(f"--mjcf {args.mjcf} needs --joint NAME, the hinge the servo drives")
     else:
         source, joint = args.mjcf, args.joint
-    return export_dcmotor(source, [ExportJoint(joint, params, args.gain)],
-                          mujoco_version=args.mujoco or CURRENT).xml
+    version = args.mujoco or CURRENT
+    result = export_dcmotor(source, [ExportJoint(joint, params, args.gain)],
+                            mujoco_version=version)
+    reader = "MuJoCo >= 3.12 dcmotor" if version == CURRENT else "MuJoCo 3.7 to 3.11 dcmotor"
+    return result.xml, {reader: list(result.losses)}
 
 
 FORMATS = {"bam-json": _bam_json, "dcmotor-mjcf": _dcmotor_mjcf}
@@ -184,14 +201,30 @@ def run_export(args: argparse.Namespace) -> str:
     params = load(args.params)
     _check_gain(params, args.gain, "--gain")
     _check_gain(params, args.kp, "--kp")
-    text = FORMATS[args.format](params, args)
+    text, readers = FORMATS[args.format](params, args)
     extra = _extra_files(params, args, text)
-    write_new(args.output, text, "--output", args.force)
-    for path, body in extra:
-        write_new(path, body, "--output", args.force)
+    written = [write_new(args.output, text, "--output", args.force)]
+    try:
+        for path, body in extra:
+            written.append(write_new(path, body, "--output", args.force))
+    except BamError as exc:  # a full disk: what was written is named
+        raise BamError(f"{one_line(exc)}; written: {', '.join(map(str, written))}") from None
     written = "".join(f"\nwrote {path}" for path, _ in extra)
     return (f"wrote {args.output} ({params.actuator.name} {_model_written(params, args)}, "
-            f"{args.format}){written}")
+            f"{args.format}){written}{_readers(readers)}")
+
+
+def _readers(readers: dict[str, list[str]]) -> str:
+    """One line per reader: what it will not apply of the file (also written in it)."""
+    lines = []
+    for title, lost in readers.items():
+        if not lost:
+            lines.append(f"{title}: applies every value")
+        elif lost[0].startswith("cannot load it"):
+            lines.append(f"{title}: {lost[0]}")
+        else:
+            lines.append(f"{title} will not apply: {'; '.join(lost)}")
+    return "".join(f"\n{line}" for line in lines)
 
 
 def _model_written(params: ParameterSet, args: argparse.Namespace) -> str:
@@ -202,4 +235,4 @@ def _model_written(params: ParameterSet, args: argparse.Namespace) -> str:
 
 
 def export_main(argv: list[str] | None = None) -> int:
-    return run_executable(export_parser(), run_export, argv)
+    return run_executable(export_parser(), lambda args, cancel: run_export(args), argv)

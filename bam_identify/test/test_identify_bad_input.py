@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import sqlite3
 import subprocess
 import sys
@@ -41,6 +42,7 @@ from bam_sim.common.output_paths import check_output
 from bam_sim.models.files.bam_json import parameters_to_json
 from bam_sim.models.files.parameter_file import published, save
 from bam_sim.models.parameter_set import ParameterSet
+from bam_sim.testing.output_cases import device_node, fifo, same_node
 
 LONG = "n" * 300  # a name over the 255 bytes a file name may have
 ROBOT = """<mujoco model="robot">
@@ -254,8 +256,9 @@ def test_a_refusal_is_one_line_and_exit_2_from_a_real_process(case, bag, files):
 
 
 def test_two_exports_racing_for_one_new_file_keep_the_winner(files):
-    """Both check that the file is new, both write; the no-replace move lets exactly one
-    succeed: the other says so in one line (exit 2) and the file is the winner's."""
+    """Both check that the file is new: the first to claim it writes it, the other is
+    refused (the claim, or the no-replace move if it came later) in one line (exit 2),
+    and the file is the winner's."""
     target = files / "model.json"
     children = {name: process("export", [str(files / f"{name}.yaml"), "--output", str(target)],
                               files) for name in ("m1", "m4")}
@@ -266,8 +269,8 @@ def test_two_exports_racing_for_one_new_file_keep_the_winner(files):
     winner = next(name for name, (code, _) in results.items() if code == 0)
     loser_err = next(err for code, err in results.values() if code == 2)
     assert loser_err.strip().count("\n") == 0 and "Traceback" not in loser_err
-    assert ("was created by another command" in loser_err
-            or "already exists" in loser_err), loser_err
+    assert ("was created by another command" in loser_err or "already exists" in loser_err
+            or "is being written by another command" in loser_err), loser_err
     assert target.read_text() == parameters_to_json(published("mx64", winner))
     assert not [p for p in files.iterdir() if p.name.startswith(".model.json.")]
 
@@ -333,7 +336,7 @@ def test_generated_fit_numbers_are_accepted_in_range_or_refused_in_one_line(fiel
 @SETTINGS
 @given(field=st.sampled_from(["kp", "mass", "length", "arm-mass", "dt"]), text=NUMBER_TEXT)
 def test_generated_simulate_numbers_are_plausible_or_refused(field, text):
-    from bam_sim.bench.simulate_cli import build_parser
+    from bam_sim.simulate_cli import build_parser
 
     args, err = parsed(build_parser(), [f"--{field}={text}"])
     if args is None:
@@ -417,3 +420,17 @@ def test_generated_storage_urls_are_durable_sqlite_or_postgres_or_refused(
     if where.get_backend_name() == "sqlite":
         assert where.database not in (None, "", ":memory:")
         assert "mode=memory" not in where.database
+
+
+@pytest.mark.parametrize("node", ["fifo", "device"])
+def test_a_storage_at_a_pipe_or_a_device_is_refused_before_it_is_opened(tmp_path, node):
+    """--storage is written too: a named pipe there held the fit forever (opening it
+    waits for a reader), a device is nobody's database."""
+    from bam_identify.fitting.study_record import storage_url
+
+    path = (fifo if node == "fifo" else device_node)(tmp_path / "fit.db")
+    before = os.lstat(path)
+    with pytest.raises(BamError, match=r"fit\.db is a (named pipe|character device).*, not a "
+                       "regular file; give the path of a regular file or of a new one"):
+        storage_url(f"sqlite:///{path}")
+    assert same_node(path, before)

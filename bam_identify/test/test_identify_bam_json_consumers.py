@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from bam_identify.export_cli import export_main
 from bam_sim.bench.geometry import Bench
@@ -106,6 +107,8 @@ def test_every_published_set_meets_isaaclabs_contract_or_is_refused(actuator, mo
         plain = json.loads(parameters_to_json(params))
         if "error_gain_ratio" in plain:  # the ST3025's ratio, folded into error_gain
             plain["error_gain"] *= plain.pop("error_gain_ratio")
+        # what the readers do not apply differs: BAM keeps error_gain in code
+        plain.pop("not_applied"), doc.pop("not_applied")
         assert plain == doc
 
 
@@ -282,3 +285,129 @@ def test_a_bad_kp_in_a_sets_provenance_is_one_line():
     bad = ParameterSet(params.actuator, params.model, params.values, {"kp": "fast"})
     with pytest.raises(BamError, match="provenance.kp of the set must be a number"):
         parameters_to_json(bad)
+
+
+# --- the supply group travels; each reader is told what it will not apply -------------
+
+SAG = {"supply.resistance": 0.7, "supply.min_voltage": 0.0, "latency.command": 0.006,
+       "latency.reading": 0.0}
+
+
+def _supply_set(model: str, tmp_path: Path) -> tuple[Path, ParameterSet]:
+    """An MX-64 set as `make run` fits it (--groups supply latency), with the sensitivity
+    intervals fit stores, saved."""
+    values = _random_set("mx64", model, 7, **SAG).values
+    kt = values["kt"]
+    found = {"percent": 5.0, "base_mae": 1e-3, "threshold_mae": 1.05e-3,
+             "parameters": {name: {"value": v, "lower": lo, "upper": hi,
+                                   "lower_clamped": False, "upper_clamped": False}
+                            for name, (v, lo, hi) in {
+                                 "kt": (kt, 0.98 * kt, 1.02 * kt),
+                                 "supply.resistance": (0.7, 0.5, 0.9),
+                                 "latency.command": (0.006, 0.004, 0.008)}.items()},
+             "friction_scale": {"value": 1.0, "lower": 0.9, "upper": 1.1}}
+    params = ParameterSet.build("mx64", model, values, {"sensitivity": found, "dt": 0.005})
+    return save(params, tmp_path / f"mx64_{model}.yaml"), params
+
+
+@pytest.mark.parametrize("randomization", [False, True], ids=["plain", "randomization"])
+@pytest.mark.parametrize("model", ["m1", "m2", "m3", "m4", "m5", "m6"])
+def test_a_set_fitted_with_the_supply_group_exports_and_reads_back(tmp_path, capsys, model,
+                                                                   randomization):
+    src, params = _supply_set(model, tmp_path)
+    out = tmp_path / "servo.json"
+    code, stdout, err = run([src, "--output", out]
+                            + (["--randomization"] if randomization else []), capsys)
+    assert code == 0, err
+    back = parameters_from_json(out.read_text())
+    # the supply group too, for our importer; a reading delay of 0 is no delay
+    assert back.values == {k: v for k, v in params.values.items() if k != "latency.reading"}
+    doc = json.loads(out.read_text())
+    assert (doc["supply.resistance"], doc["command_delay"]) == (0.7, 0.006)
+    # no reader applies the sag: each that loads the file says so, in the file and once
+    # on stdout
+    for title, lost in doc["not_applied"].items():
+        if not lost[0].startswith("cannot load it"):
+            assert any(line.startswith("supply.resistance = 0.7: ") for line in lost), lost
+            assert f"{title} will not apply: " in stdout
+    assert "supply.min_voltage" not in json.dumps(doc["not_applied"])  # 0: nothing lost
+    if not randomization:
+        return
+    ranges = yaml.safe_load((tmp_path / "servo_randomization.yaml").read_text())
+    kt = params.values["kt"]
+    assert ranges["mjlab"]["vin_drop_resistance_range"] == [0.5, 0.9]
+    assert ranges["isaaclab"]["vin_drop_gain_range"] == [0.5 / kt, 0.9 / kt]
+    assert [ranges["mjlab"]["delay_min_lag"], ranges["mjlab"]["delay_max_lag"]] == [1, 2]
+    # BAM's sensitivity file holds BAM's parameters only
+    sensitivity = json.loads((tmp_path / "servo_sensitivity.json").read_text())["sensitivity"]
+    assert set(sensitivity) == {"kt", "command_delay"}
+
+
+def test_each_reader_is_told_what_it_will_not_apply(tmp_path, capsys):
+    """Upstream's STS3215 M6 (command delay, ratio, target slew) exported for BAM: BAM
+    1.0.2 has no command_delay (the M6 moves 2.1e-2 rad otherwise there), Isaac Lab's
+    BamMotorParams no ratio nor slew (0.16 rad on a step); one line per reader."""
+    src, out = tmp_path / "sts.yaml", tmp_path / "sts.json"
+    params = published("sts3215", "m6")
+    save(params, src)
+    code, stdout, _ = run([src, "--output", out], capsys)
+    assert code == 0
+    lines = stdout.strip().splitlines()[1:]
+    assert len(lines) == 3, lines
+    bam, old, isaaclab = lines
+    v = params.values
+    assert bam.startswith("BAM load_model (Rhoban/bam 17d9addc) and its mjlab "
+                          "BamActuatorCfg will not apply: kp = 16: ")
+    assert "command_delay" not in bam
+    assert old.startswith("BAM 1.0.2 (PyPI)") and \
+        f"command_delay = {v['latency.command']:.6g}: 1.0.2 predates it" in old
+    assert isaaclab.startswith("Isaac Lab BamActuatorCfg")
+    for name in ("error_gain_ratio", "max_velocity", "q_offset"):
+        assert f"{name} = {v[name]:.6g}: " in isaaclab, name
+    assert f"command_delay = {v['latency.command']:.6g}: give it as min_delay" in isaaclab
+    # the file says the same, per reader, under a key every reader skips
+    doc = json.loads(out.read_text())
+    assert [f"{t} will not apply: {'; '.join(lost)}" for t, lost in
+            doc["not_applied"].items()] == lines
+    assert parameters_from_json(out.read_text()).values == params.values
+
+
+def test_a_reader_that_cannot_load_the_file_says_so(tmp_path, capsys):
+    src, out = tmp_path / "st.yaml", tmp_path / "st.json"
+    save(published("st3025", "m6"), src)
+    code, stdout, _ = run([src, "--for", "isaaclab", "--output", out], capsys)
+    assert code == 0
+    bam, old, isaaclab = stdout.strip().splitlines()[1:]
+    assert "error_gain = 0.207944: BAM keeps the firmware's constants in code" in bam
+    assert old.endswith(": cannot load it: it has no actuator waveshare_st3025; install BAM "
+                        "from its repository")
+    assert "error_gain" not in isaaclab  # Isaac Lab reads it: the ratio travels there
+    # an MX-64 M1 without offset or delay: Isaac Lab applies all of it
+    src = save(published("mx64", "m1"), tmp_path / "mx.yaml")
+    code, stdout, _ = run([src, "--for", "isaaclab", "--output", out, "--force"], capsys)
+    assert stdout.strip().splitlines()[-1].endswith(": applies every value")
+
+
+# What Isaac Lab's law does without a key it skips (bam_model.py at the commit above): no
+# bench offset, no command delay, no ratio, no target slew, no supply sag.
+ISAACLAB_WITHOUT = {"q_offset": 0.0, "command_delay": 0.0, "error_gain_ratio": 1.0,
+                    "max_velocity": None, "supply.resistance": 0.0, "supply.min_voltage": 0.0}
+
+
+@pytest.mark.parametrize(("actuator", "model"), PUBLISHED, ids="_".join)
+def test_isaaclab_is_told_every_key_it_skips_that_changes_the_motion(actuator, model):
+    """Held to Isaac Lab's field contract above (ISAACLAB_REQUIRED, ISAACLAB_DEFAULTED): a
+    key of a --for bam file that is none of its fields is named where its value matters."""
+    params = published(actuator, model).replace(**SAG) if ACTUATORS[actuator].family == \
+        VOLTAGE else published(actuator, model)
+    doc = json.loads(parameters_to_json(params))
+    lost = doc["not_applied"]["Isaac Lab BamActuatorCfg (BamMotorParams.from_json, "
+                              "IsaacLab 82c9059)"]
+    if lost[0].startswith("cannot load it"):
+        assert model not in ISAACLAB_MODELS or not _isaaclab_runs(actuator)
+        return
+    fields = set(ISAACLAB_REQUIRED) | set(ISAACLAB_DEFAULTED) | {"model", "actuator",
+                                                                 "not_applied"}
+    for key in set(doc) - fields:
+        matters = ISAACLAB_WITHOUT[key] is None or doc[key] != ISAACLAB_WITHOUT[key]
+        assert matters == any(line.startswith(f"{key} = ") for line in lost), (key, lost)

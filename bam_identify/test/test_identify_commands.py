@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 
 import pytest
 import yaml
@@ -153,14 +155,15 @@ def test_fit_job_defaults_are_the_command_line_defaults():
 
 def test_an_interrupted_fit_never_replaces_a_parameter_file(bag, tmp_path, capsys,
                                                             monkeypatch):
-    """Ctrl-C during a fit (raised in its first generation's progress report): exit 130,
-    the existing file kept even with --force, the best set found written beside it."""
+    """Ctrl-C during a fit (a real SIGINT, in its first generation's progress report):
+    exit 130, the existing file kept even with --force, the best set found written
+    beside it."""
     from bam_identify.fitting import run as fit_run
 
-    def interrupted(space, logs, settings, quiet, identify, check_logs=None, tick=None):
+    def interrupted(space, logs, settings, quiet, identify, check_logs=None, cancel=None):
         def progress(count, best):
-            raise KeyboardInterrupt
-        return identify(space, logs, settings, progress, check_logs=check_logs)
+            os.kill(os.getpid(), signal.SIGINT)
+        return identify(space, logs, settings, progress, check_logs=check_logs, cancel=cancel)
 
     monkeypatch.setattr(fit_run, "_fit_one", interrupted)
     out = tmp_path / "m1.yaml"

@@ -15,6 +15,7 @@ from bam_identify.fitting.fit import (
     parse_assignments,
 )
 from bam_sim.bench.geometry import Bench
+from bam_sim.common.cancellation import Cancellation
 from bam_sim.common.errors import BamError
 from bam_sim.models.files.parameter_file import published
 from bam_sim.models.parameter_set import ParameterSet
@@ -91,16 +92,17 @@ def test_assignments_are_parsed_not_evaluated():
         parse_assignments(["kt=__import__('os').getcwd()"])
 
 
-def test_ctrl_c_keeps_the_best_found(m1_logs):
+def test_a_cancellation_keeps_the_best_found(m1_logs):
     space = SearchSpace.build("mx64", "m1")
-    seen = []
+    seen, cancel = [], Cancellation()
 
     def progress(count, best):
         seen.append(best)
         if len(seen) == 5:
-            raise KeyboardInterrupt
+            cancel.request("test")
 
-    result = identify(space, m1_logs, FitSettings(trials=10_000, seed=2), progress)
+    result = identify(space, m1_logs, FitSettings(trials=10_000, seed=2), progress,
+                      cancel=cancel)
     assert result.interrupted
     assert result.trials < 10_000
     assert result.train_mae == pytest.approx(min(seen))

@@ -8,6 +8,7 @@ import pytest
 
 from bam_identify.data.synthetic import paper_like_set
 from bam_identify.fitting.fit import FitSettings, Objective, SearchSpace, identify
+from bam_sim.common.cancellation import Cancellation
 from bam_sim.common.errors import BamError
 from bam_sim.models.files.parameter_file import published
 
@@ -61,15 +62,15 @@ def test_a_resumed_fit_continues_exactly(logs, space, tmp_path):
 
 def test_an_interrupted_stored_fit_resumes(logs, space, tmp_path):
     url = f"sqlite:///{tmp_path / 'fit.db'}"
-    calls = []
+    calls, cancel = [], Cancellation()
 
     def progress(count, best):
         calls.append(count)
         if len(calls) == 4:
-            raise KeyboardInterrupt
+            cancel.request("test")
 
     stopped = identify(space, logs, FitSettings(trials=150, seed=2, storage=url,
-                                                study_name="int"), progress)
+                                                study_name="int"), progress, cancel=cancel)
     assert stopped.interrupted and stopped.trials == sum(calls)
     resumed = identify(space, logs, FitSettings(trials=150, seed=2, storage=url,
                                                 study_name="int"))

@@ -107,6 +107,19 @@ LEGACY_CASES = {
     "vin in mV": (lambda d: {**d, "vin": 14200}, ("'vin' (V)",)),
     "processed dt off its stamps": (lambda d: {**d, "dt": 0.005},
                                     ("'dt' is 0.005 s but its timestamps are 0.001 s apart",)),
+    "input_volts negative": (lambda d: at_entry(d, 12, "input_volts", -14.0),
+                             ("'input_volts' is -14 V at entry 12, outside (0, 60] V",
+                              "repair the log, or drop 'input_volts' from every entry")),
+    "input_volts 0 V while moving": (lambda d: at_entry(d, 12, "input_volts", 0),
+                                     ("'input_volts' is 0 V at entry 12",
+                                      "runs on the supply it reports")),
+    "temp -300 °C": (lambda d: at_entry(d, 5, "temp", -300),
+                     ("'temp' is -300 °C at entry 5, outside [-40, 150] °C",
+                      "repair the log, or drop 'temp' from every entry")),
+    "temp 1000 °C": (lambda d: at_entry(d, 5, "temp", 1000), ("'temp' is 1000 °C",)),
+    "temp jumps 100 K": (lambda d: with_entries(d, "temp", [40] * 57 + [140] * (N - 57)),
+                         ("'temp' jumps from 40 to 140 °C in 0.001 s at entry 57",
+                          "faster than 100 K/s")),
 }
 
 
@@ -137,12 +150,47 @@ def test_the_base_log_and_its_missing_optional_fields_read(tmp_path):
     assert len(log) == int((times[-1] - times[0]) // 0.005) + 1
 
 
+def test_a_temperature_a_winding_can_reach_reads(tmp_path):
+    """Heating at a winding's pace through a whole-degree sensor passes: a 5 ms log whose
+    reading toggles one count, then climbs 20 K/s (the XL330 at stall), then falls back."""
+    doc = base_log(n=400, step=0.005)
+    rising = [40 + (k % 2) for k in range(100)] + [41 + round(0.1 * k) for k in range(300)]
+    log = read_legacy_log(write(tmp_path / "warm.json",
+                                with_entries(doc, "temp", rising)))
+    assert log.temperature.max() == 71.0
+    doc = with_entries(base_log(n=400, step=0.005), "temp", [40] * 200 + [140] * 200)
+    refused(write(tmp_path / "jump.json", doc),
+            "'temp' jumps from 40 to 140 °C in 0.005 s at entry 200")
+
+
 @pytest.mark.skipif(not REAL.is_dir(), reason=f"no {REAL} beside this checkout")
 def test_the_published_xl330_recordings_pass():
+    """The BAM authors' 12 XL330 logs (kp 100, 200 and 400; 27 to 34 °C; the bus from
+    5.8 V under load up to 9.15 V while braking) are within every physical range."""
     data = load_dataset(logs=REAL)
-    assert len(data) == 8 and data.gains == [100.0, 200.0]
+    assert len(data) == 12 and data.gains == [100.0, 200.0, 400.0]
     assert {log.supply_voltage for log in data.logs} == {7.4}
-    assert all(log.input_voltage is not None for log in data.logs)
+    volts = np.concatenate([log.input_voltage for log in data.logs])
+    temps = np.concatenate([log.temperature for log in data.logs])
+    assert 5.8 <= volts.min() < 6.0 and 9.1 < volts.max() <= 9.15
+    assert 27.0 <= temps.min() < 28.0 and 33.0 < temps.max() <= 34.0
+
+
+@pytest.mark.parametrize(("group", "field", "reading"), [
+    ("supply", "input_volts", "input voltage"), ("thermal", "temp", "temperature")])
+def test_a_group_without_its_reading_in_any_log_is_refused(tmp_path, capsys, group, field,
+                                                            reading):
+    doc = base_log()
+    doc["entries"] = [{k: v for k, v in e.items() if k != field} for e in doc["entries"]]
+    logs = write(tmp_path / "logs" / "run.json", doc).parent
+    code = fit_main(["--logs", str(logs), "--models", "m1", "--groups", group, "--trials", "4",
+                     "--quiet", "--output", str(tmp_path / "p.yaml"),
+                     "--report", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"--groups {group} needs a recorded {reading}, but no training log recorded " \
+        f"one" in err and f"'{field}'" in err and f"leave {group} out" in err, err
+    assert not (tmp_path / "p.yaml").exists()
 
 
 def test_the_fit_command_exits_2_naming_the_file_and_field(tmp_path, capsys):
@@ -185,6 +233,18 @@ def test_an_implausible_bench_description_in_a_bag_is_refused(tmp_path, session,
     bag_refused(write_messages(tmp_path / field, messages), fragment)
 
 
+@pytest.mark.parametrize(("series", "value", "fragment"), [
+    ("input_voltage", 0.0, "input voltage of 'joint' is 0 V at 0.000000 s into the trial"),
+    ("temperature", -300.0, "temperature of 'joint' is -300 °C at 0.000000 s into the trial"),
+])
+def test_an_impossible_reading_in_a_bag_is_refused(tmp_path, series, value, fragment):
+    log, _ = simulated("mx64", "steps", MX64_BENCH, 8.0, duration=0.5)
+    log = type(log)(**{**log.__dict__, series: np.full(len(log), value)})
+    bag = write_messages(tmp_path / series, bench_messages([BagSession(
+        "mx64", [(log, "steps", 8.0, 1, 0)])]))
+    bag_refused(bag, fragment, "repair or drop that trial")
+
+
 def test_a_bag_without_a_supply_reading_uses_the_actuators(tmp_path, session):
     messages = bench_messages([session])
     messages[0][2].supply_voltage = math.nan  # the bench does not know it
@@ -212,7 +272,7 @@ def test_a_hole_in_a_trials_joint_states_is_refused(tmp_path):
 
 TOP_FIELDS = ("mass", "arm-mass", "length", "kp", "vin", "dt")
 ENTRY_FIELDS = ("timestamp", "position", "speed", "goal_position", "torque_enable",
-                "input_volts")
+                "input_volts", "temp")
 VALUES = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
     st.sampled_from([0.0, -0.0, -1.0, -15.0, 1e6, 1e300, 1e308, -1e308, 0.005, 14.2, 1e-12]),
@@ -259,9 +319,13 @@ def plausible(log, doc: dict) -> None:
     assert 0.0 <= log.bench.mass <= 100.0 and 0.0 <= log.bench.arm_mass <= 100.0
     assert 0.0 < log.bench.length <= 5.0 and 0.0 <= log.kp <= act.gain_limit
     assert log.supply_voltage is None or 0.0 < log.supply_voltage <= 4 * act.supply_voltage
-    for name in ("position", "goal", "velocity", "input_voltage"):
+    for name in ("position", "goal", "velocity", "input_voltage", "temperature"):
         series = getattr(log, name)
         assert series is None or (np.isfinite(series).all() and np.abs(series).max() <= 1e4)
+    # a servo that answers is powered; no servo runs below -40 °C or above 150 °C
+    assert log.input_voltage is None or log.input_voltage.min() > 0.0
+    assert log.temperature is None or -40.0 <= log.temperature.min() <= \
+        log.temperature.max() <= 150.0
     # the base log spans 0.2 s at 1 kHz, and each of at most three corruptions may add a
     # pause of at most 1 s (a driver's stall): no hole or change of unit got through
     assert 2 <= len(log) <= (0.2 + 3 * 1.0) / log.dt + 1

@@ -37,6 +37,7 @@ from bam_msgs.msg import ActuatorState, ActuatorStateArray, BenchInfo, Trial
 from bam_sim.common.contract import ACTUATOR_STATES, BENCH_INFO, JOINT_STATES, RECORDED, TRIAL
 from bam_sim.common.errors import BamError
 from bam_sim.common.qos import profile
+from bam_sim.testing.output_cases import small_disk
 from bam_sim.testing.processes import read_until
 from bam_sim.testing.ros_context import private_context, ros_domain
 from bam_sim.testing.ros_graph import Spinner, wait_for, wait_matched
@@ -262,6 +263,33 @@ def test_existing_output_is_refused_and_left_alone(context, tmp_path):
     raw, connections = read_raw(existing)
     assert raw == {} and set(connections) == {t.absolute() for t in RECORDED}
     assert [p.suffix for p in existing.iterdir() if p.name != "metadata.yaml"] == [".db3"]
+
+
+@pytest.mark.parametrize("storage", STORAGES)
+def test_a_full_disk_leaves_no_bag_behind_and_the_bag_it_would_replace_as_it_was(
+        context, tmp_path, storage):
+    """A recorder that cannot write its bag's start removes what it made (a bag folder
+    left empty, the folders made for it) and says so; with overwrite, the bag it was to
+    replace is set aside until the new one is open, so it is there as it was."""
+    with small_disk(tmp_path / "disk") as disk:
+        old = write_bag(disk.root / "old", [mx64_session(duration=0.2)])
+        contents = {p: p.read_bytes() for p in old.iterdir()}
+        before = disk.files()
+        disk.fill()
+        said = []
+        for output, overwrite in ((disk.root / "new" / "bag", False), (old, True)):
+            with pytest.raises(BamError) as info:
+                RecorderNode(context=context, parameter_overrides=[
+                    Parameter("output", value=str(output)),
+                    Parameter("overwrite", value=overwrite),
+                    Parameter("storage", value=storage)])
+            said.append(str(info.value))
+        assert disk.files() == before, disk.files()
+        assert {p: p.read_bytes() for p in old.iterdir()} == contents
+    for text in said:
+        assert "\n" not in text and "no space left (" in text, text
+    assert f"removed what it had created ({disk.root / 'new'})" in said[0]
+    assert said[1].endswith(f"removed what it had created ({old}); the earlier bag is kept")
 
 
 @pytest.mark.parametrize("parameters, fragment", [

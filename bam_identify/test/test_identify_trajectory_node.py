@@ -160,7 +160,7 @@ def test_goal_plays_a_trajectory_in_real_time(bench_factory, executor_class):
     result = response.result
     assert result.success and result.message == "" and result.trial_id == 7
     assert duration <= result.duration <= duration + LATE
-    assert 0.6 <= wall < 3.0  # settle + duration in real time
+    assert wall >= 0.6  # settle + duration in real time, never faster
     bench.spin_until(lambda: len(bench.markers) == 2, what="markers")
     start, end = bench.markers
     assert (start.event, end.event) == (Trial.START, Trial.END)

@@ -211,6 +211,23 @@ def test_any_mjcf_with_servo_joints(arm, tmp_path):
     assert abs(a.joint_states[-1].position[0] + 0.2) < 0.05
 
 
+def test_a_robot_of_a_joint_map_publishes_its_joints(arm, tmp_path):
+    """mjcf and joint_map: the map's joints, actuators, gains and motors (a robot the fit
+    identified runs as the simulation of its own topics)."""
+    mjcf = tmp_path / "pendulum.xml"
+    mjcf.write_text(pendulum_mjcf(Bench(mass=0.3, length=0.1)).replace(
+        '<motor name="pendulum"', '<motor name="wrist_motor"'))
+    joint_map = tmp_path / "joints.yaml"
+    joint_map.write_text("joints:\n  - {joint: pendulum, actuator: sts3215, gain: 20, "
+                         "motor: wrist_motor}\n")
+    a = arm(mjcf=str(mjcf), joint_map=str(joint_map), models=["m1"], publish_every=2,
+            real_time_factor=0.0)
+    a.wait_ready()
+    assert list(a.joint_states[-1].name) == ["pendulum"]
+    assert a.node.arm.joints[0].params.actuator.name == "sts3215"
+    assert a.last_state()[0].gain == 20.0
+
+
 def test_viewer_without_a_display_is_a_warning(arm, monkeypatch):
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
@@ -224,6 +241,7 @@ def test_viewer_without_a_display_is_a_warning(arm, monkeypatch):
     ({"models": ["m4", "m4", "m4"]}, "models has 3 entries but there are 2 joints"),
     ({"models": ["m9"]}, "m9"),
     ({"joints": ["shoulder"]}, "set mjcf to use other joints"),
+    ({"joint_map": "joints.yaml"}, "give its MJCF as mjcf too"),
     ({"params_files": ["/nonexistent/mx106.yaml", ""]}, "does not exist"),
 ])
 def test_bad_parameters_at_start_are_one_line_errors(context, params, message):

@@ -62,7 +62,9 @@ def test_layout_is_flat_with_model_and_actuator():
     doc = json.loads(parameters_to_json(published("mx64", "m6")))
     assert (doc["model"], doc["actuator"]) == ("m6", "mx64")
     assert all(isinstance(v, float) for k, v in doc.items()
-               if k not in ("model", "actuator", "max_current"))
+               if k not in ("model", "actuator", "max_current", "not_applied"))
+    # what each reader will not apply: lines of text per reader, a key every reader skips
+    assert all(isinstance(line, str) for lines in doc["not_applied"].values() for line in lines)
     assert doc["max_current"] is None  # the MX firmware has no current limit: null
     # the eRob's current limit is a constant of the reference's actuator, not a key
     assert "current_limit" not in json.loads(parameters_to_json(published("erob80_50", "m1")))

@@ -220,19 +220,26 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_a_simulator_stopped_while_it_compiles_exits_at_once(tmp_path, signum):
-    """A sim node holds no hardware while it is built: a stop cuts its kernel's compilation
-    short (seconds, tens of them on a loaded machine) rather than waiting for it."""
+COMPILE_TIMEOUT = 600.0  # s: a cold compile on a loaded machine; only a hang reaches it
+
+
+def test_a_simulator_stopped_while_it_compiles_exits_cleanly_once_built(tmp_path):
+    """A stop never raises inside numba's compiler (an exception there left llvmlite's
+    objects half made: tracebacks, a double free, a segmentation fault): the node is built,
+    then ends at once, with 128 + the signal and nothing left behind. SIGINT: the signal
+    Python's own handler turned into an exception."""
     env = {**os.environ, "ROS_DOMAIN_ID": str(DOMAIN), "NUMBA_CACHE_DIR": str(tmp_path / "nb"),
            "PYTHONUNBUFFERED": "1"}
     started = ss.start("pendulum", [sys.executable, "-c", PENDULUM_COMPILING, "--ros-args",
                                     "-r", "__ns:=/compiling"], tmp_path / "pendulum.log",
-                       (signum,), env=env)
+                       (signal.SIGINT,), env=env)
     try:
         started.wait_output("numba compiling", timeout=TIMEOUT)
-        (stop,) = ss.stop_all([started])
+        (stop,) = ss.stop_all([started], bound=COMPILE_TIMEOUT)
     finally:
         ss.kill_leftovers([started])
-    assert stop.clean, stop.describe()
-    assert stop.returncode == 128 + signum
+    # Late by design: the compile (seconds, tens of them cold on a loaded machine) ends first.
+    problems = [p for p in stop.problems if not p.startswith("exited more than")]
+    assert problems == [], stop.describe()
+    assert stop.returncode == 128 + signal.SIGINT
+    assert "[compiling.pendulum]: " in stop.output  # built, then stopped

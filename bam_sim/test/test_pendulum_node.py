@@ -12,6 +12,7 @@ import math
 import numpy as np
 import pytest
 from rclpy.parameter import Parameter
+from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from bam_msgs.msg import ActuatorCommand, BenchInfo
@@ -20,10 +21,17 @@ from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import rollout
 from bam_sim.common import contract
 from bam_sim.common.errors import BamError
+from bam_sim.common.qos import profile
 from bam_sim.models.files.parameter_file import published, save
 from bam_sim.nodes.pendulum_node import PendulumNode, main
 from bam_sim.testing.ros_context import private_context, ros_domain
-from bam_sim.testing.ros_graph import SimProbe, closing, executable_error, stamp_ns
+from bam_sim.testing.ros_graph import (
+    SimProbe,
+    closing,
+    executable_error,
+    stamp_ns,
+    wait_matched,
+)
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 
@@ -110,6 +118,41 @@ def test_commands_move_the_joint_as_rollout_does(bench):
     np.testing.assert_allclose([joints[t].effort[0] for t in stamps], run.motor_torque,
                                rtol=0, atol=1e-9)
     assert np.ptp(position) > 0.5
+
+
+def test_in_lockstep_each_command_makes_one_tick(bench):
+    """A controller answering each state with a command, as a trained policy stepping the
+    simulation does: the pendulum waits for it, so the run is the rollout of the goals
+    sent, tick for tick, however late the answers come."""
+    rate, goals = 200.0, np.linspace(0.0, 0.8, 60)
+    b = bench(rate=rate, lockstep=True, gain=16.0, mass=0.5, length=0.2)
+    sent: list[float] = []
+
+    def answer(msg) -> None:  # the command of the next tick, on each state
+        if len(sent) < goals.size:
+            sent.append(float(goals[len(sent)]))
+            b.send(ActuatorCommand(names=["pendulum"], goal_positions=[sent[-1]]))
+
+    wait_matched(b.commands, "the pendulum's command subscription", TIMEOUT,
+                 [b.node.topics.command_subscriptions[contract.COMMANDS.name]])
+    assert not b.joint_states and b.node.tick_count == 0  # no command yet, no tick
+    b.probe.create_subscription(JointState, contract.JOINT_STATES.name, answer,
+                                profile(contract.JOINT_STATES.qos))
+    answer(None)
+    b.wait_for(lambda: len(b.joint_states) == goals.size, "a state per command")
+    # No tick ran ahead of its command: every one was taken, none more.
+    assert b.node.tick_count == goals.size
+    states = [m.actuators[0] for m in list(b.actuator_states)]
+    np.testing.assert_array_equal([s.goal_position for s in states], goals)
+    stamps = np.array([stamp_ns(m) for m in list(b.joint_states)])
+    assert np.all(np.diff(stamps) == 5_000_000)
+    position = np.array([m.position[0] for m in list(b.joint_states)])
+    velocity = np.array([m.velocity[0] for m in list(b.joint_states)])
+    log = BenchLog(bench=Bench(mass=0.5, length=0.2), kp=16.0, dt=1.0 / rate, goal=goals,
+                   enabled=np.ones(goals.size, bool), position=position, velocity=velocity)
+    run = rollout(published("mx64", "m4"), log)
+    np.testing.assert_allclose(position, run.position, rtol=0, atol=1e-9)
+    assert np.ptp(position) > 0.1
 
 
 def late_bench_info(b):

@@ -359,7 +359,7 @@ def test_parameter_file_errors_for_ep_models():
 # -- the simulate executable ------------------------------------------------------------------
 
 def test_simulate_an_ep_parameter_file(tmp_path, capsys):
-    from bam_sim.bench.simulate_cli import main
+    from bam_sim.simulate_cli import main
 
     good = save(ep_set("mx64", "ep_stribeck"), tmp_path / "ep.yaml")
     figure = tmp_path / "sim.png"

@@ -1,11 +1,17 @@
 """The one layer of output paths (bam_sim.common.output_paths) and of option numbers
 (bam_sim.common.numbers.option): what they refuse, in one line, and that a write never
-replaces a file or folder another writer created meanwhile."""
+replaces a file or folder another writer created meanwhile, nor a device, a pipe or a
+socket, nor an input; that two commands never both write one output; and that a full
+disk is one line that leaves the earlier file as it was. Each writer's command is held
+to the same in bam_bringup/test/test_bringup_writers.py."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import subprocess
+import sys
+import threading
 
 import pytest
 
@@ -13,11 +19,15 @@ from bam_sim.common.errors import BamError
 from bam_sim.common.numbers import integer, option
 from bam_sim.common.output_paths import (
     check_output,
+    claimed_outputs,
     output_file,
     output_folder,
     same_file,
     write_new,
 )
+from bam_sim.testing.output_cases import device_node, fifo, same_node, small_disk, unix_socket
+
+TIMEOUT = 60.0  # s: only a hang reaches it
 
 
 def refused(match: str, *args, **kwargs) -> str:
@@ -142,3 +152,171 @@ def test_a_folder_that_cannot_be_searched_is_one_line_not_a_traceback(tmp_path, 
     monkeypatch.setattr(Path, "exists", denied)
     refused("cannot write --json .*: Permission denied; choose another path",
             tmp_path / "private" / "x.json", "--json")
+
+
+def special(kind: str, path):
+    """A path that is no regular file: a device node, a named pipe, a socket (bound while
+    the test runs), a symbolic link to a device."""
+    if kind == "device":
+        return device_node(path)
+    if kind == "fifo":
+        return fifo(path)
+    if kind == "link to a device":
+        path.symlink_to("/dev/null")
+        return path
+    raise AssertionError(kind)
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo", "link to a device"])
+@pytest.mark.parametrize("force", [False, True, None])
+@pytest.mark.parametrize("folder", [False, True])
+def test_a_device_a_pipe_or_a_link_to_one_is_never_an_output(tmp_path, kind, force, folder):
+    path = special(kind, tmp_path / "node")
+    before = os.lstat(path)
+    text = refused(r"--output .*node is (a character device|a named pipe|a symbolic link to "
+                   r"a character device \(/dev/null\))", path, "--output", force=force,
+                   folder=folder)
+    assert ("not a folder; give a folder or a new path" if folder else
+            "not a regular file; give the path of a regular file or of a new one") in text
+    assert same_node(path, before)
+
+
+def test_a_socket_is_never_an_output(tmp_path):
+    with unix_socket(tmp_path / "s.sock") as path:
+        before = os.lstat(path)
+        refused("is a socket, not a regular file", path, "--output", force=True)
+        assert same_node(path, before)
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo"])
+def test_a_node_that_appears_while_writing_is_left_as_it_is(tmp_path, kind):
+    """Checked before the work, then again at the move: --force replaces a regular file,
+    never what took its place meanwhile."""
+    target = tmp_path / "out.yaml"
+    target.write_text("earlier")
+    check_output(target, "--output", force=True)
+    with pytest.raises(BamError, match="not a regular file") as info:
+        with output_file(target, "--output", force=True) as tmp:
+            tmp.write_text("mine")
+            target.unlink()
+            special(kind, target)
+            before = os.lstat(target)
+    assert "\n" not in str(info.value) and same_node(target, before)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.yaml"]  # no temporary left
+
+
+def test_an_output_inside_a_folder_the_command_reads_is_refused(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "000.json").write_text("log")
+    (tmp_path / "alias").symlink_to(logs)
+    inputs = [("--logs", logs)]
+    for path in (logs / "000.json", logs / "new.yaml", logs / "sub" / "p.yaml",
+                 tmp_path / "x" / ".." / "logs" / "p.yaml", tmp_path / "alias" / "p.yaml"):
+        refused("the input --logs of this command", path, "--output", force=True,
+                inputs=inputs)
+    refused("is inside", logs / "report", "--report", force=True, folder=True, inputs=inputs)
+    assert check_output(tmp_path / "p.yaml", "--output", inputs=inputs)
+    assert check_output(tmp_path / "logs2.yaml", "--output", inputs=inputs)  # a prefix only
+    assert (logs / "000.json").read_text() == "log"
+
+
+def test_two_commands_on_one_output_the_second_is_refused_until_the_first_ends(tmp_path):
+    """Two --force writers of one file, in lock-step: the one that checked first writes;
+    the other is refused at its check, before its work, and writes nothing."""
+    target = tmp_path / "out.yaml"
+    target.write_text("earlier")
+    claimed, tried = threading.Event(), threading.Event()
+    said: dict[str, str] = {}
+
+    def first() -> None:
+        with claimed_outputs():
+            check_output(target, "--output", force=True)
+            claimed.set()
+            assert tried.wait(TIMEOUT)
+            write_new(target, "first", "--output", force=True)
+            said["first"] = "wrote"
+
+    def second() -> None:
+        assert claimed.wait(TIMEOUT)
+        try:
+            with claimed_outputs():
+                check_output(tmp_path / "." / "out.yaml", "--output", force=True)
+                write_new(target, "second", "--output", force=True)
+                said["second"] = "wrote"
+        except BamError as exc:
+            said["second"] = str(exc)
+        finally:
+            tried.set()
+
+    threads = [threading.Thread(target=f) for f in (first, second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(TIMEOUT)
+    assert said["first"] == "wrote"
+    assert "is being written by another command now; wait for it to end" in said["second"]
+    assert target.read_text() == "first"
+    with claimed_outputs():  # released with the first's block
+        write_new(target, "third", "--output", force=True)
+    assert target.read_text() == "third"
+
+
+def test_a_full_disk_is_one_line_and_the_earlier_file_is_kept(tmp_path):
+    with small_disk(tmp_path / "disk") as disk:
+        earlier = disk.root / "out.yaml"
+        earlier.write_text("earlier")
+        (disk.root / "report").mkdir()
+        (disk.root / "report" / "old.md").write_text("old")
+        disk.fill()
+        with pytest.raises(BamError) as info:
+            write_new(earlier, "x" * 100_000, "--output", force=True)
+        text = str(info.value)
+        assert "\n" not in text and "no space left (ENOSPC" in text, text
+        assert f"what was at {earlier} is kept as it was" in text
+        assert earlier.read_text() == "earlier"
+        with pytest.raises(BamError, match=r"cannot write --output .*new\.yaml: no space left "
+                           r"\(ENOSPC.*free some space or choose another path"):
+            write_new(disk.root / "new.yaml", "x" * 100_000, "--output")
+        with pytest.raises(BamError, match="cannot write --report .*fresh: no space left"):
+            with output_folder(disk.root / "fresh", "--report") as tmp:
+                (tmp / "report.md").write_text("x" * 100_000)
+        with pytest.raises(BamError, match="cannot write --report .*report: no space left"):
+            with output_folder(disk.root / "report", "--report", force=True) as tmp:
+                (tmp / "old.md").write_text("x" * 100_000)
+        assert disk.files() == ["out.yaml", "report", "report/old.md"]  # no temporary left
+        assert (disk.root / "report" / "old.md").read_text() == "old"
+
+
+def test_force_into_a_folder_replaces_its_namesakes_once_the_block_is_done(tmp_path):
+    report = tmp_path / "report"
+    report.mkdir()
+    (report / "notes.txt").write_text("mine")
+    (report / "report.md").write_text("old")
+    with output_folder(report, "--report", force=True) as tmp:
+        (tmp / "report.md").write_text("new")
+        assert (report / "report.md").read_text() == "old"  # nothing half-done is seen
+    assert (report / "report.md").read_text() == "new"
+    assert (report / "notes.txt").read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]
+
+
+def test_a_claim_holds_against_another_process_and_ends_with_its_command(tmp_path):
+    """The claim is the kernel's (an abstract socket): another process is refused while
+    this command holds the output, and takes it once this one has ended."""
+    target = tmp_path / "out.yaml"
+    other = ("import sys\nfrom bam_sim.common.errors import BamError\n"
+             "from bam_sim.common.output_paths import check_output, claimed_outputs\n"
+             "try:\n    with claimed_outputs():\n"
+             "        check_output(sys.argv[1], '--output', force=True)\n"
+             "except BamError as exc:\n    sys.exit(str(exc))\n")
+
+    def run_other() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", other, str(target)], capture_output=True,
+                              text=True, timeout=TIMEOUT)
+
+    with claimed_outputs():
+        check_output(target, "--output")
+        held = run_other()
+    assert held.returncode == 1 and "is being written by another command now" in held.stderr
+    assert run_other().returncode == 0

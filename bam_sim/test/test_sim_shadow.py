@@ -17,6 +17,7 @@ from bam_sim.bench.geometry import Bench
 from bam_sim.bench.shadow import (
     ERROR,
     OK,
+    STALE,
     WARN,
     DriftTracker,
     Measurement,
@@ -132,12 +133,34 @@ def test_the_tracker_ignores_windows_without_sensitivity():
 def test_the_reference_mae_comes_from_the_files_provenance():
     fitted = ParameterSet.build("mx64", "m4", TRUE.values,
                                 {"train_mae": 0.02, "validation_mae": 0.03})
-    assert reference_mae(fitted, "f.yaml") == 0.03
-    assert reference_mae(fitted, "f.yaml", given=0.5) == 0.5
+    assert reference_mae(fitted, "f.yaml") == (0.03, "validation MAE")
+    assert reference_mae(fitted, "f.yaml", given=0.5) == (0.5, "given reference MAE")
+    # A fit without validation logs writes no validation_mae: its training MAE stands in,
+    # and the diagnostics say so.
     train_only = ParameterSet.build("mx64", "m4", TRUE.values, {"train_mae": 0.02})
-    assert reference_mae(train_only, "f.yaml") == 0.02
+    mae, name = reference_mae(train_only, "f.yaml")
+    assert mae == 0.02 and name == "training MAE (no validation_mae in the file)"
+    shadow = shadow_of(simulate(TRUE)[:10])
+    assert "= 0.0x the training MAE (no validation_mae in the file) 0.02 rad" in \
+        assess(shadow, Thresholds(mae, reference_name=name))[1]
     with pytest.raises(BamError, match="f.yaml has no validation_mae.*reference_mae:="):
         reference_mae(TRUE, "f.yaml")  # a published set has none
+
+
+@pytest.mark.parametrize("key", ["validation_mae", "train_mae"])
+@pytest.mark.parametrize("value", [math.nan, 0.0, -0.01, math.inf, "0.02", True])
+def test_a_provenance_mae_that_is_no_mae_is_refused_not_replaced(key, value):
+    """A bad validation MAE is not silently replaced by the training MAE (nor a bad
+    training MAE used where there is no validation MAE): the file is refused in one
+    line, unless an MAE is given."""
+    provenance = {"train_mae": 0.02} if key == "validation_mae" else {}
+    provenance[key] = value
+    bad = ParameterSet.build("mx64", "m4", TRUE.values, provenance)
+    with pytest.raises(BamError, match=rf"f.yaml: provenance {key} is .*, not an MAE > 0 "
+                       r"rad; .*reference_mae:=RAD") as caught:
+        reference_mae(bad, "f.yaml")
+    assert "\n" not in str(caught.value)
+    assert reference_mae(bad, "f.yaml", given=0.5) == (0.5, "given reference MAE")
 
 
 @pytest.mark.parametrize("thresholds, match", [
@@ -271,3 +294,45 @@ def test_a_hotter_winding_is_named_from_the_reported_temperature():
     steady = shadow_of(heated_log(30.0, 30.0), THERMAL)
     assert abs(steady.resistance_change) < 0.05
     assert not re.search(r"\bR [+-]\d+ %", assess(steady, Thresholds(1.0))[1])
+
+
+# -- samples that say nothing: not numbers, or stamps that do not advance -----------------
+
+@pytest.mark.parametrize("field", ["position", "velocity", "goal", "gain"])
+def test_states_that_are_not_numbers_are_an_error_naming_the_joint_and_field(true_log, field):
+    shadow = Shadow(TRUE, BENCH, ShadowSettings(DT), joint="elbow")
+    bad_at = range(300, 305)
+    for k, m in enumerate(true_log[:600]):
+        residual = shadow.step(m._replace(**{field: math.nan}) if k in bad_at else m)
+        if k in bad_at:
+            assert math.isnan(residual.position)  # not compared
+        if k == 320:
+            level, message = assess(shadow, Thresholds(0.01))
+            assert level == ERROR, message
+            assert message.startswith(f"elbow: {field} nan in the states (5 samples so far")
+    # The running MAE was never poisoned, and the model re-synced after the bad samples: a
+    # window (200 samples) of good ones later, the verdict is the MAE's again.
+    assert math.isfinite(shadow.mae_position) and shadow.mae_position < 1e-3
+    assert shadow.nonfinite == 5
+    level, message = assess(shadow, Thresholds(0.01))
+    assert level == OK and "nan" not in message, message
+
+
+def test_stamps_that_stop_advancing_are_stale_after_one_window_of_samples(true_log):
+    shadow = Shadow(TRUE, BENCH, ShadowSettings(DT, resync_period=1.0), joint="elbow")
+    assert shadow.stale_after == 200  # samples: one re-sync window at 200 Hz
+    for k, m in enumerate(true_log[:400]):
+        shadow.step(m._replace(time=k * DT))
+    frozen_at = 399 * DT
+    for k, m in enumerate(true_log[400:600]):  # the driver's clock stopped
+        assert shadow.step(m._replace(time=frozen_at)) is None  # nothing compared
+        level, message = assess(shadow, Thresholds(0.01))
+        assert (level == STALE) == (k + 1 >= 200), (k, message)
+    assert message.startswith(f"elbow: the states' stamps stay at {frozen_at:.6f} s for 200 "
+                              "samples"), message
+    # Stamps going back are no newer either.
+    assert shadow.step(true_log[600]._replace(time=frozen_at - 1.0)) is None
+    assert shadow.frozen == 201
+    # Once they advance again the stream is followed (re-synced) and the verdict is back.
+    shadow.step(true_log[601]._replace(time=frozen_at + DT), resync=True)
+    assert shadow.frozen == 0 and assess(shadow, Thresholds(0.01))[0] == OK

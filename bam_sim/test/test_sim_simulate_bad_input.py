@@ -8,9 +8,9 @@ import pytest
 
 from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import rollout
-from bam_sim.bench.simulate_cli import main
 from bam_sim.bench.trajectory import command_log
 from bam_sim.models.files.parameter_file import published, save
+from bam_sim.simulate_cli import main
 
 CASES = {
     "nan step": (["--dt", "nan"], "argument --dt: must be a finite number, got nan"),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bam_sim.bench.simulate_cli import main
+from bam_sim.simulate_cli import main
 
 
 def test_simulate_writes_figures(tmp_path, capsys):

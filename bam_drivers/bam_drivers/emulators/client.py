@@ -9,6 +9,7 @@ Example::
         ...
         truth = emulator.truth()[1]["position"]    # rad, ground truth of servo 1
         emulator.inject(drop=0.1)                  # 10 % of the replies lost
+        emulator.inject(one_shot=["short", "late"])  # the next reply truncated, the one after late
         emulator.vanish(1.0)                       # the port disappears for 1 s
         emulator.set_physics(friction_base=0.1)    # the joint's friction changes mid-run
 
@@ -54,6 +55,7 @@ class EmulatorProcess(EmulatorChild):
         temperature: float = 35.0,
         initial_position: float = 0.0,
         physics_rate: float = 1000.0,
+        priority: int = 0,
         startup_timeout: float = 30.0,
     ) -> None:
         args = [
@@ -65,7 +67,8 @@ class EmulatorProcess(EmulatorChild):
             "--drop", repr(float(drop)), "--corrupt", repr(float(corrupt)),
             "--latency", repr(float(latency)), "--temperature", repr(float(temperature)),
             "--initial-position", repr(float(initial_position)),
-            "--physics-rate", repr(float(physics_rate)), "--exit-with-parent", str(os.getpid()),
+            "--physics-rate", repr(float(physics_rate)), "--priority", str(int(priority)),
+            "--exit-with-parent", str(os.getpid()),
         ]
         if params_file is not None:
             args += ["--params-file", str(params_file)]
@@ -91,12 +94,16 @@ class EmulatorProcess(EmulatorChild):
         corrupt: float | None = None,
         latency: float | None = None,
         hardware_error: Mapping[int, int] | None = None,
+        one_shot: Iterable[str] | None = None,
     ) -> dict:
-        """Set fault probabilities, added latency (s) and hardware-error bits (0 clears)."""
+        """Set fault probabilities, added latency (s), hardware-error bits (0 clears) and
+        the faults of the next replies, one each (the emulator's ``ONE_SHOT``)."""
         request: dict = {"cmd": "inject"}
         for key, value in (("drop", drop), ("corrupt", corrupt), ("latency", latency)):
             if value is not None:
                 request[key] = float(value)
+        if one_shot is not None:
+            request["next"] = list(one_shot)
         if hardware_error:
             request["hardware_error"] = {str(k): int(v) for k, v in hardware_error.items()}
         return self.call(request)

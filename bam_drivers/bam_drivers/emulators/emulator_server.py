@@ -15,7 +15,11 @@ this base adds the rest, so that both behave alike for the client
   ``--exit-with-parent`` dies: no orphan emulators after a crashed test),
   :meth:`~EmulatorServer.close` (socket, device and temporary directory removed);
 - the clock loop at a fixed rate against the monotonic clock, skipping time
-  rather than racing after a stall;
+  rather than racing after a stall; the bus thread runs the steps due before it
+  answers the master (:meth:`~EmulatorServer._catch_up`), so a read sees the
+  device as it is when it comes, however late a loaded machine wakes the clock
+  thread (which left reads up to ``MAX_CATCH_UP`` behind, and an identification
+  through the driver biased);
 - :func:`serve`, the command line's exit behaviour: ``READY <words>`` on stdout
   once serving, exit code 0 on SIGTERM, SIGINT or ``stop``, 2 and one line
   ``<program>: error: ...`` on stderr when the configuration or the device is
@@ -32,6 +36,7 @@ import select
 import shutil
 import signal
 import socket
+import stat
 import sys
 import threading
 import time
@@ -55,9 +60,65 @@ class ServerConfig:
     control: str | None = None  # control socket path (default: in a temporary directory)
     seed: int = 0  # of the one random generator every fault draw comes from
     exit_with_parent: int | None = None  # stop when this process (0: the parent) dies
+    priority: int = 0  # SCHED_FIFO priority of the process, every thread (0: normal)
 
 
 Config = TypeVar("Config", bound=ServerConfig)
+
+
+def clear_stale_socket(path: str) -> None:
+    """``path`` is free for a control socket: nothing is there, or the socket of an
+    emulator that died without removing it (nobody listens), which is removed. Anything
+    else is refused and left as it is: a file there is someone's (the emulator used to
+    delete it), a live socket another emulator's."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(mode):
+        raise BamError(f"--control {path} exists and is not a socket; it is left as it is: "
+                       "choose another --control path")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(path)
+        except ConnectionRefusedError:  # nobody listens: a dead emulator's
+            os.unlink(path)
+            return
+    raise BamError(f"--control {path} is the socket of a running emulator; stop it or "
+                   "choose another --control path")
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """(device, inode) of ``path`` itself, None when nothing is there."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+class StepClock:
+    """Steps at a fixed rate against the monotonic clock, skipping time rather than
+    racing after a stall of more than ``MAX_CATCH_UP``; run by the emulator's lock holder."""
+
+    def __init__(self, rate: float, step: Callable[[], None], stats: dict[str, float],
+                 ticks: str, skipped: str) -> None:
+        self.dt = 1.0 / rate
+        self.deadline = time.monotonic()
+        self._step, self._stats, self._ticks, self._skipped = step, stats, ticks, skipped
+
+    def run_due(self) -> float:
+        """Run every step due by now; the deadline of the next one."""
+        now = time.monotonic()
+        if now - self.deadline > MAX_CATCH_UP:  # stalled: skip time rather than race
+            lost = (now - self.deadline) // self.dt * self.dt
+            self.deadline += lost
+            self._stats[self._skipped] += lost
+        while self.deadline <= now:
+            self._step()
+            self._stats[self._ticks] += 1
+            self.deadline += self.dt
+        return self.deadline
 
 
 class EmulatorServer:
@@ -92,7 +153,10 @@ class EmulatorServer:
         self._threads: list[threading.Thread] = []
         self._listener: socket.socket | None = None
         self._temp_dir = temp_dir
+        self._clock: StepClock | None = None  # the clock thread's, once it runs
+        self._priority = config.priority
         self.control_path = config.control or os.path.join(temp_dir, "control.sock")
+        self._control_made: tuple[int, int] | None = None  # (device, inode) of our socket
 
     # -- what a subclass provides ------------------------------------------------------
 
@@ -119,17 +183,30 @@ class EmulatorServer:
     # -- life cycle ----------------------------------------------------------------------
 
     def start(self) -> None:
-        """Open the device and the control socket, then start every thread."""
+        """Open the device and the control socket, then start every thread (at the
+        configured SCHED_FIFO priority)."""
+        clear_stale_socket(self.control_path)
+        self._realtime()
         self._open_device()
-        if os.path.lexists(self.control_path):
-            os.unlink(self.control_path)
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind(self.control_path)
+        self._control_made = _identity(self.control_path)
         self._listener.listen(8)
         for target, name in (*self._workers(), (self._serve_control, "control")):
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
             self._threads.append(thread)
+
+    def _realtime(self) -> None:
+        """This thread, and the threads it starts, at SCHED_FIFO ``priority`` (0: left
+        alone; stays normal, ``stats["priority_refused"]``, where the system refuses it).
+        Every thread: one left at normal priority would hold the interpreter's lock
+        while a busy host keeps it waiting, and stall the real-time ones behind it."""
+        if self._priority > 0:
+            try:
+                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(self._priority))
+            except (OSError, AttributeError):
+                self.stats["priority_refused"] = True
 
     def request_stop(self) -> None:
         """Ask every thread to end (safe from a signal handler or a control command)."""
@@ -151,8 +228,8 @@ class EmulatorServer:
             thread.join(timeout=2.0)
         if self._listener is not None:
             self._listener.close()
-        if os.path.exists(self.control_path):
-            os.unlink(self.control_path)
+        if self._control_made is not None and _identity(self.control_path) == self._control_made:
+            os.unlink(self.control_path)  # only the socket this made, never what is there now
         self._close_device()
         os.close(self._wake_r)
         os.close(self._wake_w)
@@ -172,22 +249,22 @@ class EmulatorServer:
                    skipped: str) -> None:
         """Call ``step`` under the lock ``rate`` times a second until stopped, counting
         the steps in ``stats[ticks]`` and the seconds skipped after stalls in
-        ``stats[skipped]``."""
-        dt = 1.0 / rate
-        deadline = time.monotonic()
+        ``stats[skipped]``. The bus thread runs the steps due first whenever the master
+        asks something (:meth:`_catch_up`)."""
+        clock = self._clock = StepClock(rate, step, self.stats, ticks, skipped)
         while not self._stop.is_set():
-            now = time.monotonic()
-            if now < deadline:
-                time.sleep(deadline - now)
-                continue
-            if now - deadline > MAX_CATCH_UP:  # stalled: skip time rather than race
-                lost = (now - deadline) // dt * dt
-                deadline += lost
-                self.stats[skipped] += lost
             with self._lock:
-                step()
-            self.stats[ticks] += 1
-            deadline += dt
+                deadline = clock.run_due()
+            wait = deadline - time.monotonic()
+            if wait > 0.0:
+                time.sleep(wait)
+
+    def _catch_up(self) -> None:
+        """Run the clock's steps due by now (the caller holds the lock): the master reads
+        the device as it is when it asks, and its writes act from then on, however late
+        a loaded machine wakes the clock thread."""
+        if self._clock is not None:
+            self._clock.run_due()
 
     # -- the control thread --------------------------------------------------------------
 
@@ -219,6 +296,14 @@ class EmulatorServer:
 
     def _cmd_stop(self, request: dict) -> None:
         self.request_stop()
+
+
+def add_priority(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--priority N``: every thread of the emulator at SCHED_FIFO priority N."""
+    parser.add_argument("--priority", type=int, default=0,
+                        help="SCHED_FIFO priority of the emulator's threads, 1..99 (0 = normal "
+                        f"scheduling): {what} answer within microseconds, a busy host must "
+                        "not make the emulator late")
 
 
 def add_exit_with_parent(parser: argparse.ArgumentParser) -> None:

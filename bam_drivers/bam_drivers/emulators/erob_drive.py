@@ -18,6 +18,11 @@
   limited by 0x6072/0x6073, the pendulum stepped by it
   (:func:`bam_sim.bench.pendulum.step` with the applied current, as the
   paper's Algorithm 1 replays a recorded control), then the inputs;
+* a log of the last ``FRAME_LOG`` process-data exchanges that wrote its outputs
+  (:attr:`ErobDrive.frames`): the inputs the frame took back (raw position,
+  velocity and current, and the current the motor carried), the target torque
+  it brought and the current that torque asks in CST: what a test compares the
+  driver's cycles with, frame by frame, whatever the timing;
 * the mailbox: a write repeating the counter of the previous one is a
   repetition (its answer was lost) and is ignored, as ETG.1000.4 asks;
 * faults: an injected error code (over-current, over-temperature, following
@@ -30,6 +35,8 @@
 from __future__ import annotations
 
 import math
+import time
+from collections import deque
 from collections.abc import Callable
 
 from bam_drivers.emulators.coe_server import SdoServer
@@ -56,6 +63,7 @@ MAX_PDO_BYTES = 64
 RX_MAPPINGS = (0x1600, 0x1601)
 TX_MAPPINGS = (0x1A00, 0x1A01)
 MAPPING_ENTRIES = 12
+FRAME_LOG = 4096  # process-data exchanges kept in ErobDrive.frames (8 s at 500 Hz)
 OVER_TEMPERATURE_READING = 95.0  # °C reported while an over-temperature fault is injected
 SUPPORTED_MODES = (cia402.CSP, cia402.CST)
 
@@ -123,6 +131,7 @@ class ErobDrive:
         self._mailbox_counter = 0
         self._request_counter = 0  # counter of the master's last mailbox write
         self.applied_current = 0.0
+        self.frames: deque[dict] = deque(maxlen=FRAME_LOG)
         self.od = self._dictionary(serial)
         self.sdo = SdoServer(self.od, MAILBOX_IN[1])
         self.esc = Esc(reg.sii_image(self._sii(serial)), clock, self)
@@ -361,7 +370,18 @@ class ErobDrive:
             self._request_counter = 0
 
     def outputs_written(self, data: bytes) -> None:
+        """The outputs of a process-data exchange, applied at the next tick; logged with the
+        inputs the same frame took back (those of the last tick)."""
         self._outputs = data
+        od, enabled = self.od, self.state is State.OPERATION_ENABLED
+        torque = dict(self._received(data)).get((cia402.TARGET_TORQUE, 0))
+        self.frames.append({
+            "time": time.time(), "position": int(od.get(cia402.POSITION_ACTUAL)),
+            "velocity": int(od.get(cia402.VELOCITY_ACTUAL)),
+            "current": int(od.get(cia402.CURRENT_ACTUAL)),
+            "motor_current": self.pendulum.current if enabled else 0.0,
+            "target_torque": torque,
+            "asked_current": None if torque is None else self._cst_current(torque)})
 
     def watchdog_expired(self) -> None:
         """The ESC went SAFE-OP + error 0x001B; al_changed applied the reaction."""
@@ -417,16 +437,21 @@ class ErobDrive:
         self._update_inputs()
 
     def _apply_outputs(self) -> None:
-        offset = 0
+        for (index, subindex), value in self._received(self._outputs):
+            if index != cia402.MODES_OF_OPERATION or value in SUPPORTED_MODES:
+                self.od.set(index, subindex, value)
+
+    def _received(self, data: bytes) -> list[tuple[tuple[int, int], object]]:
+        """The objects of the RxPDO ``data``, ((index, subindex), value), gaps left out."""
+        offset, values = 0, []
         for index, subindex, data_type in self._rx_layout:
             size = coe.type_size(data_type) if index else data_type // 8
             if index:
-                raw = self._outputs[offset:offset + size]
+                raw = data[offset:offset + size]
                 if len(raw) == size:
-                    value = coe.unpack(data_type, raw)
-                    if index != cia402.MODES_OF_OPERATION or value in SUPPORTED_MODES:
-                        self.od.set(index, subindex, value)
+                    values.append(((index, subindex), coe.unpack(data_type, raw)))
             offset += size
+        return values
 
     def _state_machine(self) -> None:
         cw = int(self.od.get(cia402.CONTROLWORD))
@@ -462,19 +487,25 @@ class ErobDrive:
         m, od = self.model, self.od
         mode = int(od.get(cia402.MODES_DISPLAY))
         if mode == cia402.CST:
-            torque_permille = int(od.get(cia402.TARGET_TORQUE))
-            max_torque = int(od.get(cia402.MAX_TORQUE))
-            torque_permille = max(-max_torque, min(max_torque, torque_permille))
-            rated_torque = int(od.get(cia402.RATED_TORQUE)) / 1000.0
-            current = torque_permille / 1000.0 * rated_torque / m.motor_kt
-        elif mode == cia402.CSP:
+            return self._cst_current(int(od.get(cia402.TARGET_TORQUE)))
+        if mode == cia402.CSP:
             kp = int(od.get(dm.POSITION_GAIN)) / 1000.0
             target = m.position(int(od.get(cia402.TARGET_POSITION)))
             q, dq = self.pendulum.q, self.pendulum.dq
             current = kp * (target - q) - self.pendulum.damping * math.sqrt(kp) * dq
-        else:
-            return 0.0
-        limit = int(od.get(cia402.MAX_CURRENT)) * m.rated_current / 1000.0
+            return self._limited(current)
+        return 0.0
+
+    def _cst_current(self, torque_permille: int) -> float:
+        """The motor current (A) a CST target torque asks, within the drive's limits."""
+        od = self.od
+        max_torque = int(od.get(cia402.MAX_TORQUE))
+        torque_permille = max(-max_torque, min(max_torque, torque_permille))
+        rated_torque = int(od.get(cia402.RATED_TORQUE)) / 1000.0
+        return self._limited(torque_permille / 1000.0 * rated_torque / self.model.motor_kt)
+
+    def _limited(self, current: float) -> float:
+        limit = int(self.od.get(cia402.MAX_CURRENT)) * self.model.rated_current / 1000.0
         return max(-limit, min(limit, current))
 
     def _update_inputs(self) -> None:

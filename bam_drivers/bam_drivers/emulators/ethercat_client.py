@@ -68,6 +68,12 @@ class EthercatEmulatorProcess(EmulatorChild):
         """Ground truth per slave position (1-based): joint state, drive and ESC state."""
         return {int(k): v for k, v in self.call({"cmd": "truth"}).items()}
 
+    def frames(self, slave: int = 1) -> list[dict]:
+        """The last process-data exchanges of drive ``slave`` (1-based), oldest first: time
+        (s, wall clock), raw position, velocity and current inputs, the motor's current
+        (A), the target torque received (per mille) and the current it asks (A)."""
+        return self.call({"cmd": "frames", "slave": int(slave)})
+
     def stats(self) -> dict:
         return self.call({"cmd": "stats"})
 

@@ -41,11 +41,13 @@ seeded by ``--seed``.
 
 Control socket: a Unix stream socket; one JSON object per line in, one per
 line out (``{"ok": true, "result": ...}`` or ``{"ok": false, "error": ...}``).
-Commands: ``truth``, ``stats``, ``inject`` (``drop``, ``corrupt_wkc``),
-``link`` (``up``: bool, ``seconds``: back up after), ``silence``
-(``seconds``), ``fault`` (``slave``: 1-based position, ``code``),
-``clear_fault`` (``slave``), ``set_position`` (``slave``, ``position``,
-``velocity``), ``set_temperature`` (``slave``, ``celsius``), ``stop``.
+Commands: ``truth``, ``frames`` (``slave``: the drive's log of its last
+process-data exchanges, :attr:`ErobDrive.frames`), ``stats``, ``inject``
+(``drop``, ``corrupt_wkc``), ``link`` (``up``: bool, ``seconds``: back up
+after), ``silence`` (``seconds``), ``fault`` (``slave``: 1-based position,
+``code``), ``clear_fault`` (``slave``), ``set_position`` (``slave``,
+``position``, ``velocity``), ``set_temperature`` (``slave``, ``celsius``),
+``stop``.
 
 The control socket, the life cycle and the other exit codes are the emulator
 server's (:mod:`bam_drivers.emulators.emulator_server`), shared with the
@@ -70,6 +72,7 @@ from bam_drivers.emulators.emulator_server import (
     EmulatorServer,
     ServerConfig,
     add_exit_with_parent,
+    add_priority,
     numbered_code,
     serve,
 )
@@ -86,7 +89,7 @@ from bam_sim.common.numbers import number
 from bam_sim.models.files.parameter_file import load, published
 
 NO_NAMESPACE = 3  # exit code: the network namespace could not be created
-LINK_WAIT = 3.0  # s for the veth pair to come up
+LINK_WAIT = 30.0  # s for the veth pair to come up: only a hang reaches it, whatever the load
 
 
 @dataclass
@@ -106,7 +109,6 @@ class EmulatorConfig(ServerConfig):
     drop: float = 0.0
     corrupt_wkc: float = 0.0
     faults: dict[int, int] = field(default_factory=dict)
-    priority: int = 0
 
 
 def parse_args(argv: Sequence[str] | None = None) -> EmulatorConfig:
@@ -135,10 +137,7 @@ def parse_args(argv: Sequence[str] | None = None) -> EmulatorConfig:
     parser.add_argument("--fault", action="append", default=[],
                         type=numbered_code("fault", "SLAVE:CODE", "1:0x2310"),
                         metavar="SLAVE:CODE", help="drive fault at start (repeatable)")
-    parser.add_argument("--priority", type=int, default=0,
-                        help="SCHED_FIFO priority of the bus and cycle threads, 1..99 (0 = "
-                        "normal scheduling): slaves answer in microseconds, a busy host must "
-                        "not make the emulator late")
+    add_priority(parser, "slaves")
     add_exit_with_parent(parser)
     a = parser.parse_args(argv)
     return EmulatorConfig(
@@ -328,8 +327,8 @@ class EthercatEmulator(EmulatorServer):
     """The link, the slaves and the bus, cycle and control threads."""
 
     PROGRAM = "ethercat_emulator"
-    COMMANDS = ("truth", "stats", "inject", "link", "silence", "fault", "clear_fault",
-                "set_position", "set_temperature", "stop")
+    COMMANDS = ("truth", "frames", "stats", "inject", "link", "silence", "fault",
+                "clear_fault", "set_position", "set_temperature", "stop")
     SWITCH_INTERVAL = 2e-4  # slaves answer within microseconds
     START_ERRORS = (NamespaceError, BamError, OSError)
 
@@ -404,16 +403,7 @@ class EthercatEmulator(EmulatorServer):
 
     # -- drive cycles --------------------------------------------------------------------
 
-    def _realtime(self) -> None:
-        """This thread at the configured SCHED_FIFO priority (stays normal if refused)."""
-        if self.config.priority > 0:
-            try:
-                os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(self.config.priority))
-            except (OSError, AttributeError):
-                self.stats["priority_refused"] = True
-
     def _run_cycles(self) -> None:
-        self._realtime()
         self._run_clock(self.config.cycle_rate, self._cycle, "cycles", "skipped_s")
 
     def _cycle(self) -> None:
@@ -425,7 +415,6 @@ class EthercatEmulator(EmulatorServer):
     # -- the bus ----------------------------------------------------------------------------
 
     def _serve_bus(self) -> None:
-        self._realtime()
         sock = self._sock
         while not self._stop.is_set():
             ready, _, _ = select.select([sock, self._wake_r], [], [], 0.1)
@@ -462,6 +451,7 @@ class EthercatEmulator(EmulatorServer):
             return None
         with self._lock:
             try:
+                self._catch_up()
                 self.chain.process(datagrams)
             except Exception:  # an emulator bug must not look like a dead line: reported
                 self.stats["emulator_errors"] += 1
@@ -499,6 +489,11 @@ class EthercatEmulator(EmulatorServer):
         with self._lock:
             return {str(i + 1): {"model": d.model.name, **d.truth()}
                     for i, d in enumerate(self.drives)}
+
+    def _cmd_frames(self, request: dict) -> list[dict]:
+        """The frame log of one drive (ErobDrive.frames), oldest first."""
+        with self._lock:
+            return list(self._drive(request.get("slave", 1)).frames)
 
     def _cmd_stats(self, request: dict) -> dict:
         return {**self.stats, "faults": dict(self.faults), "link_up": self._link_up,

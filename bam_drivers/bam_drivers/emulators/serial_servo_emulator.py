@@ -17,7 +17,10 @@ M1..M6 parameter set, or a parameter file) advanced at ``--physics-rate``
 (1 kHz) in its own thread against the monotonic clock.
 
 Threads: the bus (select on the pty master, parse, answer), the physics and
-the control socket; one lock guards the servos. The emulator keeps a slave
+the control socket; one lock guards the servos. The bus thread runs the physics
+steps due before it answers (a read sees the joint as it is then); with
+``--priority`` the bus and physics threads run at that SCHED_FIFO priority, so
+that a busy host does not make the servos late. The emulator keeps a slave
 descriptor of its own open so that the master never sees a hang-up while no
 client is connected.
 
@@ -25,13 +28,19 @@ Fault injection, from the command line or the control socket: replies dropped
 (probability), checksums corrupted (probability), added reply latency (s),
 hardware-error bits per id, and the port vanishing (pty closed, symlink
 removed) and returning after N seconds or on the ``restore`` command (a new
-pty behind the same symlink).
+pty behind the same symlink). From the control socket only, faults of the
+next replies, one reply each, in order (``next``, :data:`ONE_SHOT`): ``drop``
+(not sent), ``checksum`` (a wrong checksum or CRC), ``short`` (its last
+three bytes never sent), ``id`` (the id of no servo on the bus, checksum
+right), ``value`` (its data bytes XOR 0x5A, checksum right: a wrong value
+nothing on the wire can tell) and ``late`` (sent ``LATE_REPLY`` s late,
+after any driver's reply timeout).
 Random draws come from one generator seeded by ``--seed``.
 
 Control socket: a Unix stream socket; one JSON object per line in, one per
 line out (``{"ok": true, "result": ...}`` or ``{"ok": false, "error": ...}``).
 Commands: ``{"cmd": "truth"}``, ``{"cmd": "inject", "drop": p, "corrupt": p,
-"latency": s, "hardware_error": {"1": bits}}``, ``{"cmd": "vanish",
+"latency": s, "hardware_error": {"1": bits}, "next": ["short", "late"]}``, ``{"cmd": "vanish",
 "seconds": s}`` (``null``: until ``{"cmd": "restore"}``), ``{"cmd": "set_position",
 "id": i, "position": rad}``, ``{"cmd": "physics", "values": {"friction_base": 0.1}}``
 (parameter values of every joint changed mid-run, the state kept: the faults a health
@@ -64,6 +73,7 @@ from bam_drivers.emulators.emulator_server import (
     EmulatorServer,
     ServerConfig,
     add_exit_with_parent,
+    add_priority,
     numbered_code,
     serve,
 )
@@ -76,6 +86,7 @@ from bam_sim.bench.geometry import Bench
 from bam_sim.bench.stepper import BenchStepper
 from bam_sim.common.arguments import ArgumentParser
 from bam_sim.common.errors import BamError
+from bam_sim.common.numbers import number
 from bam_sim.models.files.parameter_file import load, published
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo.actuators import ACTUATORS as REGISTRY
@@ -88,6 +99,8 @@ ACTUATORS = {vendor: driven_by(vendor) for vendor in ("dynamixel", "feetech")}
 OWN_TABLES = {"xl320": "xl320", "xl330": "xl330_m288"}
 INTER_BYTE_TIMEOUT = 0.01  # s without bytes after which a partial packet is dropped
 WRITE_TIMEOUT = 0.05  # s a reply may wait for room in the pty buffer before it is lost
+ONE_SHOT = ("drop", "checksum", "short", "id", "value", "late")  # faults of one reply each
+LATE_REPLY = 0.5  # s a "late" reply waits: past the reply timeout of a 100 ms latency timer
 
 
 @dataclass
@@ -159,6 +172,7 @@ def parse_args(argv: Sequence[str] | None = None) -> EmulatorConfig:
     parser.add_argument("--drop", type=float, default=0.0, help="reply drop probability")
     parser.add_argument("--corrupt", type=float, default=0.0, help="checksum corruption prob.")
     parser.add_argument("--latency", type=float, default=0.0, help="added reply latency, s")
+    add_priority(parser, "servos")
     parser.add_argument("--hardware-error", action="append", default=[],
                         type=numbered_code("hardware error", "ID:BITS", "1:0x20"),
                         metavar="ID:BITS", help="hardware-error bits of a servo (repeatable)")
@@ -171,7 +185,7 @@ def parse_args(argv: Sequence[str] | None = None) -> EmulatorConfig:
         initial_position=a.initial_position, baud_rate=a.baud_rate, return_delay=a.return_delay,
         physics_rate=a.physics_rate, seed=a.seed, port=a.port, control=a.control, drop=a.drop,
         corrupt=a.corrupt, latency=a.latency, hardware_error=dict(a.hardware_error),
-        exit_with_parent=a.exit_with_parent)
+        priority=a.priority, exit_with_parent=a.exit_with_parent)
 
 
 def load_physics(config: EmulatorConfig) -> ParameterSet:
@@ -224,6 +238,7 @@ def build_bus(config: EmulatorConfig) -> EmulatedBus:
     unknown = set(config.hardware_error) - set(ids)
     if unknown:
         raise BamError(f"hardware error given for ids {sorted(unknown)} not on the bus {ids}")
+    number(config.priority, "--priority", low=0, high=99, text=False)
     rate = _seconds("physics rate", config.physics_rate)
     if rate <= 0.0:
         raise BamError("physics rate must be > 0 Hz")
@@ -301,6 +316,29 @@ class Faults:
     drop: float = 0.0
     corrupt: float = 0.0
     latency: float = 0.0
+    next: list[str] = field(default_factory=list)  # one-shot faults of the next replies
+
+
+def _one_shot(kinds: object) -> list[str]:
+    if not isinstance(kinds, list) or any(k not in ONE_SHOT for k in kinds):
+        raise BamError(f"next must be a list of one-shot faults, each one of "
+                       f"{', '.join(ONE_SHOT)}; got {kinds!r}")
+    return list(kinds)
+
+
+def garble(reply: bytes, kind: str, protocol: int, spare_id: int) -> bytes:
+    """``reply`` with the one-shot fault ``kind`` (:data:`ONE_SHOT`; drop and late are the
+    sender's); ``spare_id``: an id no servo on the bus has."""
+    if kind == "checksum":
+        return pk.corrupt(reply)
+    if kind == "short":
+        return reply[:-3]
+    if kind not in ("id", "value"):
+        return reply
+    frame = pk.StreamParser(protocol).feed(reply)[0]
+    if kind == "id":
+        return pk.status_packet(protocol, spare_id, frame.error, frame.data)
+    return pk.status_packet(protocol, frame.id, frame.error, bytes(b ^ 0x5A for b in frame.data))
 
 
 class Emulator(EmulatorServer):
@@ -331,7 +369,8 @@ class Emulator(EmulatorServer):
         self._restore_at: float | None = None
         self.stats = dict(received=0, replies=0, errors=0, dropped=0, corrupted=0,
                           bad_checksums=0, garbage_bytes=0, lost_writes=0, physics_ticks=0,
-                          physics_skipped_s=0.0, vanished=0)
+                          physics_skipped_s=0.0, vanished=0, one_shot=0)
+        self._spare_id = min(set(range(253)) - set(self.bus.servos))
 
     # -- the device (EmulatorServer) ---------------------------------------------------
 
@@ -390,18 +429,24 @@ class Emulator(EmulatorServer):
         self.stats["received"] += 1
         self.stats["bad_checksums"] += not frame.valid
         with self._lock:
+            self._catch_up()
             errors = self.bus.errors_sent
             replies = self.bus.handle(frame)
             self.stats["errors"] += self.bus.errors_sent - errors
             delays = [servo.return_delay for servo, _ in replies]
         for delay, (_, reply) in zip(delays, replies, strict=True):
-            wait = delay + self.faults.latency
+            faults = self.faults
+            kind = faults.next.pop(0) if faults.next else None
+            wait = delay + faults.latency + (LATE_REPLY if kind == "late" else 0.0)
             if wait > 0.0:
                 time.sleep(wait)
-            if self._rng.random() < self.faults.drop:
+            if kind == "drop" or self._rng.random() < faults.drop:
                 self.stats["dropped"] += 1
                 continue
-            if self._rng.random() < self.faults.corrupt:
+            if kind is not None:
+                reply = garble(reply, kind, self.protocol, self._spare_id)
+                self.stats["one_shot"] += 1
+            elif self._rng.random() < faults.corrupt:
                 reply = pk.corrupt(reply)
                 self.stats["corrupted"] += 1
             if self.port.is_open and self.port.write(reply):
@@ -423,6 +468,7 @@ class Emulator(EmulatorServer):
 
     def _cmd_truth(self, request: dict) -> dict:
         with self._lock:
+            self._catch_up()
             return {str(i): s.truth() for i, s in sorted(self.bus.servos.items())}
 
     def _cmd_vanish(self, request: dict) -> None:
@@ -456,7 +502,7 @@ class Emulator(EmulatorServer):
 
     def _cmd_stats(self, request: dict) -> dict:
         return {**self.stats, "port_present": self.port.is_open,
-                "faults": vars(self.faults).copy()}
+                "faults": {**vars(self.faults), "next": list(self.faults.next)}}
 
     def _servo(self, dxl_id: object) -> EmulatedServo:
         try:
@@ -468,14 +514,15 @@ class Emulator(EmulatorServer):
         faults = Faults(
             _probability("drop", request.get("drop", self.faults.drop)),
             _probability("corrupt", request.get("corrupt", self.faults.corrupt)),
-            _seconds("latency", request.get("latency", self.faults.latency)))
+            _seconds("latency", request.get("latency", self.faults.latency)),
+            _one_shot(request.get("next", self.faults.next)))
         errors = request.get("hardware_error") or {}
         with self._lock:
             servos = {self._servo(i): int(bits) for i, bits in errors.items()}
             for servo, bits in servos.items():
                 servo.set_hardware_error(bits)
         self.faults = faults
-        return vars(faults).copy()
+        return {**vars(faults), "next": list(faults.next)}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

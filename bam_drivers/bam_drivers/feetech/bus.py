@@ -1,9 +1,10 @@
-"""A Feetech STS bus: the Dynamixel bus bound to ``feetech-servo-sdk`` (``scservo_sdk``).
+"""A Feetech STS bus: the Dynamixel bus on ``feetech-servo-sdk``'s port (``scservo_sdk``).
 
 No ROS import. Everything but the wire is the Dynamixel bus's
 (:class:`bam_drivers.serial_servo.bus.SerialServoBus`): control tables as data, SI
 joint values with offsets and directions, per-servo counters, port loss and
-reopening, torque off read back. What the SCS protocol changes:
+reopening, replies checked and garbled ones read again, torque off read back. What the
+SCS protocol changes:
 
 * the cycle's read is one *sync read* (0x82, protocol-1.0 framing, 1-byte
   address and length) of the state block 56..70 (15 bytes) of every servo;
@@ -23,9 +24,10 @@ Bytes on the wire per cycle, n servos: read tx 8 + n, rx 21n; goals tx 8 + 3n.
 
 from __future__ import annotations
 
-from scservo_sdk import COMM_RX_CORRUPT, GroupSyncWrite, PacketHandler, PortHandler
+from scservo_sdk import PortHandler
 
 from bam_drivers.feetech.control_table import TABLES
+from bam_drivers.serial_servo import packet as pk
 from bam_drivers.serial_servo.bus import PortMixin, SerialServoBus, bit_names
 
 # scservo_sdk.port_handler.PortHandler.getCFlagBaud
@@ -48,13 +50,7 @@ class FeetechBus(SerialServoBus):
     BAUD_RATES = BAUD_RATES
     TABLES = TABLES
     TABLES_MODULE = "bam_drivers.feetech.control_table"
-    RX_CORRUPT = COMM_RX_CORRUPT
     PORT = _Port
-    SYNC_WRITE = GroupSyncWrite
-
-    def _make_handler(self):
-        # SCS_END 0: the STS series' little-endian registers (the SDK keeps it global).
-        return PacketHandler(0)
 
     def hardware_error_names(self, bits: int) -> list[str]:
         return bit_names(ERROR_BITS, bits)
@@ -62,9 +58,9 @@ class FeetechBus(SerialServoBus):
     def status_error_text(self, error: int) -> str:
         return ""  # the error byte holds alarms only, counted as hardware errors
 
-    def _send_read(self, start: int, length: int) -> int:
-        return self._handler.syncReadTx(self._port, start, length, list(self.ids),
-                                        len(self.ids))
+    def _read_request(self, start: int, length: int) -> bytes:
+        params = pk.sync_read_params(start, length, list(self.ids), protocol=1)
+        return pk.instruction_packet(1, pk.BROADCAST_ID, pk.Instruction.SYNC_READ, params)
 
     def _hardware_error(self, dxl_id: int, error: int) -> int:
         return error & HARDWARE_BITS

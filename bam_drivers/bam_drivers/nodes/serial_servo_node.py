@@ -17,8 +17,8 @@ differs too much between the sets to estimate torque from the voltage.
 ``bam/bench_info`` carries the bench parameters, with the input voltage the
 first servo measures when ``supply_voltage`` is 0. The torque goes off on
 every servo when the node stops (SIGINT, SIGTERM, launch shutdown), read back.
-The README's Dynamixel section says the rest (latency timer, return delay,
-what is counted in the diagnostics).
+The docs' Dynamixel page (``docs/how-to/dynamixel.md``) says the rest: the bus,
+its options and what is counted in the diagnostics.
 """
 
 from __future__ import annotations
@@ -277,6 +277,7 @@ class SerialServoNode(DriverNode):
         reads = c.reads - before.reads
         timeouts, corrupt = c.timeouts - before.timeouts, c.corrupt - before.corrupt
         failed, status = c.failed - before.failed, c.status_errors - before.status_errors
+        rereads = c.rereads - before.rereads
         names = self.bus.hardware_error_names(c.hardware_error)
         if self._supervisor.link.state != "open":
             level, message = DiagnosticStatus.ERROR, "port not open"
@@ -284,10 +285,11 @@ class SerialServoNode(DriverNode):
             level, message = DiagnosticStatus.ERROR, f"hardware error: {', '.join(names)}"
         elif reads == 0:
             level, message = DiagnosticStatus.ERROR, f"no reply ({c.last_error or 'none'})"
-        elif timeouts or corrupt or failed or status:
+        elif timeouts or corrupt or failed or status or rereads:
             level = DiagnosticStatus.WARN
-            message = (f"{timeouts} timeouts, {corrupt} corrupt replies, {failed} failures, "
-                       f"{status} status errors in {window:.1f} s")
+            message = (f"{timeouts} timeouts, {corrupt} corrupt replies, {rereads} garbled "
+                       f"replies read again, {failed} failures, {status} status errors in "
+                       f"{window:.1f} s")
         else:
             level, message = DiagnosticStatus.OK, "OK"
         state = self._last_states.get(dxl_id)
@@ -295,7 +297,8 @@ class SerialServoNode(DriverNode):
         values = {
             "id": dxl_id, "joint": self.joint_names[i], "model": self.bus.table.title,
             "reads (Hz)": f"{reads / window:.1f}", "timeouts": c.timeouts,
-            "corrupt replies": c.corrupt, "other failures": c.failed,
+            "corrupt replies": c.corrupt, "garbled replies read again": c.rereads,
+            "other failures": c.failed,
             "status errors": c.status_errors, "communication errors": c.errors,
             "last error": c.last_error or "none",
             "last error age (s)": f"{age:.1f}" if age is not None else "",

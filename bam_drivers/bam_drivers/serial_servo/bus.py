@@ -1,28 +1,28 @@
 """A Dynamixel bus: servos of one model on one serial port, read and written in SI units.
 
-A thin layer over ``dynamixel-sdk`` (``PortHandler``, ``PacketHandler``,
-``GroupSyncRead``, ``GroupSyncWrite``) and the control tables of
-:mod:`bam_drivers.serial_servo.control_table`. No ROS import. Every servo must be of the
-table's model (:meth:`SerialServoBus.check_models`: its model number): an
-MX-64 is not driven, nor recorded, as an MX-106. :meth:`SerialServoBus.open`
-(re)opens the port and locks it for this process
+The port is ``dynamixel-sdk``'s ``PortHandler`` (opening, baud rates, byte
+time); the packets are framed and checked here, with
+:mod:`bam_drivers.serial_servo.packet`, and the control tables of
+:mod:`bam_drivers.serial_servo.control_table` give the registers. No ROS
+import. Every servo must be of the table's model
+(:meth:`SerialServoBus.check_models`: its model number): an MX-64 is not
+driven, nor recorded, as an MX-106. :meth:`SerialServoBus.open` (re)opens
+the port and locks it for this process
 (:mod:`bam_drivers.serial_servo.port_lock`: a second driver on the port is
 refused, naming the first), :meth:`SerialServoBus.close` closes it; a port
 that fails during a transfer is closed and the failure reported
 (``port_error``).
 
-The Feetech STS bus (:mod:`bam_drivers.feetech.bus`) is this bus bound to
-``feetech-servo-sdk``: its SDK classes, tables, sync read and error bits are
+The Feetech STS bus (:mod:`bam_drivers.feetech.bus`) is this bus on
+``feetech-servo-sdk``'s port: its tables, read request and error bits are
 the class attributes and methods it overrides; everything else is shared.
 
 Every cycle of a driver is
 
-* one read of the state block of every servo: a *sync read* on protocol 2.0
-  (``GroupSyncRead``), a *bulk read* on protocol 1.0, which has no sync read
-  (sent through the packet handler: ``GroupBulkRead`` of dynamixel-sdk 4.1
-  fails on protocol 1.0). The block is the table's state fields plus its
-  present current where the model reports it (protocol 1.0: 36..69, 34
-  bytes; protocol 2.0: 124..146, 23 bytes);
+* one read of the state block of every servo: a *sync read* on protocol 2.0,
+  a *bulk read* on protocol 1.0, which has no sync read. The block is the
+  table's state fields plus its present current where the model reports it
+  (protocol 1.0: 36..69, 34 bytes; protocol 2.0: 124..146, 23 bytes);
 * one *sync write* of the goal positions of the servos whose torque is on,
   plus a sync write of the P gains and of the torque enables only in the
   cycles where they change (a servo's torque is turned on after its goal is
@@ -39,32 +39,39 @@ Joint values: q = direction·θ + offset, with θ the servo angle (register
 sign. SI: rad, rad/s, V, °C, duty as a fraction, A. The low-level control is
 the voltage the H-bridge applies, U = duty·V_in (paper equation 12).
 
-The read of a cycle collects the status packets of every servo itself
-(``PacketHandler.rxPacket``), rather than through the group's ``rxPacket``:
-the SDK's groups drop the status error byte (needed for the hardware error
-bits), and a lost reply of the first servo would make the SDK discard the
-replies of the others. Per servo, a cycle ends in success, ``timeout`` (no
-reply), ``corrupt`` (bad checksum/CRC or truncated packet) or another
-failure; replies carry the status error byte: on protocol 1.0 its bits are
-the alarms (input voltage, angle limit, overheating, range, checksum,
-overload, instruction), on protocol 2.0 bit 7 (alert) says the hardware error
-status register (70) holds an error, which is then read (at most every 0.2 s
-per servo while the alert lasts).
+Replies. Every request first discards what the port holds: a reply that came
+after its request timed out (a servo, or an emulator on a loaded machine,
+answering late) would otherwise be read as the answer to the next request, a
+state block taken for a model number, and every later read one request behind
+(feetech-servo-sdk's packet handler, used here before, did that: its
+``clearPort`` waits for the output instead). A status packet is taken only
+when it is whole and checks out: its checksum (1.0) or CRC (2.0), a status
+instruction (2.0), an error byte without bit 7 (1.0), the id of a servo that
+still owes a reply and the data length asked. Anything else (a truncated
+packet, a bad checksum, another id, another length) is *garbled*: in a cycle,
+the servos whose reply did not come then are read again at once, one READ
+each, and the cycle goes on with what that brings; a set-up read or write is
+asked again, ``ATTEMPTS`` times in all. Per servo, a cycle ends in success,
+``timeout`` (no reply), ``corrupt`` (garbled, and garbled or missing again) or
+``failed`` (the request could not be sent). A servo is refused for its model
+number only when ``MODEL_READS`` reads agree on it. Replies carry the status
+error byte: on protocol 1.0 its bits are the alarms (input voltage, angle
+limit, overheating, range, checksum, overload, instruction), on protocol 2.0
+bit 7 (alert) says the hardware error status register (70) holds an error,
+which is then read (at most every 0.2 s per servo while the alert lasts).
 
-Packet timeout and the latency timer: the SDK waits for a status packet
-(bytes·t_byte + 2·LATENCY_TIMER + 2) ms, with ``LATENCY_TIMER`` = 16 ms, a
-module-level constant of ``dynamixel_sdk.port_handler`` matching the default
-latency timer of FTDI USB adapters (the adapter holds received bytes up to
-that long). A pseudo-terminal (the emulator) or an adapter whose latency
-timer was lowered to 1 ms answers far sooner, and 34 ms per lost reply would
-stall a 500 Hz loop for 17 cycles. The port here takes ``latency_timer_ms``
-as an argument instead of changing the SDK's global (two buses in one
-process may need different values). 0 (the default) detects it when the port
-opens (:func:`detect_latency_timer`): 1 ms for a pseudo-terminal, the
-adapter's own setting for a USB serial adapter
-(``/sys/class/tty/ttyUSB0/device/latency_timer``), else the SDK's 16 ms.
-The port also waits for bytes with ``select`` instead of the SDK's busy
-polling, so a bus waiting for its servos leaves the CPU to other processes.
+Reply timeout and the latency timer: a status is waited for (bytes·t_byte +
+2·latency timer + 2) ms, the SDK's formula, with a latency timer of 16 ms by
+default (``LATENCY_TIMER`` of ``dynamixel_sdk.port_handler``, the default of
+FTDI USB adapters, which hold received bytes up to that long). A
+pseudo-terminal (the emulator) or an adapter whose latency timer was lowered
+to 1 ms answers far sooner, and 34 ms per lost reply would stall a 500 Hz
+loop for 17 cycles. The bus takes ``latency_timer_ms`` as an argument; 0
+(the default) detects it when the port opens (:func:`detect_latency_timer`):
+1 ms for a pseudo-terminal, the adapter's own setting for a USB serial
+adapter (``/sys/class/tty/ttyUSB0/device/latency_timer``), else the SDK's
+16 ms. The port waits for bytes with ``select``, so a bus waiting for its
+servos leaves the CPU to other processes.
 """
 
 from __future__ import annotations
@@ -78,15 +85,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import serial
-from dynamixel_sdk import (
-    COMM_RX_CORRUPT,
-    COMM_SUCCESS,
-    GroupSyncRead,
-    GroupSyncWrite,
-    PacketHandler,
-    PortHandler,
-)
+from dynamixel_sdk import PortHandler
 
+from bam_drivers.serial_servo import packet as pk
 from bam_drivers.serial_servo import port_lock
 from bam_drivers.serial_servo.control_table import (
     TABLES,
@@ -106,8 +107,14 @@ HARDWARE_ERROR_POLL = 0.2  # s between reads of a servo's hardware error status 
 # Exceptions of a serial port that vanished (unplugged adapter, closed pseudo-terminal).
 PORT_ERRORS = (OSError, serial.SerialException, termios.error, ValueError)
 
-# Status packet layout: offsets of the id, the error byte and the first data byte.
-_LAYOUT = {1: (2, 4, 5), 2: (4, 8, 9)}
+# Bytes of a status packet besides its data: 1.0 header, id, length, error, checksum;
+# 2.0 header, id, length, instruction, error, CRC.
+STATUS_OVERHEAD = {1: 6, 2: 11}
+ATTEMPTS = 3  # requests of a set-up read or write before it fails (lost or garbled replies)
+MODEL_READS = 3  # reads of a model number that must agree before a servo is refused for it
+# s a stop's torque off keeps writing it and reading it back until every servo confirms:
+# a loaded machine may leave the servos' replies (an emulator's) late for a while.
+TORQUE_OFF_BUDGET = 2.0
 # Protocol 1.0 status error bits; the alarms of the servo itself (HARDWARE_P1) vs its
 # complaints about our instruction packet.
 P1_ERROR_BITS = {0: "input voltage", 1: "angle limit", 2: "overheating", 3: "range",
@@ -169,28 +176,32 @@ class PortMixin:
     latency_timer_ms: float
     counts: list[int]  # [tx bytes, rx bytes], shared by the bus across reopenings
 
-    def getCurrentTime(self) -> float:  # noqa: N802 (SDK name): ms, monotonic
-        return time.monotonic() * 1000.0
+    def reply_timeout(self, reply_bytes: int) -> float:
+        """Seconds to wait for ``reply_bytes`` bytes of status packets (the SDK's formula)."""
+        return (self.tx_time_per_byte * reply_bytes + 2.0 * self.latency_timer_ms + 2.0) / 1e3
 
-    def setPacketTimeout(self, packet_length: int) -> None:  # noqa: N802
-        self.packet_start_time = self.getCurrentTime()
-        self.packet_timeout = (self.tx_time_per_byte * packet_length
-                               + 2.0 * self.latency_timer_ms + 2.0)
+    def send(self, packet: bytes) -> bool:
+        """Discard what was received, then write ``packet``; False if it was not all written.
 
-    def readPort(self, length: int) -> bytes:  # noqa: N802
+        The discard is what keeps a late reply (one whose request timed out) from being
+        read as the answer to this request.
+        """
+        self.ser.reset_input_buffer()
+        written = self.ser.write(packet) or 0
+        self.counts[0] += written
+        return written == len(packet)
+
+    def receive(self, deadline: float) -> bytes:
+        """The bytes received, waiting for some until ``deadline`` (time.monotonic());
+        b"" when none came."""
         ser = self.ser
         if not ser.in_waiting:
-            wait = (self.packet_timeout - self.getTimeSinceStart()) / 1000.0
+            wait = deadline - time.monotonic()
             if wait > 0.0:
                 select.select([ser.fileno()], [], [], wait)
-        data = ser.read(length)
+        data = ser.read(max(ser.in_waiting, 1))
         self.counts[1] += len(data)
         return data
-
-    def writePort(self, packet) -> int:  # noqa: N802
-        written = self.ser.write(bytes(packet))
-        self.counts[0] += written or 0
-        return written
 
 
 class _Port(PortMixin, PortHandler):
@@ -219,7 +230,8 @@ class ServoCounters:
     reads: int = 0  # successful state reads
     timeouts: int = 0
     corrupt: int = 0
-    failed: int = 0  # other failures (port busy, transmit failure)
+    failed: int = 0  # other failures (a request not sent whole)
+    rereads: int = 0  # replies garbled in a cycle and read again (not failures when that read)
     status_errors: int = 0  # replies whose error byte held an instruction error
     hardware_error: int = 0  # last hardware error bits
     last_error: str = ""
@@ -246,9 +258,9 @@ class CycleResult:
 class SerialServoBus:
     """Servos of one control table on one port, with joint offsets and directions.
 
-    The class attributes, ``_make_handler`` and ``_send_read`` bind it to dynamixel-sdk;
-    :class:`bam_drivers.feetech.bus.FeetechBus` binds the same bus to
-    feetech-servo-sdk.
+    The class attributes and ``_read_request`` bind it to Dynamixel servos and
+    dynamixel-sdk's port; :class:`bam_drivers.feetech.bus.FeetechBus` binds the same bus
+    to Feetech servos and feetech-servo-sdk's port.
     """
 
     KIND = "Dynamixel"
@@ -256,9 +268,7 @@ class SerialServoBus:
     BAUD_RATES = BAUD_RATES
     TABLES = TABLES
     TABLES_MODULE = "bam_drivers.serial_servo.control_table"
-    RX_CORRUPT = COMM_RX_CORRUPT  # the SDK's code of a bad checksum (SDKs differ)
     PORT: type[PortMixin] = _Port  # the SDK's port class, with PortMixin
-    SYNC_WRITE = GroupSyncWrite
 
     def __init__(self, port: str, table: ControlTable | str, ids: Sequence[int], *,
                  baud_rate: int = 1_000_000, offsets: Sequence[float] | None = None,
@@ -276,7 +286,6 @@ class SerialServoBus:
         self.latency_timer_setting = float(latency_timer_ms)  # 0: detect at open
         self.latency_timer_ms, self.latency_timer_source = float(latency_timer_ms), "given"
         self.protocol = self.table.protocol
-        self._handler = self._make_handler()
         self._fields = self._state_fields()
         self.block = self.table.block(self._fields)
         self.counters = {i: ServoCounters() for i in self.ids}
@@ -284,6 +293,7 @@ class SerialServoBus:
         self._counts = [0, 0]
         self._port: PortMixin | None = None
         self._locked = False  # this bus holds the port's lock
+        self._claim = port_lock.Claim(self.port_name, self.KIND)  # held across reopenings
         self._alert_read = dict.fromkeys(self.ids, -math.inf)
 
     def _check_args(self, baud_rate: int, latency_timer_ms: float) -> None:
@@ -307,10 +317,7 @@ class SerialServoBus:
             names.append(self.table.current)
         return tuple(names)
 
-    # -- the SDK -----------------------------------------------------------------------
-
-    def _make_handler(self):
-        return PacketHandler(float(self.protocol))
+    # -- what differs between buses --------------------------------------------------
 
     def hardware_error_names(self, bits: int) -> list[str]:
         """Names of the hardware error bits set."""
@@ -319,6 +326,15 @@ class SerialServoBus:
     def status_error_text(self, error: int) -> str:
         """A status error byte as text ("" when it holds no instruction error)."""
         return status_error_text(self.protocol, error)
+
+    def _read_request(self, start: int, length: int) -> bytes:
+        """The cycle's request of the state block of every servo: a sync read (2.0), a
+        bulk read (1.0: it has no sync read)."""
+        if self.protocol == 2:
+            params = pk.sync_read_params(start, length, list(self.ids))
+            return pk.instruction_packet(2, pk.BROADCAST_ID, pk.Instruction.SYNC_READ, params)
+        params = pk.bulk_read_params(1, [(i, start, length) for i in self.ids])
+        return pk.instruction_packet(1, pk.BROADCAST_ID, pk.Instruction.BULK_READ, params)
 
     # -- port --------------------------------------------------------------------------
 
@@ -329,6 +345,11 @@ class SerialServoBus:
     def open(self) -> None:
         """Open the port at the baud rate (BamError naming the port and the fix)."""
         self.close()
+        try:
+            self._claim.take()
+        except ConfigurationError as exc:
+            self.port_error = str(exc)
+            raise
         if self.latency_timer_setting <= 0.0:
             self.latency_timer_ms, self.latency_timer_source = \
                 detect_latency_timer(self.port_name)
@@ -364,6 +385,11 @@ class SerialServoBus:
             except PORT_ERRORS:
                 pass
 
+    def release(self) -> None:
+        """Close the port and let it go for good (the driver's end)."""
+        self.close()
+        self._claim.release()
+
     def _lost(self, exc: BaseException) -> str:
         """The port failed: close it and remember why."""
         self.port_error = f"port lost: {one_line(exc)}"
@@ -374,31 +400,99 @@ class SerialServoBus:
         """Bytes transmitted and received since the bus was made."""
         return self._counts[0], self._counts[1]
 
-    # -- set-up ------------------------------------------------------------------------
+    # -- requests --------------------------------------------------------------------
 
-    def ping(self) -> dict[int, int]:
-        """Model number of every servo (BamError when one does not answer)."""
-        port = self._require()
-        models = {}
-        for dxl_id in self.ids:
+    def _transact(self, packet: bytes,
+                  expected: dict[int, int]) -> tuple[dict[int, tuple[bytes, int]], bool] | None:
+        """Send ``packet``, then collect the status packets of ``expected`` (id -> data
+        length) until all came or the reply timeout: the valid ones by id, as (data, error
+        byte), and whether anything else came (see the module docstring: garbled). None
+        when the packet could not be sent whole. Port failures raise PORT_ERRORS."""
+        port = self._port
+        if not port.send(packet):
+            return None
+        span = port.reply_timeout(sum(STATUS_OVERHEAD[self.protocol] + n
+                                      for n in expected.values()))
+        deadline = time.monotonic() + span
+        parser = pk.StreamParser(self.protocol)
+        replies: dict[int, tuple[bytes, int]] = {}
+        garbled = False
+        while len(replies) < len(expected):
+            # Bytes that came while this thread was not scheduled are read even past the
+            # deadline, up to a second span (bytes streaming in for ever end it too).
+            data = port.receive(deadline)
+            if not data:
+                break
+            for frame in parser.feed(data):
+                if frame.raw == packet:
+                    continue  # our own request, echoed by an adapter
+                if self._is_reply(frame, expected) and frame.id not in replies:
+                    replies[frame.id] = (frame.data, frame.error)
+                else:
+                    garbled = True
+            if time.monotonic() > deadline + span:
+                break
+        return replies, garbled or parser.pending > 0 or parser.garbage > 0
+
+    def _is_reply(self, frame: pk.Frame, expected: dict[int, int]) -> bool:
+        """A whole, valid status packet of a servo asked, with the data length asked."""
+        if not frame.valid or expected.get(frame.id) != len(frame.data):
+            return False
+        if self.protocol == 2:
+            return frame.instruction == pk.Instruction.STATUS and len(frame.params) >= 1
+        return frame.error < 0x80  # bit 7 of a 1.0 error byte is never set
+
+    def _ask(self, dxl_id: int, instruction: int, params: bytes, length: int, what: str,
+             hint: str = "") -> tuple[bytes, int]:
+        """One servo's reply (data, error byte) to an instruction, asked again while it
+        is lost or garbled, ``ATTEMPTS`` times in all; then a BamError: ``what``, why,
+        ``hint``."""
+        packet = pk.instruction_packet(self.protocol, dxl_id, instruction, params)
+        why = "no reply"
+        for _ in range(ATTEMPTS):
             try:
-                model, result, _ = self._handler.ping(port, dxl_id)
+                outcome = self._transact(packet, {dxl_id: length})
             except PORT_ERRORS as exc:
                 raise BamError(self._lost(exc)) from None
-            if result != COMM_SUCCESS:
-                raise BamError(
-                    f"servo id {dxl_id} does not answer on {self.port_name} at "
-                    f"{self.baud_rate} baud (protocol {self.protocol}: "
-                    f"{self._handler.getTxRxResult(result)}); check its power, its id, "
-                    "baud_rate and protocol")
-            models[dxl_id] = model
-        return models
+            if outcome is None:
+                why = "the request could not be sent"
+                continue
+            replies, garbled = outcome
+            if dxl_id in replies:
+                return replies[dxl_id]
+            if garbled:
+                why = "garbled replies"
+        raise BamError(f"{what}: {why} ({ATTEMPTS} tries){hint}")
+
+    # -- set-up ------------------------------------------------------------------------
+
+    def model_number(self, dxl_id: int) -> int:
+        """The model number of one servo, read until it is the table's or ``MODEL_READS``
+        reads agree on another (BamError when it does not answer, or its reads disagree)."""
+        seen = []
+        for _ in range(MODEL_READS):
+            model = self._read(dxl_id, "model_number", (
+                f"servo id {dxl_id} does not answer on {self.port_name} at {self.baud_rate} "
+                f"baud (protocol {self.protocol})"),
+                "; check its power, its id, baud_rate and protocol")
+            if model == self.table.model_number:
+                return model
+            seen.append(model)
+        if len(set(seen)) > 1:  # a reply garbled past its checksum, or two servos answering
+            raise BamError(f"servo id {dxl_id} on {self.port_name} gives model numbers "
+                           f"{seen} in {MODEL_READS} reads; check the wiring and that no two "
+                           "servos share the id")
+        return seen[0]
+
+    def ping(self) -> dict[int, int]:
+        """Model number of every servo (:meth:`model_number`)."""
+        return {dxl_id: self.model_number(dxl_id) for dxl_id in self.ids}
 
     def check_models(self) -> None:
         """Every servo answers with the table's model number: a ConfigurationError
-        naming the servo and the table to use otherwise (BamError when one does not
-        answer). Even a model with the same registers (MX-64 and MX-106) is refused:
-        its recording would be labelled with the wrong servo."""
+        naming the servo and the table to use otherwise, when its reads agree (BamError
+        when one does not answer). Even a model with the same registers (MX-64 and
+        MX-106) is refused: its recording would be labelled with the wrong servo."""
         for dxl_id, model in self.ping().items():
             if model == self.table.model_number:
                 continue
@@ -419,32 +513,25 @@ class SerialServoBus:
 
     def read_register(self, dxl_id: int, name: str) -> int:
         """Raw value of one register of one servo (BamError on failure)."""
+        return self._read(dxl_id, name, f"cannot read {name} of servo id {dxl_id}")
+
+    def _read(self, dxl_id: int, name: str, what: str, hint: str = "") -> int:
         f = self.table.field(name)
-        port = self._require()
-        read = {1: self._handler.read1ByteTxRx, 2: self._handler.read2ByteTxRx,
-                4: self._handler.read4ByteTxRx}[f.size]
-        try:
-            value, result, _ = read(port, dxl_id, f.address)
-        except PORT_ERRORS as exc:
-            raise BamError(self._lost(exc)) from None
-        if result != COMM_SUCCESS:
-            raise BamError(f"cannot read {name} of servo id {dxl_id}: "
-                           f"{self._handler.getTxRxResult(result)}")
-        return value
+        self._require()
+        data, _ = self._ask(dxl_id, pk.Instruction.READ,
+                            pk.read_params(self.protocol, f.address, f.size), f.size, what,
+                            hint)
+        return int.from_bytes(data, "little")
 
     def write_register(self, dxl_id: int, name: str, raw: int) -> None:
         """Write one register and wait for the status (BamError on failure)."""
         f = self.table.field(name)
-        port = self._require()
-        try:
-            result, error = self._handler.writeTxRx(port, dxl_id, f.address, f.size,
-                                                    list(f.pack(raw)))
-        except PORT_ERRORS as exc:
-            raise BamError(self._lost(exc)) from None
-        if result != COMM_SUCCESS or self.status_error_text(error):
-            why = (self._handler.getTxRxResult(result) if result != COMM_SUCCESS
-                   else self.status_error_text(error))
-            raise BamError(f"cannot write {name} of servo id {dxl_id}: {why}")
+        self._require()
+        what = f"cannot write {name} of servo id {dxl_id}"
+        _, error = self._ask(dxl_id, pk.Instruction.WRITE,
+                             pk.write_params(self.protocol, f.address, f.pack(raw)), 0, what)
+        if self.status_error_text(error):
+            raise BamError(f"{what}: {self.status_error_text(error)}")
 
     def ensure_position_mode(self) -> list[str]:
         """Put servos in position control (the table's ``position_mode``: protocol 2.0
@@ -476,14 +563,14 @@ class SerialServoBus:
     # -- the cycle ---------------------------------------------------------------------
 
     def read_state(self) -> CycleResult:
-        """One sync read (protocol 2.0) or bulk read (1.0) of every servo's state block."""
+        """One sync read (protocol 2.0) or bulk read (1.0) of every servo's state block;
+        the servos whose reply was garbled read again, one READ each."""
         result = CycleResult()
         if self._port is None:
             result.port_error = self.port_error or "port closed"
             return result
         try:
-            replies = self._transact_read()
-            for dxl_id, reply in replies.items():
+            for dxl_id, reply in self._transact_read().items():
                 if isinstance(reply, str):
                     result.failures[dxl_id] = reply
                 else:
@@ -491,54 +578,30 @@ class SerialServoBus:
         except PORT_ERRORS as exc:
             result.port_error = self._lost(exc)
             result.states.clear()
+            result.failures.clear()
         self._count(result)
         return result
 
     def _transact_read(self) -> dict[int, tuple[bytes, int] | str]:
+        """Each servo's state block (data, error byte), or why it was not read."""
         start, length = self.block
-        if self._send_read(start, length) != COMM_SUCCESS:
-            self._port.is_using = False
+        outcome = self._transact(self._read_request(start, length), dict.fromkeys(self.ids,
+                                                                                   length))
+        if outcome is None:
             return dict.fromkeys(self.ids, FAILED)
-        return self._collect(length)
-
-    def _send_read(self, start: int, length: int) -> int:
-        """Send the cycle's read request of the state block; the SDK's result code."""
-        if self.protocol == 2:
-            group = GroupSyncRead(self._port, self._handler, start, length)
-            for dxl_id in self.ids:
-                group.addParam(dxl_id)
-            return group.txPacket()
-        # GroupBulkRead.txPacket of dynamixel-sdk 4.1 passes a fast-read flag that the
-        # protocol-1.0 handler does not take: send its parameters (length, id, address
-        # per servo) through the handler directly.
-        param = [v for dxl_id in self.ids for v in (length, dxl_id, start)]
-        return self._handler.bulkReadTx(self._port, param, len(param))
-
-    def _collect(self, length: int) -> dict[int, tuple[bytes, int] | str]:
-        """Status packets of the read, matched by id, until all came or the timeout."""
-        port, handler = self._port, self._handler
-        id_at, error_at, data_at = _LAYOUT[self.protocol]
-        pending = set(self.ids)
-        replies: dict[int, tuple[bytes, int] | str] = {}
-        while pending:
-            if self.protocol == 2:
-                packet, status = handler.rxPacket(port, False)
+        replies: dict[int, tuple[bytes, int] | str] = dict(outcome[0])
+        missing = [i for i in self.ids if i not in replies]
+        if not outcome[1]:  # nothing garbled: the servos missing are silent
+            return {**replies, **dict.fromkeys(missing, TIMEOUT)}
+        request = pk.read_params(self.protocol, start, length)
+        for dxl_id in missing:
+            self.counters[dxl_id].rereads += 1
+            again = self._transact(pk.instruction_packet(
+                self.protocol, dxl_id, pk.Instruction.READ, request), {dxl_id: length})
+            if again is None:
+                replies[dxl_id] = FAILED
             else:
-                packet, status = handler.rxPacket(port)
-            if status == COMM_SUCCESS and len(packet) >= data_at + length \
-                    and packet[id_at] in pending:
-                pending.discard(packet[id_at])
-                replies[packet[id_at]] = (bytes(packet[data_at:data_at + length]),
-                                          packet[error_at])
-            elif status == self.RX_CORRUPT:
-                culprit = packet[id_at] if len(packet) > id_at and packet[id_at] in pending \
-                    else min(pending)
-                pending.discard(culprit)
-                replies[culprit] = CORRUPT
-            elif status != COMM_SUCCESS:
-                break  # timeout: the servos still pending did not answer
-        for dxl_id in pending:
-            replies[dxl_id] = TIMEOUT
+                replies[dxl_id] = again[0].get(dxl_id, CORRUPT)
         return replies
 
     def _decode(self, dxl_id: int, data: bytes, error: int) -> ServoState:
@@ -629,32 +692,31 @@ class SerialServoBus:
     def _sync_write(self, name: str, raw: dict[int, int]) -> bool:
         if not raw:
             return True
-        port = self._port
-        if port is None:
+        if self._port is None:
             return False
         f = self.table.field(name)
-        group = self.SYNC_WRITE(port, self._handler, f.address, f.size)
-        for dxl_id, value in raw.items():
-            group.addParam(dxl_id, list(f.pack(value)))
+        params = pk.sync_write_params(self.protocol, f.address, f.size,
+                                      {i: f.pack(v) for i, v in raw.items()})
         try:
-            sent = group.txPacket()
+            return self._port.send(pk.instruction_packet(
+                self.protocol, pk.BROADCAST_ID, pk.Instruction.SYNC_WRITE, params))
         except PORT_ERRORS as exc:
             self._lost(exc)
             return False
-        port.is_using = False
-        return sent == COMM_SUCCESS
 
-    def torque_off(self, attempts: int = 3) -> bool:
-        """Torque off on every servo, confirmed by reading it back; False if unconfirmed."""
-        for _ in range(attempts):
-            if self._port is None:
-                return False
+    def torque_off(self, budget: float = TORQUE_OFF_BUDGET) -> bool:
+        """Torque off on every servo, confirmed by reading it back: written and read
+        again until every servo confirms, or for ``budget`` s; False if unconfirmed."""
+        deadline = time.monotonic() + budget
+        while self._port is not None:
             self.write_torque(dict.fromkeys(self.ids, False))
             try:
                 if not any(self.torque_enabled().values()):
                     return True
             except BamError:
-                continue
+                pass  # a reply lost or garbled ATTEMPTS times: written and asked again
+            if time.monotonic() >= deadline:
+                break
         return False
 
     def _require(self) -> PortMixin:

@@ -14,17 +14,72 @@ servos. A driver that opens a port therefore takes
   other side stays open (the emulator) would otherwise keep it.
 
 The holder of a refused lock is named from ``/proc/locks``.
+
+Both go with the open tty, and a driver closes its port to reopen it after a lost link.
+So that no second driver takes the bus in that gap (seen under load: a link counted lost
+after 0.5 s without replies, and another driver started then ran the same servos), a
+driver also holds a :class:`Claim` from its first open to its shutdown: an flock on a lock
+file named for the device, in ``/run/lock`` as serial tools do (else the temporary folder).
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import tempfile
 import termios
+from pathlib import Path
 
 from bam_drivers.supervisor import ConfigurationError
 
 CMDLINE_CHARS = 120  # characters of the holder's command line quoted in the refusal
+LOCK_DIRS = ("/run/lock", tempfile.gettempdir())  # where a claim's lock file goes, in order
+
+
+def refused(port: str, kind: str, fd: int) -> ConfigurationError:
+    return ConfigurationError(f"the {kind} port {port} is in use by {holder(fd)}; stop that "
+                              "driver, or give this one another port")
+
+
+class Claim:
+    """This driver's hold on its port from its first open to its shutdown, across the
+    reopenings after a lost link (module docstring)."""
+
+    def __init__(self, port: str, kind: str) -> None:
+        self.port, self.kind = port, kind
+        self._fd: int | None = None
+
+    def take(self) -> None:
+        """Hold the port, once; ConfigurationError naming the driver that holds it."""
+        if self._fd is not None:
+            return
+        fd = os.open(lock_file(self.port), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            error = refused(self.port, self.kind, fd)
+            os.close(fd)
+            raise error from None
+        self._fd = fd
+
+    def release(self) -> None:
+        """Let the port go (the lock file stays: removing it would race another claim)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __del__(self) -> None:  # a bus dropped without its driver's shutdown (a test's)
+        self.release()
+
+
+def lock_file(port: str) -> Path:
+    """The lock file of ``port``: named for the device the path leads to (a symlink such as
+    /dev/serial/by-id/... or an emulator's link and its /dev/pts/N share one)."""
+    name = "bam-" + os.path.realpath(port).strip("/").replace("/", "-") + ".lock"
+    for folder in LOCK_DIRS:
+        if os.access(folder, os.W_OK | os.X_OK):
+            return Path(folder) / name
+    return Path(LOCK_DIRS[-1]) / name
 
 
 def lock(fd: int, port: str, kind: str) -> None:
@@ -32,9 +87,7 @@ def lock(fd: int, port: str, kind: str) -> None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        raise ConfigurationError(
-            f"the {kind} port {port} is in use by {holder(fd)}; stop that driver, or give "
-            "this one another port") from None
+        raise refused(port, kind, fd) from None
     try:
         fcntl.ioctl(fd, termios.TIOCEXCL)
     except OSError:

@@ -42,6 +42,7 @@ from bam_sim.common.errors import BamError
 
 STALE_REOPEN = 0.5  # s without any servo answering after which the port is reopened
 LOG_PERIOD = 10.0  # s, at most one log line per kind of problem in this time
+SHUTDOWN_WAIT = 10.0  # s the shutdown waits for a cycle (a reconnection) in progress
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,7 @@ class SerialServoSupervisor:
         self._log = log
         self.throttle = LogThrottle(log, LOG_PERIOD)
         self._lock = threading.Lock()
+        self._bus_lock = threading.Lock()  # one user of the port at a time: cycle, shutdown
         self._shut_down = False  # the stop's torque off was done (a node stops twice)
         self._state = CommandState(len(self.ids), enabled, gain, command_timeout, now)
         # What the registers hold: the goal range shifted by each joint's offset.
@@ -136,7 +138,13 @@ class SerialServoSupervisor:
     def cycle(self, now: float) -> Cycle | None:
         """One bus cycle; None when the port is closed (reopened when due) or lost, or
         after a :attr:`failure` (no attempt then)."""
+        with self._bus_lock:
+            return self._cycle(now)
+
+    def _cycle(self, now: float) -> Cycle | None:
         bus = self.bus
+        if self._shut_down:
+            return None  # the torque is off and the port closed: nothing reopens it
         if not bus.is_open:
             if self.failure is None and self.link.attempt_due(now):
                 self._connect(now)
@@ -164,22 +172,35 @@ class SerialServoSupervisor:
 
         A port closed after a lost link is opened once more for it: a servo keeps its
         torque on with nobody commanding it, and a bus that went silent for a while (a
-        stalled machine, a servo busy) may answer again. False when it cannot.
+        stalled machine, a servo busy) may answer again. False when it cannot. A cycle
+        still in progress (a loop thread that did not stop in time) is waited for first:
+        two users of one port read each other's replies.
         """
-        bus = self.bus
         if self._shut_down:
             return None
         self._shut_down = True
-        if not bus.is_open:
-            if not self.link.connected_once:
-                return None
-            try:
-                bus.open()
-            except BamError:
-                return False
-        confirmed = bus.torque_off()
-        bus.close()
-        return confirmed
+        if not self._bus_lock.acquire(timeout=SHUTDOWN_WAIT):
+            self._log("error", f"the bus cycle did not end within {SHUTDOWN_WAIT:g} s: cannot "
+                               "turn the torque off")
+            return False
+        try:
+            return self._torque_off()
+        finally:
+            self._bus_lock.release()
+
+    def _torque_off(self) -> bool | None:
+        bus = self.bus
+        try:
+            if not bus.is_open:
+                if not self.link.connected_once:
+                    return None
+                try:
+                    bus.open()
+                except BamError:
+                    return False
+            return bus.torque_off()
+        finally:
+            bus.release()
 
     def _connect(self, now: float) -> None:
         bus = self.bus

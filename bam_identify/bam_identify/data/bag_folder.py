@@ -33,6 +33,13 @@ def own_files(path: Path) -> set[Path]:
     return files
 
 
+def writer_files(path: Path) -> list[Path]:
+    """Every file a writer of a bag at ``path`` makes (rosbags names the storage file after
+    the folder): what to remove of a bag whose writing failed, and nothing else."""
+    storage = [path / f"{path.name}{suffix}" for suffix in (".mcap", ".db3")]
+    return [path / METADATA, *storage, *(path / f"{path.name}.db3{s}" for s in ("-wal", "-shm"))]
+
+
 def check_replaceable(path: Path, overwrite: bool, allow: str) -> None:
     """Refuse to write a bag at ``path`` unless it is free, or an old bag ``overwrite`` may
     replace. ``allow`` says how to allow overwriting (e.g. "pass --force")."""

@@ -38,11 +38,17 @@ from bam_identify.data.bag_topics import (
     TOPICS,
     bench_topics,
 )
-from bam_identify.data.plausibility import Source, check_series, check_times, conditions
+from bam_identify.data.plausibility import (
+    Source,
+    check_reading,
+    check_series,
+    check_times,
+    conditions,
+)
 from bam_identify.data.typestore import typestore
 from bam_sim.bench.bench_log import BenchLog
 from bam_sim.common.errors import BamError, one_line
-from bam_sim.models.servo.actuators import get_actuator
+from bam_sim.models.servo.actuators import Actuator, get_actuator
 
 LOG = logging.getLogger(__name__)
 
@@ -406,9 +412,9 @@ def _trial_log(path: Path, marker: _Marker, info, joints: dict, actuators: dict,
     t_joint = (stamps - t_start) * 1e-9
     t_act = (a_stamps - t_start) * 1e-9
     temperature = _measured(a_values["temperature"][k0:k1], t_act, at, a_stamps, t_start,
-                            "temperature", f"temperature of '{name}'", source)
+                            "temperature", f"temperature of '{name}'", source, act)
     voltage = _measured(a_values["input_voltage"][k0:k1], t_act, at, a_stamps, t_start,
-                        "input voltage", f"input voltage of '{name}'", source)
+                        "input voltage", f"input voltage of '{name}'", source, act)
     return BenchLog(
         bench=cond.bench, kp=cond.kp, dt=dt,
         goal=resample.interpolate(at, t_act, goal),
@@ -428,12 +434,14 @@ def _trial_log(path: Path, marker: _Marker, info, joints: dict, actuators: dict,
 
 
 def _measured(values: np.ndarray, times: np.ndarray, at: np.ndarray, stamps: np.ndarray,
-              start: int, kind: str, what: str, source: Source) -> np.ndarray | None:
+              start: int, kind: str, what: str, source: Source,
+              act: Actuator) -> np.ndarray | None:
     """A reading (winding temperature, input voltage) on the grid, from its measured
     samples (NaN: not measured); None when fewer than two samples of the trial were."""
     values = values.astype(np.float64)
     measured = np.isfinite(values)
     if measured.sum() < 2:
         return None
-    _plausible(values[measured], stamps[measured], start, kind, what, source)
+    check_reading(values[measured], times[measured], kind, what, source,
+                  _into_trial(stamps[measured], start), act)
     return resample.interpolate(at, times[measured], values[measured])

@@ -26,8 +26,9 @@ from rosbags.rosbag2 import Reader, Writer
 from bam_identify.data.bag_folder import METADATA
 from bam_identify.data.bag_topics import ROSBAG2_VERSION, STORAGES
 from bam_identify.data.typestore import typestore
+from bam_sim.common.cancellation import Cancellation
 from bam_sim.common.errors import BamError, one_line
-from bam_sim.common.output_paths import check_output, publish
+from bam_sim.common.output_paths import check_output, publish, writing
 
 MAGIC = b"\x89MCAP0\r\n"
 OP_HEADER, OP_FOOTER, OP_DATA_END = 0x01, 0x02, 0x0F
@@ -81,10 +82,12 @@ def _has_header(file: Path) -> bool:
         return f.seek(0, 2) >= len(MAGIC) + 9 + length
 
 
-def recover_bag(path: str | Path, output: str | Path | None = None) -> Recovery:
+def recover_bag(path: str | Path, output: str | Path | None = None,
+                cancel: Cancellation | None = None) -> Recovery:
     """Write the complete part of the unterminated bag ``path`` as a new bag ``output``
-    (default: ``<path>_recovered``); the original is left as it is."""
-    path = Path(path)
+    (default: ``<path>_recovered``); the original is left as it is. ``cancel`` is checked
+    at each file and each message: Cancelled leaves nothing behind."""
+    path, cancel = Path(path), cancel or Cancellation()
     files = sorted(path.glob("*.mcap")) if path.is_dir() else [path]
     if not files or not all(f.suffix == ".mcap" for f in files):
         raise BamError(f"{path} holds no MCAP file to recover; give the folder of an "
@@ -94,19 +97,21 @@ def recover_bag(path: str | Path, output: str | Path | None = None) -> Recovery:
     output = Path(output) if output else path.with_name(f"{path.stem}_recovered")
     if output.exists():
         raise BamError(f"{output} already exists; give another output")
-    with tempfile.TemporaryDirectory(dir=output.parent) as tmp:
+    # A full disk is one line, the temporary folder removed (output_paths).
+    with writing(output, "--output"), tempfile.TemporaryDirectory(dir=output.parent) as tmp:
         closed, dropped = [], 0
         for i, file in enumerate(files):
+            cancel.check()
             target = Path(tmp) / f"part{i}.mcap"
             dropped += _close_copy(file, target)
             closed.append(target)
-        counts = _rewrite(closed, Path(tmp) / "bag")
+        counts = _rewrite(closed, Path(tmp) / "bag", cancel)
         # no-replace: a bag another command put there meanwhile is kept (output_paths)
         publish(Path(tmp) / "bag", output, "--output")
     return Recovery(path, output, counts, dropped)
 
 
-def recover(bag: Path, output: Path | None = None) -> str:
+def recover(bag: Path, output: Path | None = None, cancel: Cancellation | None = None) -> str:
     """What ``recover`` does: the new bag checked (not the bag itself, not over a file), the
     bag checked to be unterminated, then recovered; the recovery's summary."""
     output = output or bag.with_name(f"{bag.stem}_recovered")
@@ -114,7 +119,7 @@ def recover(bag: Path, output: Path | None = None) -> str:
     if not needs_recovery(bag):
         raise BamError(f"{bag} is not an unterminated mcap bag (it has its metadata and "
                        "end, or is not an mcap recording); nothing to recover")
-    return recover_bag(bag, output).summary()
+    return recover_bag(bag, output, cancel).summary()
 
 
 def _has_footer(file: Path) -> bool:
@@ -158,7 +163,7 @@ def _record(op: int, content: bytes) -> bytes:
     return bytes([op]) + struct.pack("<Q", len(content)) + content
 
 
-def _rewrite(files: list[Path], output: Path) -> dict[str, int]:
+def _rewrite(files: list[Path], output: Path, cancel: Cancellation) -> dict[str, int]:
     """One complete bag from the closed MCAP files: same connections, every message."""
     counts: dict[str, int] = {}
     store = typestore()  # for connections whose stored definition or hash is missing
@@ -172,6 +177,7 @@ def _rewrite(files: list[Path], output: Path) -> dict[str, int]:
                 raise BamError(f"cannot recover {file.name}: {one_line(err)}") from None
             try:
                 for conn, stamp, raw in reader.messages():
+                    cancel.check()
                     key = (conn.topic, conn.msgtype)
                     if key not in added:
                         added[key] = writer.add_connection(

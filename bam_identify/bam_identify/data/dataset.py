@@ -29,6 +29,7 @@ from bam_identify.data.bag_reader import read_bag
 from bam_identify.data.bag_topics import BAG_SUFFIXES
 from bam_identify.data.legacy_logs import legacy_log_files, read_legacy_log
 from bam_sim.bench.bench_log import BenchLog
+from bam_sim.common.cancellation import Cancellation
 from bam_sim.common.errors import BamError
 from bam_sim.models.servo.actuators import Actuator, get_actuator
 
@@ -171,16 +172,19 @@ def bag_paths(paths: PathsLike) -> list[Path]:
 
 
 def load_dataset(bags: PathsLike = (), logs: PathsLike = (), dt: float = 0.005,
-                 actuator: str | None = None) -> Dataset:
+                 actuator: str | None = None, cancel: Cancellation | None = None) -> Dataset:
     """Bench logs of one actuator from ``bags`` and legacy JSON ``logs`` on the step ``dt``.
 
     With logs of several actuators, ``actuator`` chooses one; without it that
-    is an error listing them.
+    is an error listing them. ``cancel`` is checked before each bag or log is read.
     """
+    cancel = cancel or Cancellation()
     items: list[BenchLog] = []
     for bag in bag_paths(bags):
+        cancel.check()
         items.extend(read_bag(bag, dt))
     for path in legacy_log_files(logs) if logs else []:
+        cancel.check()
         items.append(read_legacy_log(path, dt))
     items = unique_logs(items)
     if not items:

@@ -17,11 +17,14 @@ it still reads) and checked where present:
   voltage law; a given value is refused when not a plausible voltage, whatever
   the actuator, never replaced by the actuator's default.
 * ``input_volts``: the bus's reading of the input voltage (V), on which a fit
-  of the supply group is scored.
+  of the supply group is scored (``--groups supply`` needs it in some log). A
+  servo that answers runs on it: 0 V or less is refused, and so is more than the
+  nominal supply's range (:func:`~bam_identify.data.plausibility.check_reading`).
 * ``temp``: the temperature the servo reports (°C). It is the servo's own
   sensor (on its board, near the motor), not the winding: it lags the winding
   and reads in whole degrees. Sets with the thermal group start their winding
-  temperature from its first value and are scored on it.
+  temperature from its first value and are scored on it. A reading outside the
+  range a servo runs in, or a change faster than a winding heats, is refused.
 * ``speed``: rad/s. Every recorder of the published implementation converts
   the velocity register (the XL330's 0.229 rpm per count shows as the 0.024
   rad/s step of its logs), so it is kept as it is.
@@ -51,6 +54,7 @@ from bam_identify.data.plausibility import (
     MIN_PERIOD,
     Conditions,
     Source,
+    check_reading,
     check_series,
     check_times,
     checked_field,
@@ -67,7 +71,9 @@ REQUIRED = ("mass", "length", "kp", "motor", "entries")
 ENTRY_REQUIRED = ("timestamp", "position", "goal_position", "torque_enable")
 # Entry fields that are bench series, and their kind for the plausibility checks.
 SERIES_KINDS = {"position": "position", "speed": "velocity", "goal_position": "goal position",
-                "control": "control", "input_volts": "input voltage", "temp": "temperature"}
+                "control": "control"}
+# Entry fields that are readings of the servo's own sensors, with physical ranges.
+READING_KINDS = {"input_volts": "input voltage", "temp": "temperature"}
 # Optional entry fields: a log has each in all its entries or in none.
 OPTIONAL = ("speed", "control", "input_volts", "temp", "load")
 # A processed log's timestamps are k·dt up to the rounding of their recorder.
@@ -155,6 +161,11 @@ def _series(entries: list, where: str, source: Source,
     for key, kind in SERIES_KINDS.items():
         if series[key] is not None:
             check_series(series[key], kind, f"'{key}'", source, _entry)
+    for key, kind in READING_KINDS.items():
+        if series[key] is not None:
+            check_reading(series[key], time, kind, f"'{key}'", source, _entry, act,
+                          f"repair the log, or drop '{key}' from every entry (the fit then "
+                          "does without it)")
     # Decoded before any resampling: the register's sign is per recorded sample.
     unit = LOAD_UNITS.get(act.name)
     if series["load"] is not None and unit is not None:

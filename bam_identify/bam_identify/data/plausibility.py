@@ -42,6 +42,28 @@ GAIN_LIMIT = 1.0e4  # kp of an actuator without a register limit of its own
 PLAUSIBLE = {"position": 1.0e4, "velocity": 1.0e3, "goal position": 1.0e4, "control": 1.0e3,
              "temperature": 1.0e3, "input voltage": 1.0e3}
 
+# The readings of a servo's own sensors have physical ranges, narrower than PLAUSIBLE:
+# * input voltage (V): a servo that answers on the bus runs on the supply it reports, so
+#   every reading is above 0 V (0 or less is a failed read or another unit); and within
+#   SUPPLY_FACTOR of the nominal supply, as the supply itself (a bus driven back by a
+#   braking motor rises above its supply: the XL330's 7.4 V bus read 9.15 V, measured).
+# * temperature (°C): the servo's sensor on its board, in whole degrees. No servo's
+#   electronics run below -40 °C (the industrial range's floor; the supported servos are
+#   rated from -5 °C), and -273.15 °C is absolute zero; above 150 °C a winding's class F
+#   insulation (155 °C) is gone and every servo's over-temperature shutdown (a Dynamixel's
+#   limit register goes to 100 °C at most) has long tripped.
+# * temperature change: within one count of the sensor (1 K, its rounding) plus
+#   MAX_HEATING_RATE times the time between the samples. A winding heats at most at its
+#   stall power over its heat capacity: the XL330's 1.75 A firmware limit through its
+#   2.8 Ω gives 8.6 W into about a gram of copper (0.4 J/K), some 20 K/s; the MX-64's
+#   56 W at 15 V stall into its larger winding is of the same order; the board's sensor
+#   follows the winding more slowly still. 100 K/s leaves room to all of them; a jump of
+#   100 K in 5 ms is no heat but a corrupt reading.
+TEMPERATURE_RANGE = (-40.0, 150.0)  # °C
+TEMPERATURE_STEP = 1.0  # K, one count of the whole-degree sensors
+MAX_HEATING_RATE = 100.0  # K/s
+READING_UNITS = {"temperature": "°C", "input voltage": "V"}
+
 # Sampling: a bench records at 10 Hz to 100 kHz. A gap of more than HOLE_PERIODS periods
 # and more than HOLE_MIN is a hole: a recording paused and resumed, which the resampling
 # would fill with a straight line. HOLE_MIN is not a few periods because drivers stall
@@ -130,6 +152,42 @@ def check_series(values: np.ndarray, kind: str, what: str, source: Source,
         k = int(bad[0])
         problem = "not finite" if not np.isfinite(values[k]) else f"beyond ±{bound:g}"
         raise source.fail(f"{what} is {values[k]} ({problem}) at {at(k)}")
+
+
+def reading_range(kind: str, act: Actuator) -> tuple[float, float]:
+    """(lowest, highest) a reading of ``kind`` of ``act`` may take (the lowest excluded for
+    the input voltage); see :data:`TEMPERATURE_RANGE` and the comment above it."""
+    if kind == "input voltage":
+        return 0.0, SUPPLY_FACTOR * act.supply_voltage
+    return TEMPERATURE_RANGE
+
+
+def check_reading(values: np.ndarray, times: np.ndarray, kind: str, what: str,
+                  source: Source, at: Callable[[int], str], act: Actuator,
+                  remedy: str | None = None) -> None:
+    """A servo's reading (``kind`` "temperature" or "input voltage") at ``times`` (s):
+    finite, within its physical range (:func:`reading_range`), and a temperature that
+    changes no faster than a winding can heat. ``what`` names the series as its source
+    does; ``remedy`` replaces the source's."""
+    check_series(values, kind, what, source, at)
+    unit, (low, high) = READING_UNITS[kind], reading_range(kind, act)
+    inside = (values > low) if kind == "input voltage" else (values >= low)
+    bad = np.flatnonzero(~(inside & (values <= high)))
+    if bad.size:
+        k = int(bad[0])
+        why = ("a servo that answers runs on the supply it reports"
+               if kind == "input voltage" else "no servo runs there")
+        opening = "(" if kind == "input voltage" else "["
+        raise source.fail(f"{what} is {values[k]:g} {unit} at {at(k)}, outside "
+                          f"{opening}{low:g}, {high:g}] {unit} ({why})", remedy)
+    if kind == "temperature" and values.size >= 2:
+        steps, spans = np.abs(np.diff(values)), np.diff(times)
+        jumps = np.flatnonzero(steps > TEMPERATURE_STEP + MAX_HEATING_RATE * spans)
+        if jumps.size:
+            k = int(jumps[0]) + 1
+            raise source.fail(f"{what} jumps from {values[k - 1]:g} to {values[k]:g} °C in "
+                              f"{spans[k - 1]:g} s at {at(k)} (no winding heats or cools "
+                              f"faster than {MAX_HEATING_RATE:g} K/s)", remedy)
 
 
 def sampling_period(times: np.ndarray) -> float:

@@ -34,3 +34,11 @@ def interpolate(at: np.ndarray, times: np.ndarray, values: np.ndarray) -> np.nda
 def interpolate_enable(at: np.ndarray, times: np.ndarray, enabled: np.ndarray) -> np.ndarray:
     """Torque enable: interpolated as 0/1, then ``> 0.5``."""
     return interpolate(at, times, np.asarray(enabled, dtype=np.float64)) > 0.5
+
+
+def hold(at: np.ndarray, times: np.ndarray, values: np.ndarray,
+         before: float = np.nan) -> np.ndarray:
+    """Zero-order hold: each of ``values`` (k,) acts from its time in increasing ``times`` (k,)
+    until the next; at ``at`` (T,); ``before`` ahead of the first."""
+    k = np.searchsorted(times, at, side="right") - 1
+    return np.where(k >= 0, np.asarray(values)[np.maximum(k, 0)], before)

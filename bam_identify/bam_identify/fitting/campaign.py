@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 from bam_sim.common.errors import BamError
+from bam_sim.common.output_paths import check_kind, writing
 
 WAITING, RUNNING, DONE, FAILED = "waiting", "running", "done", "failed"
 
@@ -97,8 +98,10 @@ def own_outputs(job, campaign: str, number: int, outputs: list[str]):
                 raise BamError(f"{path} already exists and is not the output of campaign "
                                f"{campaign} job {number} (study {job.study}); move it away and "
                                "queue the job again (campaign add, another --campaign)")
-    report.mkdir(parents=True, exist_ok=True)
-    (report / MARKER).write_text(marker, encoding="utf-8")
+    check_kind(report, "--report", folder=True)  # a device, a pipe: refused
+    with writing(report / MARKER, "--report"):
+        report.mkdir(parents=True, exist_ok=True)
+        (report / MARKER).write_text(marker, encoding="utf-8")
     return dataclasses.replace(job, force=True)
 
 
@@ -106,6 +109,8 @@ def _study_of(path: Path) -> str | None:
     """The study a parameter file was fitted in (its provenance), None if not one."""
     from bam_sim.models.files.parameter_file import load
 
+    if not path.is_file():  # a pipe or a device is nobody's output (and reading one waits)
+        return None
     try:
         return load(path).provenance.get("study")
     except (BamError, OSError):
@@ -122,7 +127,6 @@ class Campaign:
 
         from bam_identify.fitting.study_record import (
             WORKER,
-            ShieldedEngine,
             fit_tables,
             open_storage,
         )
@@ -137,7 +141,7 @@ class Campaign:
         self.sa, self.name, self.url = sa, name, url
         # The studies' own storage: its schema, its engine, the same one-line errors.
         self.storage = open_storage(url)
-        self.engine = ShieldedEngine(self.storage.engine)
+        self.engine = self.storage.engine
         self.jobs = fit_tables()[0].tables["bam_fit_jobs"]
         # The fits of this process sign their claims and heartbeats with the same name, so
         # a job stays this worker's while its fit runs.

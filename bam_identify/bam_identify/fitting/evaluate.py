@@ -14,9 +14,9 @@ from typing import Protocol
 
 import numpy as np
 
-from bam_identify.fitting.inputs import DataRequest, load_data
+from bam_identify.fitting.inputs import DataRequest, load_data, read_paths
 from bam_identify.fitting.provenance import version
-from bam_sim.common.command import record_written, shielded
+from bam_sim.common.cancellation import Cancellation
 from bam_sim.common.errors import BamError
 from bam_sim.common.output_paths import check_output, write_new
 from bam_sim.models.files.parameter_file import load
@@ -31,20 +31,22 @@ class EvalRequest(DataRequest, Protocol):
     force: bool
 
 
-def evaluate(request: EvalRequest) -> str:
-    """Score every set of ``request`` on its logs: the table (and ``--json`` written)."""
+def evaluate(request: EvalRequest, cancel: Cancellation | None = None) -> str:
+    """Score every set of ``request`` on its logs: the table (and ``--json`` written).
+    ``cancel`` is checked at each log read and before each set is scored."""
     from bam_identify.fitting.fit import Objective, SearchSpace
 
     if request.json:
-        inputs = ([("--params", p) for p in request.params]
-                  + [("--bags", p) for p in request.bags] + [("--logs", p) for p in request.logs])
+        inputs = [("--params", p) for p in request.params] + read_paths(request)
         check_output(request.json, "--json", force=request.force, inputs=inputs)
     sets = [(path, load(path)) for path in request.params]
-    dataset = load_data(request)
+    cancel = cancel or Cancellation()
+    dataset = load_data(request, cancel)
     weights = [len(log) for log in dataset.logs]
     scores = {}
     rows = []
     for path, params in sets:
+        cancel.check()
         if params.actuator.name != dataset.actuator.name:
             raise BamError(f"{path} is for {params.actuator.name} but the logs are of "
                            f"{dataset.actuator.name}; pass matching --params or --actuator")
@@ -63,10 +65,7 @@ def evaluate(request: EvalRequest) -> str:
     if request.json:
         summary = {"logs": len(dataset.logs), "actuator": dataset.actuator.name,
                    "replay": request.replay, "scores": scores, "version": version()}
-        with shielded():  # written whole or not at all, and named if a stop follows
-            write_new(request.json, json.dumps(summary, indent=2) + "\n", "--json",
-                      request.force)
-            record_written(request.json)
+        write_new(request.json, json.dumps(summary, indent=2) + "\n", "--json", request.force)
         lines.append(f"wrote {request.json}")
     return "\n".join(lines)
 

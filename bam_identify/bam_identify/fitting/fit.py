@@ -61,6 +61,7 @@ from bam_identify.fitting.search import DIVERGED_MAE, Search
 from bam_identify.fitting.study_record import open_record
 from bam_sim.bench.bench_log import BenchLog, LogBatch
 from bam_sim.bench.rollouts import batch_errors, batch_mae, batch_rollout, batch_violation
+from bam_sim.common.cancellation import Cancellation, Cancelled
 from bam_sim.common.errors import BamError
 from bam_sim.models import parameter_vector as P
 from bam_sim.models.dcmotor.groups import (
@@ -83,8 +84,32 @@ Q_OFFSET_BOUNDS = (-0.2, 0.2)  # rad: a bench mounting error, not a free rotatio
 INFEASIBLE = 1.0e6  # also above the score of a diverged rollout (DIVERGED_SCORE)
 
 
+class UnitBox:
+    """The unit-box coordinates of a search over ``self.bounds`` ({name: (low, high)}):
+    what CMA-ES searches, shared by the bench's and the robot's search spaces."""
+
+    bounds: dict[str, tuple[float, float]]
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.bounds)
+
+    def unit_box(self) -> tuple[np.ndarray, np.ndarray]:
+        """(lower bounds, ranges): values = lower + u·range for u in the unit box."""
+        lower, upper = np.array(list(self.bounds.values()), dtype=float).reshape(-1, 2).T
+        return lower, upper - lower
+
+    def to_unit(self, values: dict[str, float]) -> np.ndarray:
+        lower, span = self.unit_box()
+        return (np.array([values[name] for name in self.names]) - lower) / span
+
+    def values_of(self, x: np.ndarray) -> dict[str, float]:
+        """The free values of one candidate by name (what a fit reports)."""
+        return dict(zip(self.bounds, map(float, x), strict=True))
+
+
 @dataclass(frozen=True)
-class SearchSpace:
+class SearchSpace(UnitBox):
     """The free parameters of one (actuator, model) pair and their bounds.
 
     A candidate is a row of free values in the order of :attr:`names`; a
@@ -133,10 +158,6 @@ class SearchSpace:
         return space
 
     @property
-    def names(self) -> list[str]:
-        return list(self.bounds)
-
-    @property
     def index(self) -> np.ndarray:
         """Where each free parameter sits in the kernels' parameter vector."""
         return np.array([P.INDEX[name] for name in self.bounds], dtype=np.intp)
@@ -144,15 +165,6 @@ class SearchSpace:
     def base_vector(self) -> np.ndarray:
         """The vector of fixed values (actuator constants, --set values, q_offset 0)."""
         return P.to_vector({"q_offset": 0.0, **self.actuator.fixed, **self.fixed})
-
-    def unit_box(self) -> tuple[np.ndarray, np.ndarray]:
-        """(lower bounds, ranges): values = lower + u·range for u in the unit box."""
-        lower, upper = np.array(list(self.bounds.values()), dtype=float).reshape(-1, 2).T
-        return lower, upper - lower
-
-    def to_unit(self, values: dict[str, float]) -> np.ndarray:
-        lower, span = self.unit_box()
-        return (np.array([values[name] for name in self.names]) - lower) / span
 
     def population(self, x: np.ndarray) -> np.ndarray:
         """The kernels' parameter vectors (m, N_PARAMS) of candidates ``x`` (m, n): the
@@ -170,10 +182,6 @@ class SearchSpace:
             for name, value in values.items():
                 pop[i, P.INDEX[name]] = value
         return pop
-
-    def values_of(self, x: np.ndarray) -> dict[str, float]:
-        """The free values of one candidate by name (what a fit reports)."""
-        return dict(zip(self.bounds, map(float, x), strict=True))
 
     def parameter_set(self, values: dict[str, float], provenance: dict) -> ParameterSet:
         merged = {**self.actuator.fixed, "q_offset": 0.0, **self.fixed, **values}
@@ -363,25 +371,38 @@ class FitResult:
 
 def identify(space: SearchSpace, logs: list[BenchLog], settings: FitSettings,
              progress: Callable[[int, float], None] | None = None,
-             check_logs: list[BenchLog] | None = None) -> FitResult:
-    """Run CMA-ES with restarts on the training logs; Ctrl-C keeps the best found.
+             check_logs: list[BenchLog] | None = None,
+             cancel: Cancellation | None = None) -> FitResult:
+    """Run CMA-ES with restarts on the training logs.
 
     ``check_logs`` (e.g. the validation logs) must admit an ``ep_*`` result too
     (condition (14) and the coupling limit), so that it can be evaluated on them.
     A stored study (``settings.storage``) is resumed where it stopped, or shared
-    with the other workers running the same command on it.
+    with the other workers running the same command on it. ``cancel`` ends the
+    search at its next step with the best set found (``interrupted``); Cancelled
+    when none was found yet.
     """
     objective = Objective(space, logs, settings.replay, check_logs, settings.temperature_weight)
+    # The residuals hold the positions only: no polish when a reading is scored too.
+    polish = not objective.scores_temperature and objective.voltage_weight == 0.0
+    return run_search(space, objective, settings, _fingerprint(space, objective, settings),
+                  polish, progress, cancel)
+
+
+def run_search(space, objective, settings: FitSettings, fingerprint: dict, polish: bool,
+               progress: Callable[[int, float], None] | None = None,
+               cancel: Cancellation | None = None) -> FitResult:
+    """CMA-ES with restarts and the LM polish over ``objective`` (a bench Objective, or any
+    with its score, residuals and batch lengths) in ``space`` (SearchSpace or any with its
+    bounds, unit box and population); ``fingerprint``: what a stored study must match.
+    ``polish``: whether the objective's score is the MAE of its residuals."""
     dims = len(space.names)
     popsize0 = settings.popsize or default_popsize(dims)
     record = open_record(settings.storage, settings.study_name,
-                         _fingerprint(space, objective, settings, popsize0), space.names,
+                         {**fingerprint, "popsize": popsize0}, space.names,
                          list(space.bounds.values()), settings.shares)
-    # The residuals hold the positions only: no polish when a reading is scored too.
-    polish = settings.polish and not objective.scores_temperature
-    polish = polish and objective.voltage_weight == 0.0
     search = Search(space, objective, settings.trials,
-                    settings.target, record, polish, progress)
+                    settings.target, record, settings.polish and polish, progress, cancel)
     start = None if settings.start is None else space.to_unit(settings.start)
     run = CmaRun(dims, 0, popsize0, settings.seed, start, settings.spread,
                  inject_start=start is not None)
@@ -398,7 +419,7 @@ def identify(space: SearchSpace, logs: list[BenchLog], settings: FitSettings,
                 run = CmaRun(dims, k, popsize0, settings.seed,
                              random_start(dims, settings.seed, k), settings.spread)
                 stored = record.generations(k, run.popsize)
-    except KeyboardInterrupt:
+    except Cancelled:
         interrupted = True
     finally:
         record.close()
@@ -407,6 +428,8 @@ def identify(space: SearchSpace, logs: list[BenchLog], settings: FitSettings,
 
 def _result(space: SearchSpace, search: Search, restarts: int, interrupted: bool) -> FitResult:
     best, done = search.best, search.done
+    if interrupted and not best <= DIVERGED_MAE:  # stopped before any set worth keeping
+        raise Cancelled
     if done and INFEASIBLE <= best < np.inf:
         raise BamError(f"none of the {done} candidates evaluated satisfied condition (14) "
                        f"and the coupling limit T·(K·T + 2B) < 4J (ep_*) or the LuGre stick "
@@ -426,8 +449,7 @@ def _result(space: SearchSpace, search: Search, restarts: int, interrupted: bool
                      polishes=search.polishes)
 
 
-def _fingerprint(space: SearchSpace, objective: Objective, settings: FitSettings,
-                 popsize0: int) -> dict:
+def _fingerprint(space: SearchSpace, objective: Objective, settings: FitSettings) -> dict:
     """What a stored study must have been started with to be resumed or shared."""
     digest = hashlib.sha256()
     for batch in (objective.batch, objective.check_batch):
@@ -437,7 +459,7 @@ def _fingerprint(space: SearchSpace, objective: Objective, settings: FitSettings
                 digest.update(np.ascontiguousarray(value).tobytes())
     return {"actuator": space.actuator.name, "model": space.model.name,
             "bounds": {k: list(v) for k, v in space.bounds.items()}, "fixed": space.fixed,
-            "seed": settings.seed, "popsize": popsize0, "restarts": settings.restarts,
+            "seed": settings.seed, "restarts": settings.restarts,
             "start": settings.start, "spread": settings.spread, "replay": settings.replay,
             "temperature_weight": settings.temperature_weight, "polish": settings.polish,
             "data": digest.hexdigest()[:16]}

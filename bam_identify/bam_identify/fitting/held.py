@@ -5,7 +5,7 @@ item (a known parameter, a plausible value), applied by the command line as
 it parses; :func:`held_per_model` resolves the parsed values against the
 models of the plan (a name no model has, a value outside the range the fit
 would search); :func:`group_defaults` holds what a group needs and ``--set``
-did not give.
+did not give, and refuses a group scored on a reading no training log recorded.
 """
 
 from __future__ import annotations
@@ -67,15 +67,27 @@ def _check_range(held: dict[str, float], act: Actuator, model: FrictionModel,
                            "inside it")
 
 
+# The groups scored on a reading of the servo: its BenchLog series, its name, and where a
+# recording has it. Without it the fit would run with nothing to score the group on.
+GROUP_READINGS = {
+    "thermal": ("temperature", "temperature",
+                "bam/actuator_states temperature, a legacy log's 'temp'"),
+    "supply": ("input_voltage", "input voltage",
+               "bam/actuator_states input_voltage, a legacy log's 'input_volts'"),
+}
+
+
 def group_defaults(groups: tuple[str, ...], logs: list[BenchLog]) -> dict[str, float]:
     """Values held for the groups fitted, unless --set: the thermal group's ambient and
     reference temperatures are the coolest first temperature of the training logs (a
-    motor at rest is at ambient, and R is identified at that temperature)."""
+    motor at rest is at ambient, and R is identified at that temperature). A group of
+    :data:`GROUP_READINGS` that no training log has the reading of is refused."""
+    for name in (g for g in groups if g in GROUP_READINGS):
+        series, reading, where = GROUP_READINGS[name]
+        if all(getattr(log, series) is None for log in logs):
+            raise BamError(f"--groups {name} needs a recorded {reading}, but no training log "
+                           f"recorded one ({where}); record it, or leave {name} out")
     if "thermal" not in groups:
         return {}
     first = [float(log.temperature[0]) for log in logs if log.temperature is not None]
-    if not first:
-        raise BamError("--groups thermal needs a recorded temperature, but no training log "
-                       "recorded one (bam/actuator_states temperature, a legacy log's 'temp'); "
-                       "record it, or leave thermal out")
     return {"thermal.ambient": min(first), "thermal.reftemp": min(first)}

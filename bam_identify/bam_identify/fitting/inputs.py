@@ -14,6 +14,7 @@ from bam_sim.common.output_paths import check_length
 
 if TYPE_CHECKING:
     from bam_identify.data.dataset import Dataset
+    from bam_sim.common.cancellation import Cancellation
 
 
 class DataRequest(Protocol):
@@ -25,8 +26,9 @@ class DataRequest(Protocol):
     actuator: str | None
 
 
-def load_data(request: DataRequest) -> Dataset:
-    """The bench logs of ``request``'s bags and legacy logs, every path checked first."""
+def load_data(request: DataRequest, cancel: Cancellation | None = None) -> Dataset:
+    """The bench logs of ``request``'s bags and legacy logs, every path checked first;
+    ``cancel`` is checked before each bag or log is read."""
     from bam_identify.data.dataset import load_dataset
 
     if not request.bags and not request.logs:
@@ -35,7 +37,23 @@ def load_data(request: DataRequest) -> Dataset:
         for path in paths:
             check_input(Path(path), option_name)
     return load_dataset(bags=request.bags, logs=request.logs, dt=request.dt,
-                        actuator=request.actuator)
+                        actuator=request.actuator, cancel=cancel)
+
+
+def read_paths(request: DataRequest) -> list[tuple[str, Path]]:
+    """What ``request`` reads, as (option, path) pairs: each log file or folder of logs,
+    each bag, and each bag of a folder of bags (whose other files are not read). An
+    output is none of them and inside none of them (output_paths.check_output)."""
+    from bam_identify.data.dataset import bag_paths
+
+    paths = [("--logs", Path(p)) for p in request.logs]
+    for given in map(Path, request.bags):
+        try:
+            found = bag_paths(given)
+        except (BamError, OSError):  # refused by load_data, with why
+            found = [given]
+        paths += [("--bags", bag) for bag in found]
+    return paths
 
 
 def check_input(path: Path, option_name: str) -> None:

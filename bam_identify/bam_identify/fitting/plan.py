@@ -17,10 +17,11 @@ from pathlib import Path
 from bam_identify.data.dataset import Dataset, split
 from bam_identify.fitting.fit import SearchSpace, parse_assignments
 from bam_identify.fitting.held import group_defaults, held_per_model
-from bam_identify.fitting.inputs import load_data
+from bam_identify.fitting.inputs import load_data, read_paths
 from bam_identify.fitting.job import FitJob, output_paths, study_name
 from bam_identify.fitting.provenance import fit_provenance
 from bam_identify.fitting.report import identifiability_warnings
+from bam_sim.common.cancellation import Cancellation
 from bam_sim.common.errors import BamError
 from bam_sim.common.output_paths import check_output
 from bam_sim.models.model_registry import MODELS, FrictionModel, get_model
@@ -56,14 +57,18 @@ class FitPlan:
     provenance: dict
 
 
-def plan_fit(job: FitJob) -> FitPlan:
-    """The plan of ``job``; a one-line BamError for the first problem found."""
+def plan_fit(job: FitJob, cancel: Cancellation | None = None) -> FitPlan:
+    """The plan of ``job``; a one-line BamError for the first problem found. ``cancel``
+    is checked as the data is read."""
     _check_sharing(job)
     models = resolve_models(job.models)
     names = [m.name for m in models]
-    _check_outputs(job, job.actuator or "actuator", names)  # before loading the data
+    # Before loading the data; a name the actuator completes is only a stand-in, claimed
+    # once the data names the actuator (another fit may write the same stand-in).
+    _check_outputs(job, job.actuator or "actuator", names,
+                   own=job.actuator is not None or "{actuator}" not in job.output)
     fixed = parse_assignments(job.set)
-    dataset = load_data(job)
+    dataset = load_data(job, cancel)
     actuator = dataset.actuator
     outputs = _check_outputs(job, actuator.name, names)
     held = held_per_model(fixed, actuator, models, job.groups)
@@ -96,12 +101,14 @@ def _check_sharing(job: FitJob) -> None:
         raise BamError("--study must not be empty")
 
 
-def _check_outputs(job: FitJob, actuator: str, models: list[str]) -> dict[str, Path]:
-    """The parameter file of each model and the report folder, checked (output_paths)."""
-    inputs = [("--bags", p) for p in job.bags] + [("--logs", p) for p in job.logs]
+def _check_outputs(job: FitJob, actuator: str, models: list[str],
+                   own: bool = True) -> dict[str, Path]:
+    """The parameter file of each model and the report folder, checked and, if ``own``,
+    claimed for this fit (output_paths)."""
+    inputs = read_paths(job)
     outputs = output_paths(job.output, actuator, models)
     for path in outputs.values():
         check_output(path, "--output", force=job.force,
-                     inputs=[*inputs, ("--report", job.report)])
+                     inputs=[*inputs, ("--report", job.report)], own=own)
     check_output(job.report, "--report", force=job.force, inputs=inputs, folder=True)
     return outputs

@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from bam_identify.fitting.figure_pool import FigurePool, FiguresAbandoned
 from bam_sim.bench.bench_log import BenchLog
 from bam_sim.bench.rollouts import rollout
-from bam_sim.common.command import stop_requested
+from bam_sim.common.cancellation import Cancellation
 from bam_sim.common.errors import BamError
 from bam_sim.models.dcmotor.groups import get_group
 from bam_sim.models.files.parameter_file import write_atomic
@@ -30,9 +28,9 @@ from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo.actuators import VOLTAGE, Actuator
 
 LOAD_DEPENDENT = ("m3", "m4", "m5", "m6", "ep_load")
-# Why a report has no figures: a stop came before or while they were drawn (seconds of
-# work a stopped command has no time for). No command draws them afterwards.
-FIGURES_LEFT_OUT = ("the figures were left out: the fit was interrupted before they were "
+# Why a report lacks figures: a stop came before they were drawn (seconds of work a
+# stopped command has no time for). No command draws them afterwards.
+FIGURES_LEFT_OUT = ("figures were left out: the fit was interrupted before they were "
                     "drawn; no command draws them afterwards: run the fit again to get them "
                     "(with --storage it resumes its study where it stopped)")
 
@@ -154,14 +152,12 @@ def check_report_folder(folder: Path, force: bool) -> None:
 
 def write_report(folder: Path, results: list[ModelResult], validation: list[BenchLog],
                  train: list[BenchLog], warnings: list[str], provenance: dict,
-                 pool: FigurePool | None = None,
-                 stopped: Callable[[], bool] = stop_requested) -> Path:
+                 cancel: Cancellation | None = None) -> Path:
     """Write summary.json, report.md and the figures; returns the Markdown path.
 
-    ``pool``: worker processes warmed up during the fit draw the figures in
-    parallel (:mod:`bam_identify.fitting.figure_pool`); else they are drawn here.
-    Once ``stopped()`` (the command was asked to stop) the figures are left out,
-    and the report says so (:data:`FIGURES_LEFT_OUT`): the tables are written.
+    ``cancel`` is checked before each figure: once it is requested the figures not
+    drawn yet are left out, and the report says so (:data:`FIGURES_LEFT_OUT`); the
+    tables are written.
     """
     folder.mkdir(parents=True, exist_ok=True)
     tasks = {"mae": (_plot_mae, (folder / "mae.png", results))}
@@ -173,7 +169,7 @@ def write_report(folder: Path, results: list[ModelResult], validation: list[Benc
     motor = [r for r in results if _uses_motor(r.params)]
     if motor:
         tasks["dcmotor"] = (_plot_dcmotor, (folder / "dcmotor_curves.png", motor))
-    figures, left_out = _figures(pool or FigurePool(enabled=False), tasks, stopped)
+    figures = _figures(tasks, cancel or Cancellation())
     summary = {
         "provenance": provenance,
         "warnings": warnings,
@@ -187,7 +183,7 @@ def write_report(folder: Path, results: list[ModelResult], validation: list[Benc
                              "file": str(r.output)} for r in results},
         "figures": {k: v.name for k, v in figures.items()},
     }
-    if left_out:
+    if len(figures) < len(tasks):
         summary["figures_left_out"] = FIGURES_LEFT_OUT
     elastoplastic = {r.model: _elastoplastic_summary(r.params, train)
                      for r in results if r.params.model.elastoplastic}
@@ -199,16 +195,14 @@ def write_report(folder: Path, results: list[ModelResult], validation: list[Benc
     return path
 
 
-def _figures(pool: FigurePool, tasks: dict, stopped: Callable[[], bool]
-             ) -> tuple[dict[str, Path], bool]:
-    """The figures drawn, and whether a stop left them out: then none is kept, since a
-    figure a worker was writing when it was killed may be cut short."""
-    try:
-        return pool.draw(tasks, stopped), False
-    except FiguresAbandoned:
-        for _, (path, *_) in tasks.values():
-            path.unlink(missing_ok=True)
-        return {}, True
+def _figures(tasks: dict, cancel: Cancellation) -> dict[str, Path]:
+    """The figures drawn, in turn, until ``cancel`` is requested."""
+    drawn = {}
+    for name, (draw, args) in tasks.items():
+        if cancel.is_set():
+            break
+        drawn[name] = draw(*args)
+    return drawn
 
 
 def mae_table(results: list[ModelResult]) -> str:

@@ -6,9 +6,10 @@ warm-started from the best nested simpler fit), its parameter file written
 as soon as it is fitted, then the report. ``fit``, ``campaign work``, the
 bench session and the benchmarks all fit through here.
 
-Ctrl-C (or SIGTERM, under :func:`bam_sim.common.command.run_command`) during
-a search keeps the best set found: it is written, beside an existing file
-rather than over it, and :class:`~bam_identify.fitting.outcome.FitInterrupted`
+A cancellation (the caller's: ``fit`` requests it on SIGINT or SIGTERM) ends
+the search at its next step and keeps the best set found: it is written,
+beside an existing file rather than over it, the report follows without the
+figures not drawn yet, and :class:`~bam_sim.common.cancellation.Cancelled`
 names what was written.
 """
 
@@ -18,7 +19,6 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from bam_identify.fitting.figure_pool import FigurePool
 from bam_identify.fitting.fit import (
     NESTED_IN,
     FitResult,
@@ -35,49 +35,41 @@ from bam_identify.fitting.plan import FitPlan, ModelPlan, plan_fit
 from bam_identify.fitting.report import ModelResult
 from bam_identify.fitting.sensitivity import sensitivity
 from bam_sim.bench.bench_log import BenchLog
-from bam_sim.common.command import shielded, stop_requested
+from bam_sim.common.cancellation import Cancellation, Cancelled
 from bam_sim.common.output_paths import write_new
 from bam_sim.models.files.parameter_file import dump_yaml
 from bam_sim.models.parameter_set import ParameterSet
 
 
-def fit(job: FitJob) -> FitOutcome:
+def fit(job: FitJob, cancel: Cancellation | None = None) -> FitOutcome:
     """Check ``job`` whole (a one-line BamError before anything is written), then fit."""
-    return run_plan(plan_fit(job))
+    cancel = cancel or Cancellation()
+    return run_plan(plan_fit(job, cancel), cancel)
 
 
-def run_plan(plan: FitPlan) -> FitOutcome:
-    """Fit every model of ``plan`` and write its parameter files and report."""
-    job = plan.job
+def run_plan(plan: FitPlan, cancel: Cancellation | None = None) -> FitOutcome:
+    """Fit every model of ``plan`` and write its parameter files and report; once
+    ``cancel`` is requested, Cancelled naming what was written (nothing when no model
+    had a set yet)."""
+    job, cancel = plan.job, cancel or Cancellation()
     for warning in plan.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     _use_threads(job.jobs)
     results: list[ModelResult] = []
-    stopped = False
-    # Figure-drawing processes, started once the fit has run for a second (figure_pool).
-    pool = FigurePool()
     try:
         for model in plan.models:
+            cancel.check()
             base = _warm_start(job, model.name, results)
             settings = _settings(job, model, base)
             fitted = _fit_one(model.space, plan.train.logs, settings, job.quiet, identify,
-                              plan.validation.logs, pool.tick)
-            with shielded():  # a finished fit is saved whole, whatever signal comes
-                results.append(_save_result(plan, model, settings, fitted, base))
-            if fitted.interrupted or stop_requested():
-                break
-    except KeyboardInterrupt:  # between two searches: the models fitted so far are kept
+                              plan.validation.logs, cancel)
+            results.append(_save_result(plan, model, settings, fitted, base))
+    except Cancelled:  # the models fitted so far are kept, and reported
         if not results:
             raise
-        stopped = True
-    finally:
-        # Written whole, whatever signal comes (the first one stopped the fit; later ones
-        # are absorbed by bam_sim.common.command); then the figure workers end.
-        with shielded():
-            report = write_fit_report(job.report, results, plan.validation.logs,
-                                      plan.train.logs, list(plan.warnings), plan.provenance,
-                                      pool, job.force)
-    return conclude(results, report, stopped)
+    report = write_fit_report(job.report, results, plan.validation.logs, plan.train.logs,
+                              list(plan.warnings), plan.provenance, cancel, job.force)
+    return conclude(results, report, cancel)
 
 
 def _use_threads(jobs: int | None) -> None:
@@ -107,8 +99,8 @@ def _warm_start(job: FitJob, model: str, results: list[ModelResult]) -> ModelRes
 
 def _fit_one(space: SearchSpace, logs: list[BenchLog], settings: FitSettings, quiet: bool,
              identify: Callable[..., FitResult], check_logs: list[BenchLog] | None = None,
-             tick: Callable[[], None] | None = None) -> FitResult:
-    """One model's fit with its progress bar; ``tick`` is called at every generation."""
+             cancel: Cancellation | None = None) -> FitResult:
+    """One model's fit with its progress bar."""
     from tqdm import tqdm
 
     with tqdm(total=settings.trials, desc=f"fit {space.model.name}", unit="trial", disable=quiet,
@@ -116,12 +108,11 @@ def _fit_one(space: SearchSpace, logs: list[BenchLog], settings: FitSettings, qu
         def progress(count: int, best: float) -> None:
             bar.update(count)
             bar.set_postfix_str(f"best MAE {best:.3e} rad", refresh=False)
-            if tick is not None:
-                tick()
 
         # The validation logs are checked too: an ep_* set valid on every training
         # bench must also run on the validation ones.
-        return identify(space, logs, settings, progress, check_logs=check_logs or None)
+        return identify(space, logs, settings, progress, check_logs=check_logs or None,
+                        cancel=cancel)
 
 
 def _save_result(plan: FitPlan, model: ModelPlan, settings: FitSettings, fitted: FitResult,

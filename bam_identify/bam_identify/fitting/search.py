@@ -28,7 +28,7 @@ from bam_identify.fitting.study_record import (
     Pending,
     shares_of,
 )
-from bam_sim.common.command import raise_if_stopped
+from bam_sim.common.cancellation import Cancellation, Cancelled
 
 if TYPE_CHECKING:  # fit imports this module
     from bam_identify.fitting.fit import Objective, SearchSpace
@@ -60,12 +60,17 @@ class Search:
     be the position MAE the residuals give). Candidates stay arrays from the
     optimizer to the kernel: unit box u → values x = lower + u·span (m, n) →
     the kernels' parameter vectors (``space.population``, m × N_PARAMS).
+
+    ``cancel`` is checked at every generation, every polish step and every wait for
+    another worker: Cancelled leaves the search there, its best so far kept.
     """
 
     def __init__(self, space: SearchSpace, objective: Objective, trials: int,
                  target: float | None, record, polish: bool,
-                 progress: Callable[[int, float], None] | None):
+                 progress: Callable[[int, float], None] | None,
+                 cancel: Cancellation | None = None):
         self.space, self.objective, self.record = space, objective, record
+        self.cancel = cancel or Cancellation()
         self.names = space.names
         self.trials, self.target, self.polishing = trials, target, polish
         self.progress = progress
@@ -101,7 +106,7 @@ class Search:
         Scores already stored (a resumed study, or shares other workers
         evaluated) are read, not simulated again.
         """
-        raise_if_stopped()  # a stop whose KeyboardInterrupt was lost ends the fit here
+        self.cancel.check()
         u = run.ask()
         x = self.lower + u * self.span
         g, size = run.generation, run.popsize
@@ -141,8 +146,8 @@ class Search:
         return after RECLAIM_SECONDS to look for shares to take over."""
         until = time.monotonic() + RECLAIM_SECONDS
         while self._merge(run, g, scores, limit) and time.monotonic() < until:
-            raise_if_stopped()
-            time.sleep(POLL_SECONDS)
+            self.cancel.check()
+            self.cancel.wait(POLL_SECONDS)
 
     def _account(self, count: int, scores: np.ndarray, x: np.ndarray) -> None:
         """``count`` more candidates evaluated, of which ``x`` with ``scores`` may be best."""
@@ -189,8 +194,8 @@ class Search:
             until = time.monotonic() + RECLAIM_SECONDS  # then claim again: its worker may
             while (result := self.record.polish_result(run.k, g)) is None \
                     and time.monotonic() < until:  # have vanished
-                raise_if_stopped()
-                time.sleep(POLL_SECONDS)
+                self.cancel.check()
+                self.cancel.wait(POLL_SECONDS)
         else:  # run before (a resumed study) or by another worker
             x = self.lower + np.array(result["u"]) * self.span
             self._account(result["evaluations"], np.array([result["score"]]), x[None, :])
@@ -217,14 +222,14 @@ class Search:
             # Progress as it goes; the best itself is the objective's score at the end.
             self.done += len(U)
             self._note(len(U), lm.best)
-            raise_if_stopped()  # each LM step evaluates: a stop ends the polish there
+            self.cancel.check()  # each LM step evaluates: a stop ends the polish there
 
         # One evaluation kept back: the objective's own score of the polished point.
         budget = self.trials - self.done - 1
         lm = LevenbergMarquardt(residuals, mae, evaluated, budget, self.target)
         try:
             polished = lm.run(run.cma.mean.copy())
-        except KeyboardInterrupt:  # keep what the polish found (its MAE, unrounded)
+        except Cancelled:  # keep what the polish found (its MAE, unrounded)
             if lm.best_u is not None and lm.best < self.best:
                 self.best = lm.best
                 self.best_values = self.space.values_of(self.lower + lm.best_u * self.span)

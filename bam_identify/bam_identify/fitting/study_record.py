@@ -39,9 +39,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bam_sim.common.command import shielded
 from bam_sim.common.errors import BamError
-from bam_sim.common.output_paths import check_length
+from bam_sim.common.output_paths import check_kind, check_length
 
 SCHEMA_VERSION = 12  # optuna's RDB schema the bulk writes follow (optuna 5.0)
 LEASE_SECONDS = 0.5  # a single worker claims about this much work per transaction
@@ -203,9 +202,11 @@ def storage_url(text: str) -> str:
 
 
 def _check_sqlite_file(path: Path, text: str) -> None:
-    """An existing SQLite file must hold nothing but optuna's and the fit's tables."""
+    """An existing SQLite file must hold nothing but optuna's and the fit's tables (and be
+    a regular file: a named pipe would hold the fit forever, a device is nobody's)."""
     if path.is_dir():
         raise BamError(f"storage '{text}': {path} is a folder; name a database file")
+    check_kind(path, f"storage '{text}':")
     if not path.exists() or path.stat().st_size == 0:
         return
     with path.open("rb") as handle:
@@ -263,7 +264,7 @@ def open_storage(url: str):
     engine_kwargs = ({"connect_args": {"options": "-c synchronous_commit=off"}}
                      if postgres else {})
     try:
-        with shielded(), _schema_lock(url, postgres):  # no stop cuts the schema's creation
+        with _schema_lock(url, postgres):
             storage = optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs)
             if storage.engine.dialect.name not in ("sqlite", "postgresql"):
                 raise BamError(f"--storage {url}: the fit records into SQLite or "
@@ -317,39 +318,6 @@ def _advisory_lock(url: str):
         engine.dispose()
 
 
-class ShieldedEngine:
-    """A SQLAlchemy engine whose transactions and reads no stop signal cuts.
-
-    The commands' first SIGINT/SIGTERM raises KeyboardInterrupt wherever the
-    main thread is. Raised between a statement and its commit (or inside the
-    pool's checkout), it leaves a SQLite connection holding the database's
-    write lock, kept alive by the traceback: the job given back next then
-    waits for its own process and fails "database is locked" (seen in CI's
-    loaded pass). Inside these blocks the signal is only recorded; the fit's
-    loops raise it at their next step (``raise_if_stopped``), between
-    transactions. Each block is one short statement batch, so a stop is
-    still taken within milliseconds.
-    """
-
-    def __init__(self, engine) -> None:
-        self.raw = engine
-        self.dialect = engine.dialect
-
-    @contextlib.contextmanager
-    def begin(self):
-        with shielded(), self.raw.begin() as conn:
-            yield conn
-
-    @contextlib.contextmanager
-    def connect(self):
-        with shielded(), self.raw.connect() as conn:
-            yield conn
-
-    def dispose(self) -> None:
-        with shielded():
-            self.raw.dispose()
-
-
 def _first_line(exc: Exception) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
@@ -364,7 +332,7 @@ class StudyRecord:
 
         self.storage = open_storage(url)
         self.sa = sa
-        self.engine = ShieldedEngine(self.storage.engine)
+        self.engine = self.storage.engine
         self.meta, self.studies, self.items, self.workers = fit_tables()
         self.url, self.name = url, name
         self.worker = WORKER
@@ -408,10 +376,9 @@ class StudyRecord:
         if name not in self.study_ids:
             import optuna
 
-            with shielded():  # optuna's own transactions, as ShieldedEngine's
-                optuna.create_study(storage=self.storage, study_name=name,
-                                    direction="minimize", load_if_exists=True)
-                self.study_ids[name] = self.storage.get_study_id_from_name(name)
+            optuna.create_study(storage=self.storage, study_name=name,
+                                direction="minimize", load_if_exists=True)
+            self.study_ids[name] = self.storage.get_study_id_from_name(name)
         return self.study_ids[name]
 
     # -- reading ----------------------------------------------------------------------------

@@ -19,9 +19,13 @@ the messages written per topic.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import errno
 import importlib
+import os
 import queue
+import sqlite3
 import sys
 import threading
 import time
@@ -33,13 +37,14 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from rosbags.rosbag2 import Writer
 
-from bam_identify.data.bag_folder import check_replaceable, remove_bag
+from bam_identify.data.bag_folder import check_replaceable, remove_bag, writer_files
 from bam_identify.data.bag_topics import ROSBAG2_VERSION, STORAGES, bag_qos
 from bam_identify.data.bag_writer import FLUSH_PERIOD, flush_recording
 from bam_identify.data.typestore import typestore
 from bam_sim.common import contract
-from bam_sim.common.errors import BamError
+from bam_sim.common.errors import BamError, one_line
 from bam_sim.common.node_parameters import Param, declare, refuse_unknown, usage
+from bam_sim.common.output_paths import DISK_FULL
 from bam_sim.common.qos import profile
 from bam_sim.common.runner import run_node
 
@@ -144,19 +149,9 @@ class RecorderNode(Node):
         self.path = Path(output).expanduser()
         check_replaceable(self.path, bool(values["overwrite"]),
                           "set the parameter overwrite to true")
-        if self.path.exists():
-            remove_bag(self.path)
         self.counts = dict.fromkeys(self.topics, 0)
         self.dropped = dict.fromkeys(self.topics, 0)
-
-        opened: queue.SimpleQueue = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._write_loop, args=(opened,),
-                                        name=f"{NODE_NAME}-writer", daemon=True)
-        self._thread.start()
-        failure = opened.get()
-        if failure is not None:
-            self._thread.join()
-            raise BamError(f"cannot create bag {self.path}: {failure}")
+        self._open_bag()
         self._accepting = True
         group = MutuallyExclusiveCallbackGroup()  # one callback at a time: see _callback
         for name in self.topics:
@@ -167,6 +162,39 @@ class RecorderNode(Node):
                 classes[name], name, self._callback(name), qos, callback_group=group, raw=True)
         self.get_logger().info(f"recording {', '.join(self.topics)} to {self.path} "
                                f"({self.storage})")
+
+    def _open_bag(self) -> None:
+        """Start the writer thread once it has the bag open, its header on disk.
+
+        A bag being replaced (overwrite) is set aside first and removed once the new
+        one is open; when the new one cannot be (a full disk), what this made is
+        removed, the old bag put back, and a BamError says so.
+        """
+        aside = None
+        if self.path.exists():
+            aside = self.path.with_name(f".{self.path.name}.replaced-{os.getpid()}")
+            self.path.rename(aside)
+        made = [f for f in (self.path, *self.path.parents) if not f.exists()]
+        opened: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._write_loop, args=(opened,),
+                                        name=f"{NODE_NAME}-writer", daemon=True)
+        self._thread.start()
+        failure = opened.get()
+        if failure is None:
+            if aside is not None:
+                remove_bag(aside)
+            return
+        self._thread.join()
+        for file in writer_files(self.path):  # only what the writer makes, then the
+            file.unlink(missing_ok=True)       # folders it made, each if left empty
+        for folder in made:
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        undone = f"removed what it had created ({made[-1]})" if made else "nothing was made"
+        if aside is not None:
+            aside.rename(self.path)
+            undone += "; the earlier bag is kept"
+        raise BamError(f"cannot create bag {self.path}: {_reason(failure)}; {undone}")
 
     def _write_loop(self, opened: queue.SimpleQueue) -> None:
         """The writer thread: opens the bag, writes the received batches until close()."""
@@ -181,7 +209,7 @@ class RecorderNode(Node):
                 for name in self.topics}
             flush_recording(writer)  # the header on disk: a kill -9 leaves a bag to recover
         except Exception as err:  # rosbags raises several types (permissions, ...)
-            opened.put(" ".join(str(err).split()) or type(err).__name__)
+            opened.put(err)
             return
         opened.put(None)
         try:
@@ -207,15 +235,26 @@ class RecorderNode(Node):
                     flushed = time.monotonic()  # what came before is in the file (kill -9)
                     self._flush(writer)
         finally:
-            writer.close()
+            self._close_writer(writer)
 
     def _flush(self, writer: Writer) -> None:
         try:
             flush_recording(writer)
         except OSError as err:  # a full disk: the next writes fail alike
-            self.error = " ".join(str(err).split()) or type(err).__name__
+            self.error = _reason(err)
             self.get_logger().error(f"cannot write to bag {self.path}: {self.error}; "
                                     "recording stopped")
+
+    def _close_writer(self, writer: Writer) -> None:
+        """Close the bag (its metadata); when that fails (a full disk), say what is left."""
+        try:
+            writer.close()
+        except Exception as err:  # rosbags raises several types  # noqa: BLE001
+            self.error = self.error or _reason(err)
+            self.get_logger().error(
+                f"cannot close bag {self.path}: {_reason(err)}; the messages written before "
+                f"are in it: once there is room, 'ros2 run bam_identify recover {self.path}' "
+                "makes a complete bag of them")
 
     def _take(self, topic: str) -> bytes | None:
         """The next message waiting in the subscription's queue (serialized), or None.
@@ -303,6 +342,16 @@ class RecorderNode(Node):
             self.destroy_subscription(subscription)
         self._subscriptions_by_topic.clear()
         super().destroy_node()
+
+
+def _reason(err: BaseException) -> str:
+    """One line for a write that failed; a full disk named by its errno (ENOSPC), or by
+    SQLite's code (it reports the disk's ENOSPC as its own error)."""
+    if isinstance(err, OSError) and err.errno in DISK_FULL:
+        return f"no space left ({errno.errorcode[err.errno]}: {err.strerror})"
+    if getattr(err, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+        return f"no space left (SQLITE_FULL: {one_line(err)})"
+    return one_line(err)
 
 
 def main(args: list[str] | None = None) -> int:

@@ -21,7 +21,7 @@ one loop over its lanes:
   the Stribeck factor, skipped for M1 and M3 (the models without one). The
   rest of the budget and the joint share one loop for M1..M6: the terms a model
   does not have are a few multiplications. (A loop per model pair, or a copy of
-  the whole step per model, compiled far longer for a few per cent: README.)
+  the whole step per model, compiled far longer for a few per cent: benchmarks/simd_lanes.py.)
 * the sine of τ_e and the Stribeck factor's power and exponential are the
   polynomials of :mod:`bam_sim.models.vector_math`, not C-library calls.
 
@@ -46,7 +46,7 @@ With the latency group (:mod:`bam_sim.bench.latency`), each lane acts on its own
 delayed command: goal and control per lane, and an enable that may differ between
 lanes around a switch, when the lanes' torque is computed on and then set to 0 where
 a lane's is off (a select). That takes a kernel of its own, :func:`delayed_lanes_kernel`:
-in the one kernel the test for it slowed the sets without latency (README, Throughput).
+in the one kernel the test for it slowed the sets without latency (benchmarks/simd_lanes.py).
 
 The lanes take a friction model of M1..M6 or ``ep_*`` on the voltage or current
 law, with the STS firmware's ratio and slew and the XL330's current window, and

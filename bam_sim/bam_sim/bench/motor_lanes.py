@@ -32,7 +32,7 @@ One step of a block:
   the current's update (4) depends on the set and the step only: it is computed once
   per job (by the same function, so to the same bits). These calls bound the speed:
   with every state, two exponentials and two sines per lane and step, most of a
-  log-step's time (README, Throughput);
+  log-step's time (benchmarks/dcmotor_rollouts.py);
 * the rest (the servo law, the controller, (2)-(4), (7), (8), (9b), the state updates
   and the joint) is arithmetic in lane loops the compiler vectorizes.
 

@@ -52,7 +52,6 @@ from bam_sim.bench import lanes, motor_lanes
 from bam_sim.bench.bench_log import BenchLog, LogBatch
 from bam_sim.bench.latency import delay_ticks, delayed_command
 from bam_sim.bench.pendulum import step_any, step_motor
-from bam_sim.common.command import outside_main_thread
 from bam_sim.common.errors import BamError
 from bam_sim.models import parameter_vector as P
 from bam_sim.models.dcmotor import model as D
@@ -196,7 +195,7 @@ def _pair(job, model, family, consts, population, kp, load_inertia, gravity_torq
 
     Compiled apart from the kernel's parallel loop: numba's parallel passes then see a
     call, not the whole inlined loop of :func:`_simulate`, and the kernel compiles in
-    half the time (README, Throughput)."""
+    half the time (benchmarks/throughput.py)."""
     n_logs = lengths.size
     empty = np.empty(0)
     i = job // n_logs
@@ -272,10 +271,10 @@ def rollout(params: ParameterSet, log: BenchLog, replay: bool = False) -> Rollou
     check_step(params.model, act, p, log.dt, inertia, log.bench.gravity_torque,
                consts[actuators.C_SUPPLY])
     recorded_t = log.temperature if log.temperature is not None else np.empty(0)
-    _kernel(_rollout_kernel, params.model_id, act.family, p, consts, float(log.kp), inertia,
-            log.bench.gravity_torque, q0, dq0, log.goal, log.enabled,
-            _control_of(log, replay), log.dt, replay, recorded_t, q, dq, tau, ctrl,
-            current, temperature, voltage)
+    _rollout_kernel(params.model_id, act.family, p, consts, float(log.kp), inertia,
+                    log.bench.gravity_torque, q0, dq0, log.goal, log.enabled,
+                    _control_of(log, replay), log.dt, replay, recorded_t, q, dq, tau, ctrl,
+                    current, temperature, voltage)
     return Rollout(log.time, q, dq, tau, ctrl, current, temperature, voltage)
 
 
@@ -318,18 +317,6 @@ def _check_batch(mdl: FrictionModel, population: np.ndarray, batch: LogBatch) ->
                        f"coupling limit at the step {batch.dt:g} s")
 
 
-def _kernel(kernel, *args) -> None:
-    """``kernel(*args)``; before its first call, numba compiles it (or loads it from its
-    cache) for these arguments' types outside the main thread, so that a stop does not cut
-    the compiler anywhere (:func:`bam_sim.common.command.outside_main_thread`). Only the
-    compiling: run from another thread, a parallel kernel would start OpenMP's threads
-    there, and numba's OpenMP layer then refuses every later fork (it ends the process)."""
-    if not kernel.signatures:
-        types = tuple(kernel.typeof_pyval(arg) for arg in args)  # as the call types them
-        outside_main_thread(lambda: kernel.compile(types))
-    kernel(*args)
-
-
 def _run_batch(mdl: FrictionModel, population: np.ndarray, batch: LogBatch, replay: bool,
                recorded: np.ndarray, out_q: np.ndarray, voltage: bool = False,
                checked: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -346,24 +333,23 @@ def _run_batch(mdl: FrictionModel, population: np.ndarray, batch: LogBatch, repl
              else np.empty((0, 0)))
     if motor_lanes.eligible(mdl, batch.actuator.family, population, voltage):
         # the lanes, the motor's rows and states laid out per job from the population
-        _kernel(motor_lanes.motor_lanes_kernel, mdl.model_id, batch.actuator.family,
-                population.shape[0], lanes.layout(population), population,
-                batch.consts, batch.kp, batch.load_inertia, batch.gravity_torque,
-                batch.q0, batch.dq0, batch.goal, batch.enabled, batch.control,
-                batch.lengths, batch.dt, replay, recorded, temperature, out_q, errors,
-                errors_t)
+        motor_lanes.motor_lanes_kernel(
+            mdl.model_id, batch.actuator.family, population.shape[0], lanes.layout(population),
+            population, batch.consts, batch.kp, batch.load_inertia, batch.gravity_torque,
+            batch.q0, batch.dq0, batch.goal, batch.enabled, batch.control, batch.lengths,
+            batch.dt, replay, recorded, temperature, out_q, errors, errors_t)
         return errors, errors_t, errors_v
     if lanes.eligible(mdl, batch.actuator.family, population, voltage):
-        _kernel(lanes.kernel_of(mdl, population), mdl.model_id, batch.actuator.family,
-                population.shape[0], lanes.layout(population),
-                batch.consts, batch.kp, batch.load_inertia, batch.gravity_torque,
-                batch.q0, batch.dq0, batch.goal, batch.enabled, batch.control,
-                batch.lengths, batch.dt, replay, recorded, out_q, errors)
+        lanes.kernel_of(mdl, population)(
+            mdl.model_id, batch.actuator.family, population.shape[0], lanes.layout(population),
+            batch.consts, batch.kp, batch.load_inertia, batch.gravity_torque, batch.q0,
+            batch.dq0, batch.goal, batch.enabled, batch.control, batch.lengths, batch.dt,
+            replay, recorded, out_q, errors)
         return errors, errors_t, errors_v
-    _kernel(_batch_kernel, mdl.model_id, batch.actuator.family, batch.consts, population,
-            batch.kp, batch.load_inertia, batch.gravity_torque, batch.q0, batch.dq0,
-            batch.goal, batch.enabled, batch.control, batch.lengths, batch.dt, replay,
-            recorded, temperature, volts, out_q, errors, errors_t, errors_v)
+    _batch_kernel(mdl.model_id, batch.actuator.family, batch.consts, population,
+                  batch.kp, batch.load_inertia, batch.gravity_torque, batch.q0, batch.dq0,
+                  batch.goal, batch.enabled, batch.control, batch.lengths, batch.dt, replay,
+                  recorded, temperature, volts, out_q, errors, errors_t, errors_v)
     return errors, errors_t, errors_v
 
 

@@ -38,6 +38,12 @@ since the first sample is named ("R +8 %: hot"); the model's winding starts each
 window at the reported temperature (its ambient set to it for that window: the
 thermal time constants are minutes, a window is a second).
 
+A sample whose position, velocity, goal or gain is not a number is not compared
+(the model re-syncs at the next good one) and makes the verdict an ERROR naming
+the joint and the field for one window; samples whose stamps do not advance are
+not compared either, and after one window's worth of them the verdict is STALE
+(counted in samples: a frozen clock has no time to count in).
+
 No ROS import: :mod:`bam_sim.nodes.monitor_node` is a thin node over it.
 """
 
@@ -99,6 +105,12 @@ class Measurement(NamedTuple):
     temperature: float = math.nan  # °C, NaN when not measured
     input_voltage: float = math.nan  # V, NaN when not measured
     time: float = math.nan  # s, the sample's stamp (NaN: none): how fast states come
+
+
+# The fields the model compares or acts on: a sample with one of them not a number (a
+# failed read, a bad conversion) says nothing about the actuator's health. Temperature and
+# input voltage are NaN where not measured.
+COMPARED_FIELDS = ("position", "velocity", "goal", "gain")
 
 
 class Residual(NamedTuple):
@@ -232,8 +244,9 @@ class Shadow:
     """
 
     def __init__(self, params: ParameterSet, bench: Bench, settings: ShadowSettings,
-                 supply_voltage: float | None = None) -> None:
+                 supply_voltage: float | None = None, joint: str = "the joint") -> None:
         self.params = params
+        self.joint = joint  # how the messages name the actuator's joint
         self.bench = bench
         self.settings = settings.check()
         self._supply = supply_voltage
@@ -254,6 +267,12 @@ class Shadow:
         self.window_motion = (0.0, 0.0)  # (measured, model) motion of the last window, rad
         self._range = _Ranges()
         self.first_temperature = self.temperature = math.nan
+        self.frozen = 0  # consecutive samples whose stamp did not advance
+        self.frozen_at = math.nan  # s, the stamp they repeat
+        self.nonfinite = 0  # samples not compared: a field of COMPARED_FIELDS not a number
+        self.nonfinite_fields = ""  # the last such sample's, e.g. "position nan"
+        self._since_nonfinite = math.inf  # samples since it
+        self._broken = False  # the stream broke (a sample not compared): re-sync at the next
 
     # -- what the monitor reports ---------------------------------------------------
 
@@ -275,6 +294,22 @@ class Shadow:
         return self.state_interval > SLOW_STATES * self.settings.dt
 
     @property
+    def stale_after(self) -> int:
+        """Samples with a stamp that does not advance before the verdict is STALE: one
+        re-sync window's worth."""
+        return self._window
+
+    @property
+    def stale(self) -> bool:
+        """Whether the last :attr:`stale_after` samples or more repeated an old stamp."""
+        return self.frozen >= self._window
+
+    @property
+    def nonfinite_recent(self) -> bool:
+        """Whether a sample within the last window was not compared (a field not a number)."""
+        return self._since_nonfinite < self._window
+
+    @property
     def lag(self) -> float:
         """τ̂, s: how much later than the model the joint follows its commands."""
         return self._drift.lag
@@ -290,15 +325,33 @@ class Shadow:
 
     # -- stepping ------------------------------------------------------------------
 
-    def step(self, m: Measurement, resync: bool = False) -> Residual:
+    def step(self, m: Measurement, resync: bool = False) -> Residual | None:
         """Compare sample k with the model's state k, then step the model with its command.
 
-        ``resync``: put the model on this sample now (e.g. after a lost sample).
+        ``resync``: put the model on this sample now (e.g. after a lost sample). None for
+        a sample whose stamp is not after the last one (counted in :attr:`frozen`); a
+        sample with a field of :data:`COMPARED_FIELDS` not a number is not compared (NaN
+        residuals, the running MAE kept) and the model re-syncs at the next one.
         """
-        self._note_temperature(m.temperature)
         if math.isfinite(m.time) and math.isfinite(self._last_time):
+            if m.time <= self._last_time:
+                self.frozen += 1
+                self.frozen_at = self._last_time
+                return None
             self._intervals.append(m.time - self._last_time)
+        self.frozen = 0
         self._last_time = m.time
+        self._note_temperature(m.temperature)
+        bad = [f"{name} {getattr(m, name)}" for name in COMPARED_FIELDS
+               if not math.isfinite(getattr(m, name))]
+        if bad:
+            self.nonfinite += 1
+            self.nonfinite_fields = ", ".join(bad)
+            self._since_nonfinite = 0
+            self._broken = True
+            return Residual(math.nan, math.nan, self.mae_position, self.mae_velocity)
+        self._since_nonfinite += 1
+        resync, self._broken = resync or self._broken, False
         if resync or not self._models or self._since >= self._window:
             self._close_window()
             self._resync(m, resync)
@@ -386,10 +439,11 @@ class _Ranges:
 
 # -- the verdict -------------------------------------------------------------------------
 
-OK, WARN, ERROR = 0, 1, 2  # diagnostic_msgs/DiagnosticStatus levels
-LEVEL_NAMES = ("OK", "WARN", "ERROR")
-# Provenance keys of a fitted file that hold its position MAE (rad), best first.
-MAE_KEYS = ("validation_mae", "train_mae")
+OK, WARN, ERROR, STALE = 0, 1, 2, 3  # diagnostic_msgs/DiagnosticStatus levels
+LEVEL_NAMES = ("OK", "WARN", "ERROR", "STALE")
+# Provenance keys of a fitted file that hold its position MAE (rad), best first, and how
+# the diagnostics name them. fit writes validation_mae only when it had validation logs.
+MAE_KEYS = (("validation_mae", "validation MAE"), ("train_mae", "training MAE"))
 
 
 @dataclass(frozen=True)
@@ -404,6 +458,7 @@ class Thresholds:
     friction_tolerance: float = 0.2
     resistance_tolerance: float = 0.05
     lag_tolerance: float = 0.01  # s
+    reference_name: str = "validation MAE"  # what reference_mae is, in the messages
 
     def check(self) -> Thresholds:
         if not (math.isfinite(self.reference_mae) and self.reference_mae > 0.0):
@@ -424,15 +479,25 @@ class Thresholds:
         return self.error_factor * self.reference_mae
 
 
-def reference_mae(params: ParameterSet, where: str, given: float = 0.0) -> float:
-    """The MAE the thresholds scale: ``given`` (> 0), else the file's validation MAE (its
-    training MAE when it has none); a set with neither (a published one) is refused."""
+def reference_mae(params: ParameterSet, where: str, given: float = 0.0) -> tuple[float, str]:
+    """(the MAE the thresholds scale, what it is): ``given`` (> 0), else the file's
+    validation MAE, else (a fit without validation logs) its training MAE, said so in the
+    name. A set with neither (a published one) is refused, and so is a key that holds no
+    MAE (NaN, 0, negative, text): the other key would silently stand in for it."""
     if given > 0.0:
-        return given
-    for key in MAE_KEYS:
+        return given, "given reference MAE"
+    for key, name in MAE_KEYS:
         value = params.provenance.get(key)
-        if isinstance(value, (int, float)) and math.isfinite(value) and value > 0.0:
-            return float(value)
+        if value is None:
+            continue
+        if (isinstance(value, bool) or not isinstance(value, (int, float))
+                or not (math.isfinite(value) and value > 0.0)):
+            raise BamError(f"{where}: provenance {key} is {value!r}, not an MAE > 0 rad; "
+                           "correct the file (fit writes it) or give the MAE to compare "
+                           "with as reference_mae:=RAD")
+        if key != MAE_KEYS[0][0]:
+            name += f" (no {MAE_KEYS[0][0]} in the file)"
+        return float(value), name
     raise BamError(f"{where} has no validation_mae in its provenance (a set not written by "
                    "fit); give the MAE to compare with as reference_mae:=RAD")
 
@@ -480,13 +545,14 @@ def drifted(shadow: Shadow, thresholds: Thresholds) -> bool:
 
 def assess(shadow: Shadow, thresholds: Thresholds) -> tuple[int, str]:
     """(level, message): the level from the running MAE, at least WARN for a fault
-    :func:`drifted` names; the message naming the causes."""
+    :func:`drifted` names, ERROR while samples that are not numbers come, STALE while the
+    stamps do not advance; the message naming the causes."""
     mae = shadow.mae_position
     level = ERROR if mae > thresholds.error else WARN if mae > thresholds.warn else OK
     if drifted(shadow, thresholds):
         level = max(level, WARN)
     ratio = mae / thresholds.reference_mae
-    message = (f"MAE {mae:.3g} rad = {ratio:.1f}x the validation MAE "
+    message = (f"MAE {mae:.3g} rad = {ratio:.1f}x the {thresholds.reference_name} "
                f"{thresholds.reference_mae:.3g} rad (WARN above {thresholds.warn_factor:g}x, "
                f"ERROR above {thresholds.error_factor:g}x)")
     found = causes(shadow, thresholds)
@@ -494,4 +560,13 @@ def assess(shadow: Shadow, thresholds: Thresholds) -> tuple[int, str]:
         message += ": " + "; ".join(found)
     elif level > OK:
         message += ": no drift named (a delay, a load, or a model the set lacks)"
+    if shadow.nonfinite_recent:
+        level = ERROR
+        message = (f"{shadow.joint}: {shadow.nonfinite_fields} in the states ({shadow.nonfinite} "
+                   "samples so far, not compared: a failed read or a driver fault); " + message)
+    if shadow.stale:
+        level = STALE
+        message = (f"{shadow.joint}: the states' stamps stay at {shadow.frozen_at:.6f} s for "
+                   f"{shadow.frozen} samples (a frozen clock or stamping; nothing compared); "
+                   + message)
     return level, message

@@ -169,9 +169,9 @@ class ActuatorNode(Node):
             on_joint_command=self._on_joint_command)
 
     def _start_loop(self, name: str, rate: float, real_time_factor: float,
-                    priority: int = 0) -> None:
+                    priority: int = 0, steps: threading.Semaphore | None = None) -> None:
         self._loop = TickLoop(self, name, rate, self._tick, lambda: self.tick_count,
-                              real_time_factor, priority)
+                              real_time_factor, priority, steps)
         self.context.on_shutdown(self._loop.request_stop)
         self._loop.start()
 
@@ -237,17 +237,13 @@ class SimNode(ActuatorNode):
     A subclass also implements :meth:`_command` (apply a :class:`JointCommand`
     to its simulator, raising BamError for bad values), and calls
     :meth:`_start_clock` in :meth:`_setup`.
-
-    Its construction holds no hardware, so a stop signal may cut it short
-    (:data:`INTERRUPTIBLE_START`, read by :func:`bam_sim.common.runner.run_node`): a
-    node stopped while numba compiles its kernel exits at once, not after the
-    compilation (seconds, or tens of seconds on a loaded machine).
     """
-
-    INTERRUPTIBLE_START = True
 
     def __init__(self, default_name: str, **kwargs) -> None:
         self._watchdog = Watchdog(0)
+        # Lock-step (the lockstep parameter): a tick per accepted command. Made before the
+        # loop, so that a command received while the node starts is not lost.
+        self._steps: threading.Semaphore | None = None
         super().__init__(default_name, **kwargs)
 
     def _command(self, command: JointCommand) -> None:
@@ -279,3 +275,21 @@ class SimNode(ActuatorNode):
                 self._watchdog.feed(self._now())
         except BamError as exc:
             self._rejections.reject(kind, f"{exc}")
+            return
+        if self._steps is not None:
+            self._steps.release()
+
+    def _start_sim_loop(self, name: str, rate: float, values: dict) -> None:
+        """The loop at ``values``' real_time_factor, or in lock-step with the commands
+        (lockstep), at ``values``' thread_priority when it has one."""
+        if values["lockstep"]:
+            self._steps = threading.Semaphore(0)
+        self._start_loop(name, rate, values["real_time_factor"],
+                         values.get("thread_priority", 0), self._steps)
+
+
+def pace(values: dict) -> str:
+    """How a simulation node's loop is paced, for its start-up line."""
+    if values["lockstep"]:
+        return "in lock-step with its commands"
+    return f"real-time factor {values['real_time_factor']:g}"

@@ -125,9 +125,14 @@ def usage(program: str, title: str, params: Sequence[Param], computed: str = "co
     return "\n".join(lines)
 
 
-# Parameters every simulation node declares alike: its loop's pace, /clock, its watchdog.
+# Parameters every simulation node declares alike: its loop's pace (or lock-step), /clock,
+# its watchdog.
 REAL_TIME_FACTOR = Param("real_time_factor", 1.0, "simulated seconds per wall second; 0 = as "
                          "fast as possible", low=0.0, high=100000.0)
+LOCKSTEP = Param("lockstep", False, "advance one tick per command received, whatever the "
+                 "wall clock (real_time_factor then unused): a controller sending one "
+                 "command per state runs in step with the simulation; the first tick waits "
+                 "for the first command", read_only=True)
 PUBLISH_CLOCK = Param("publish_clock", True, "publish the simulated time on /clock",
                       read_only=True)
 COMMAND_TIMEOUT = Param("command_timeout", 0.0, "torque off when no command arrived for this "

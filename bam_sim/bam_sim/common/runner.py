@@ -7,9 +7,10 @@ callbacks, so the node can still publish its last messages (a trial's END
 marker), turn torque off and close its files (a bag) in ``destroy_node``.
 
 From the moment the node is being built to the process's exit, the stop
-signals only set a flag (:class:`StopSignals`): a signal while the node is
-built ends it as soon as it spins (a simulation node, which holds no hardware
-while it is built, is cut short instead), and a second signal during the shutdown,
+signals only set a flag (:class:`StopSignals`) and never raise: a signal while
+the node is built (a simulator compiling or loading its numba kernels, a driver
+opening its bus) ends it as soon as it spins, since an exception raised inside
+numba's compiler crashed the process; a second signal during the shutdown,
 or after it while the interpreter exits, is absorbed rather than allowed to
 cut the torque-off short or to kill the process (the exit code stays 128 +
 the first signal). The shutdown order is the same for every node
@@ -22,8 +23,7 @@ import gc
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 import rclpy
 from rclpy.exceptions import InvalidParameterTypeException, ParameterException
@@ -51,19 +51,6 @@ class StopSignals:
     def __init__(self) -> None:
         self.first = 0  # the first signal received, 0 while none
         self.event = threading.Event()
-        self._raising = False
-
-    @contextmanager
-    def raising(self, on: bool = True) -> Iterator[None]:
-        """Inside the block (``on``), the first signal also raises KeyboardInterrupt where
-        the main thread is: work that holds nothing to release is cut short."""
-        self._raising = on
-        try:
-            if on and self.first:
-                raise KeyboardInterrupt
-            yield
-        finally:
-            self._raising = False
 
     def install(self) -> StopSignals:
         for sig in STOP_SIGNALS:
@@ -77,8 +64,6 @@ class StopSignals:
             return
         self.first = signum
         self.event.set()
-        if self._raising:
-            raise KeyboardInterrupt
 
 
 def spin_until_signal(node: Node, until: threading.Event | None = None,
@@ -94,7 +79,7 @@ def spin_until_signal(node: Node, until: threading.Event | None = None,
     try:
         while not signals.event.is_set() and not (until is not None and until.is_set()):
             executor.spin_once(timeout_sec=0.1)
-    except (ExternalShutdownException, KeyboardInterrupt):
+    except ExternalShutdownException:
         pass
     finally:
         executor.remove_node(node)
@@ -177,18 +162,12 @@ def run_node(program: str, factory: Callable[[], Node], help_text: str,
     signals = StopSignals().install()  # before the node is built: no signal kills from here
     code = 0
     try:
-        # A node whose construction holds no hardware (a simulator compiling its kernel)
-        # is left unbuilt when a stop comes meanwhile; a driver's is always completed,
-        # so that its shutdown turns the torque off.
-        with signals.raising(getattr(factory, "INTERRUPTIBLE_START", False)):
-            node = factory()
+        node = factory()
         refuse_unknown(node)  # nodes may refuse earlier, before they start
         spin_until_signal(node, until(node) if until else None, signals)
     except (BamError, ParameterException) as exc:
         print(error_line(program, exc), file=sys.stderr)
         code = 2
-    except KeyboardInterrupt:  # a stop during an interruptible construction
-        node = None
     finally:
         code = 128 + signals.first if signals.first else code
         shut_down(node, exit_code=code)

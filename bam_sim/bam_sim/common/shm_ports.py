@@ -179,12 +179,19 @@ def uses_fast_dds() -> bool:
     return os.environ.get("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp").startswith("rmw_fastrtps")
 
 
+# How the line that reports a cleanup starts: a notice about the machine's state, not an
+# error of the command (the bad-input tests tell the two apart by it).
+CLEARED_NOTICE = "[WARN] removed Fast DDS shared-memory port"
+
+
 def before_participant() -> None:
     """Call before the first DDS participant of a process: clears dead ports, one line on
-    standard error for each (the node's logger does not exist yet)."""
+    standard error naming them (the node's logger does not exist yet)."""
     if not (uses_fast_dds() and SHM.is_dir()):
         return
-    for number in clear_dead_ports():
-        print(f"[WARN] removed Fast DDS shared-memory port {number} from {SHM}: a killed "
-              "process had left it half-made, and it would have hung this start",
-              file=sys.stderr, flush=True)
+    removed = clear_dead_ports()
+    if removed:
+        numbers = ", ".join(map(str, removed))
+        print(f"{CLEARED_NOTICE}{'s' if len(removed) > 1 else ''} {numbers} from {SHM}: "
+              "a killed process had left them half-made, and they would have hung this "
+              "start", file=sys.stderr, flush=True)

@@ -4,7 +4,10 @@ In real time (``real_time_factor`` r > 0) tick k starts at the absolute
 deadline start + k·(1/rate)/r of a monotonic clock, so there is no drift: the
 thread sleeps until shortly before the deadline, then spin-waits. r = 0 runs
 as fast as possible. A loop far behind its deadlines restarts them from now
-(logged) rather than bursting to catch up. A thread, not an rclpy timer:
+(logged) rather than bursting to catch up. In lock-step (``steps`` given)
+each tick waits for one release of that semaphore instead, whatever the wall
+clock: a controller that sends one command per state it receives then runs
+in step with the simulation on any machine. A thread, not an rclpy timer:
 timers on an executor carry the executor's latency into every period.
 """
 
@@ -33,13 +36,15 @@ class TickLoop:
     """
 
     def __init__(self, node: Node, name: str, rate: float, tick: Callable[[], None],
-                 count: Callable[[], int], real_time_factor: float, priority: int = 0) -> None:
+                 count: Callable[[], int], real_time_factor: float, priority: int = 0,
+                 steps: threading.Semaphore | None = None) -> None:
         self._node = node
         self._rate = float(rate)
         self._tick = tick
         self._count = count
         self._rtf = float(real_time_factor)
         self._priority = int(priority)
+        self._steps = steps
         self._reanchor = True
         self._stop = threading.Event()
         self._timing: tuple | None = None
@@ -122,7 +127,12 @@ class TickLoop:
         count = self._count
         anchor_wall = anchor_tick = 0.0
         wall_period = 0.0
+        steps = self._steps
         while not stop.is_set():
+            if steps is not None:  # lock-step: a tick per release, none ahead
+                if steps.acquire(timeout=MAX_SLEEP):
+                    tick()
+                continue
             rtf = self._rtf
             k = count()
             late = 0.0

@@ -20,7 +20,8 @@ the creep becomes (1 − d)·Δt·w0·τ; ``stiff_friction=False`` keeps the MJC
 ``identification_integrator=True`` adds Algorithm 1's ½q̈Δt² position term
 to the servo joints, to reproduce what the parameter sets were identified
 with; the default keeps MuJoCo's semi-implicit Euler for every joint (the
-residuals of both against the numba pendulum are in the README).
+residuals of both against the numba pendulum are measured in
+``bam_sim/test/test_arm_equivalence.py``).
 
 Elasto-plastic joints (``ep_*``, Cisneros et al.) have no budget for MuJoCo's
 friction row: their friction force f_k = Φ_Z(q̇_k + Z·K·e_k−1) (Algorithm 1
@@ -417,6 +418,26 @@ class ServoArm:
             m.dof_solref[dof] = (2.0 * m.opt.timestep, 1.0)
             m.dof_solimp[dof, :2] = STIFF_IMPEDANCE
 
+    def set_parameters(self, vectors: np.ndarray) -> None:
+        """New parameter vectors (n_joints, N_PARAMS) for the joints' bound models: each
+        joint keeps its actuator, friction model and groups, only the values change (a
+        fit's candidates). The armature goes into the model and MuJoCo's constants derived
+        from the mass matrix are recomputed, as at binding; ``reset`` before rolling out."""
+        vectors = np.asarray(vectors, dtype=np.float64)
+        if vectors.shape != self._params.shape:
+            raise BamError(f"parameter vectors must be {self._params.shape}, got {vectors.shape}")
+        if any(j.params.model.elastoplastic for j in self.joints):
+            raise BamError("new values for elasto-plastic joints must pass condition (14): "
+                           "bind a new ServoArm with their sets")
+        m = self.model
+        self._params[:] = vectors
+        for i in range(self.n_joints):
+            if self._ints[i, I_MOTOR]:
+                self._rows[i] = motor_rows(self._ints[i, I_FAMILY], self._ints[i, I_MODEL],
+                                           vectors[i], self._consts[i])
+            m.dof_armature[self._ints[i, I_DADR]] = vectors[i, P.ARMATURE]
+        mujoco.mj_setConst(m, self.data)
+
     def _check_elastoplastic(self, spec: ArmJoint) -> None:
         """Condition (14) and the coupling limit of an ep_* joint at this timestep."""
         if not spec.params.model.elastoplastic:
@@ -499,6 +520,11 @@ class ServoArm:
         return ArmState(self.data.qpos[qadr].copy(), self.data.qvel[dadr].copy(),
                         w[:, W_GOAL].copy(), w[:, W_ENABLE] != 0.0, w[:, W_KP].copy(),
                         control, tau)
+
+    @property
+    def positions(self) -> np.ndarray:
+        """q (rad) of each servo joint, in joint order (a copy)."""
+        return self.data.qpos[self._ints[:, I_QADR]]
 
     @property
     def external_torque(self) -> np.ndarray:

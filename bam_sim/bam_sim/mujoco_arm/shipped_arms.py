@@ -116,14 +116,16 @@ def _param_set(joint: str, value: object) -> ParameterSet:
 
 
 def load_arm(name_or_mjcf: str | os.PathLike,
-             params: Mapping[str, ParameterSet | str] | None = None, **kw) -> ServoArm:
+             params: Mapping[str, ParameterSet | str] | None = None,
+             motors: Mapping[str, str] | None = None, **kw) -> ServoArm:
     """A ServoArm of a shipped arm (by name) or of an MJCF file.
 
     ``params`` maps joint names to a ParameterSet or a parameter-file path.
     For a shipped arm, missing joints get the published set of their actuator
     and default model, and a set must be for the joint's actuator. For an MJCF
     file, ``params`` lists the servo joints, each driven by the ``<motor>`` of
-    the same name. ``kw`` goes to :class:`ServoArm` (gains, stiff_friction).
+    the same name or the one ``motors`` names. ``kw`` goes to :class:`ServoArm`
+    (gains, stiff_friction).
     """
     params = dict(params or {})
     key = str(name_or_mjcf).strip().lower()
@@ -150,7 +152,9 @@ def load_arm(name_or_mjcf: str | os.PathLike,
     if not params:
         raise BamError(f"give params for the servo joints of {path} "
                        "({joint: parameter file or ParameterSet})")
-    joints = [ArmJoint(name, name, _param_set(name, value)) for name, value in params.items()]
+    motors = dict(motors or {})
+    joints = [ArmJoint(name, motors.get(name, name), _param_set(name, value))
+              for name, value in params.items()]
     return ServoArm.from_mjcf(path, joints, **kw)
 
 

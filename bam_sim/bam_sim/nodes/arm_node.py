@@ -29,11 +29,12 @@ import numpy as np
 from rclpy.parameter import Parameter
 
 from bam_msgs.msg import BenchInfo
-from bam_sim.common.actuator_node import SimNode
+from bam_sim.common.actuator_node import SimNode, pace
 from bam_sim.common.commands import CommandLimits, JointCommand
 from bam_sim.common.errors import BamError
 from bam_sim.common.node_parameters import (
     COMMAND_TIMEOUT,
+    LOCKSTEP,
     PUBLISH_CLOCK,
     REAL_TIME_FACTOR,
     Param,
@@ -49,6 +50,7 @@ from bam_sim.models.servo.actuators import CURRENT, Actuator
 from bam_sim.mujoco_arm.servo_arm import ServoArm
 from bam_sim.mujoco_arm.shipped_arms import ARMS, ArmSpec, arm_spec, load_arm
 from bam_sim.nodes import model_parameters
+from bam_sim.robot.joint_map import JointMap, load_joint_map
 
 NODE_NAME = "arm"
 VIEWER_PERIOD = 1.0 / 60.0  # s of wall time between two viewer refreshes
@@ -59,6 +61,9 @@ PARAMETERS: tuple[Param, ...] = (
           "actuators and default models)", read_only=True),
     Param("mjcf", "", "MJCF file of the robot ('' = the arm's shipped model); each servo "
           "joint must be driven by a <motor> of the same name", read_only=True),
+    Param("joint_map", "", "joint map of the robot in mjcf (YAML: each servo joint's "
+          "actuator, gain and <motor>): the defaults of joints, actuators and gains",
+          read_only=True),
     Param("joints", None, "servo joints, in order (default: the arm's; others need mjcf)",
           read_only=True),
     Param("actuators", None, "bam_sim actuator of each joint (mx64, mx106, erob80_50, "
@@ -77,6 +82,7 @@ PARAMETERS: tuple[Param, ...] = (
     Param("publish_rate", 0.0, "publication rate, Hz (rounded to whole steps; 0 = use "
           "publish_every)", read_only=True, low=0.0, high=1.0e6),
     REAL_TIME_FACTOR,
+    LOCKSTEP,
     PUBLISH_CLOCK,
     Param("start_time", 0.0, "simulated time of the first step, s", read_only=True,
           low=0.0, high=4.0e9),
@@ -90,7 +96,7 @@ PARAMETERS: tuple[Param, ...] = (
           "fitted model): it replaces the set of every joint of that actuator", read_only=True),
     Param("model", "", "friction model of that parameter set", read_only=True),
 )
-_FIRST = 4  # parameters declared before the per-joint defaults are known
+_FIRST = 5  # parameters declared before the per-joint defaults are known
 
 
 def _per_joint(name: str, values: list, joints: tuple[str, ...]) -> list:
@@ -133,17 +139,19 @@ class ArmNode(SimNode):
             + ", ".join(f"{j} {a.name} {p.model.name} ({s})" for j, a, p, s in
                         zip(self.joint_names, self._actuators, sets, self._sources))
             + f"; {1.0 / self._dt:g} Hz physics, states every {self._every} step(s), "
-            f"real-time factor {values['real_time_factor']:g}")
-        self._start_loop("arm-loop", 1.0 / (self._dt * self._every), values["real_time_factor"],
-                         values["thread_priority"])
+            f"{pace(values)}")
+        self._start_sim_loop("arm-loop", 1.0 / (self._dt * self._every), values)
 
     def _declare(self) -> tuple[dict, ArmSpec]:
         """Declare the parameters (per-joint defaults from the arm); joints and actuators."""
-        values = declare(self, PARAMETERS[:2])
+        values = declare(self, PARAMETERS[:3])
         spec = arm_spec(values["arm"])
-        values.update(declare(self, PARAMETERS[2:_FIRST], {
-            "joints": [j.joint for j in spec.joints],
-            "actuators": [j.actuator for j in spec.joints]}))
+        self._map = self._joint_map(values)
+        joints = self._map.joints if self._map else spec.joints
+        values.update(declare(self, PARAMETERS[3:_FIRST], {
+            "joints": [j.joint for j in joints],
+            "actuators": [j.actuator if isinstance(j.actuator, str) else j.actuator.name
+                          for j in joints]}))
         joints = tuple(values["joints"])
         if not joints or any(not name for name in joints):
             raise BamError(f"joints must name the servo joints, got {list(joints)}")
@@ -161,9 +169,24 @@ class ArmNode(SimNode):
         n = len(joints)
         values.update(declare(self, PARAMETERS[_FIRST:], {
             "models": [""] * n, "params_files": [""] * n,
-            "gains": [float(a.gains[1]) for a in self._actuators],
+            "gains": self._default_gains(),
             "initial_positions": [0.0] * n}))
         return values, spec
+
+    @staticmethod
+    def _joint_map(values: dict) -> JointMap | None:
+        if not values["joint_map"]:
+            return None
+        if not values["mjcf"]:
+            raise BamError("joint_map names the joints of a robot: give its MJCF as mjcf too")
+        return load_joint_map(values["joint_map"])
+
+    def _default_gains(self) -> list[float]:
+        """The map's gains where it gives them, else each actuator's second Table I gain."""
+        table = [float(a.gains[1]) for a in self._actuators]
+        if self._map is None or list(self.joint_names) != self._map.names:
+            return table
+        return [j.gain if j.gain is not None else g for j, g in zip(self._map.joints, table)]
 
     def _parameter_sets(self, values: dict, spec: ArmSpec) -> list[ParameterSet]:
         """Each joint's parameter set, from its file and model entries."""
@@ -213,7 +236,8 @@ class ArmNode(SimNode):
     def _build(self, values: dict, arm: str, sets: dict[str, ParameterSet]) -> ServoArm:
         joints = self.joint_names
         gains = _per_joint("gains", values["gains"], joints)
-        arm_ = load_arm(values["mjcf"] or arm, sets, gains=gains)
+        motors = {j.joint: j.motor for j in self._map.joints} if self._map else {}
+        arm_ = load_arm(values["mjcf"] or arm, sets, gains=gains, motors=motors)
         # One step and a state before the loop starts: the numba kernels load (or
         # compile) now, not as a late first tick; reset() then starts from scratch.
         arm_.step(1)

@@ -17,8 +17,12 @@ MAE), both ``sensor_msgs/JointState`` (see ``contract.MONITOR_RESIDUALS``), and
 every ``diagnostic_period`` of the states' time a ``/diagnostics`` entry: OK,
 WARN above ``warn_factor`` x the file's validation MAE, ERROR above
 ``error_factor`` x, its message naming the drift seen (a jam, "friction +35 %
-since start", "R +8 %: hot"). STALE while no states arrive. Parameters:
-:data:`PARAMETERS`, or ``monitor --help``.
+since start", "R +8 %: hot"); ERROR while states that are not numbers come
+(the joint and the field named); STALE while no states arrive, and once as many
+states as one re-sync window holds came without their stamp advancing. A
+validation MAE in the file that is no MAE (NaN, 0, negative, text) is refused; a
+file without one is compared with its training MAE, said in the log and in every
+diagnostic. Parameters: :data:`PARAMETERS`, or ``monitor --help``.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from sensor_msgs.msg import JointState
 from bam_msgs.msg import ActuatorStateArray, BenchInfo
 from bam_sim.bench.geometry import Bench
 from bam_sim.bench.shadow import (
+    STALE,
     Measurement,
     Residual,
     Shadow,
@@ -50,7 +55,6 @@ from bam_sim.common.runner import run_node
 from bam_sim.models.files.parameter_file import load
 
 NODE_NAME = "monitor"
-STALE = 3  # DiagnosticStatus.STALE
 # The subscriptions' queue: a busy machine may hold the executor back a while at 1 kHz;
 # a sample lost anyway is a gap, after which the model re-syncs.
 STATE_DEPTH = 1000
@@ -106,10 +110,11 @@ class MonitorNode(Node):
             raise BamError("params_file is required: the identified set of the actuator "
                            "(a file written by fit)")
         self.params = load(path)
+        mae, source = reference_mae(self.params, path, values["reference_mae"])
         self.thresholds = Thresholds(
-            reference_mae(self.params, path, values["reference_mae"]), values["warn_factor"],
-            values["error_factor"], values["friction_tolerance"],
-            values["resistance_tolerance"], values["lag_tolerance"]).check()
+            mae, values["warn_factor"], values["error_factor"],
+            values["friction_tolerance"], values["resistance_tolerance"],
+            values["lag_tolerance"], source).check()
         ShadowSettings(1.0e-3, values["resync_period"], values["mae_window"],
                        values["friction_rate"], values["lag_rate"]).check()  # refused now
         self.shadow: Shadow | None = None
@@ -127,7 +132,8 @@ class MonitorNode(Node):
         self.get_logger().info(
             f"{self.params.actuator.name} {self.params.model.name} from {path}: WARN above "
             f"{self.thresholds.warn:.3g} rad, ERROR above {self.thresholds.error:.3g} rad "
-            f"(running MAE, re-synced every {values['resync_period']:g} s)")
+            f"(running MAE, re-synced every {values['resync_period']:g} s; x the {source} "
+            f"{mae:.3g} rad)")
 
     def _create_topics(self) -> None:
         deep = profile(contract.STATE_QOS)
@@ -168,7 +174,7 @@ class MonitorNode(Node):
             bench = Bench(mass=msg.mass, length=msg.length, arm_mass=msg.arm_mass)
             supply = msg.supply_voltage if msg.supply_voltage > 0.0 else None
             self.shadow = None if self._problem else Shadow(self.params, bench, settings,
-                                                            supply)
+                                                            supply, msg.joint_name)
         except (BamError, ZeroDivisionError) as exc:
             self._problem = f"bam/bench_info cannot be shadowed: {exc}"
             self.shadow = None
@@ -207,22 +213,24 @@ class MonitorNode(Node):
             self.skipped += 1
             return
         last = self._last_ns
-        if last is not None and stamp <= last:
-            return  # repeated or out of order: already past it
         # A sample off the rate by more than half a tick has no model state to compare
         # with: one after a lost one (or none yet, or a refused one), or an early one, as
         # a driver's loop sends while it catches up after its host held it (samples a
         # fraction of a tick apart, the model a whole tick per sample: it ran ahead, and
         # the true set's running MAE peaked at 2.3-3.3x its mean beside the Dynamixel
         # emulator on a 2-core machine with both cores busy; 1.5x since, measured). The
-        # model re-syncs on it.
+        # model re-syncs on it. A stamp not after the last is the shadow's to count.
         gap = last is not None and abs(stamp - last - 1e9 * shadow.settings.dt) \
             > 0.5e9 * shadow.settings.dt
         try:
             residual = shadow.step(measurement, resync=gap or last is None)
-        except BamError:  # a value the model refuses (NaN goal): re-sync at the next one
+        except BamError:  # a value the model refuses: re-sync at the next one
             self.skipped += 1
             self._last_ns = None
+            return
+        if residual is None:  # repeated or out of order: STALE once a window's worth came
+            if shadow.frozen % shadow.stale_after == 0:
+                self._publish_diagnostics(stamp=joint.header.stamp)
             return
         self.gaps += gap
         self.samples += 1
@@ -264,12 +272,14 @@ class MonitorNode(Node):
         level, message = assess(shadow, self.thresholds)
         values = {
             "mae_position": shadow.mae_position, "mae_velocity": shadow.mae_velocity,
-            "reference_mae": self.thresholds.reference_mae, "warn_mae": self.thresholds.warn,
+            "reference_mae": self.thresholds.reference_mae,
+            "reference": self.thresholds.reference_name, "warn_mae": self.thresholds.warn,
             "error_mae": self.thresholds.error, "friction_scale": shadow.friction_scale,
             "resistance_change": shadow.resistance_change, "temperature": shadow.temperature,
             "lag": shadow.lag, "state_interval": shadow.state_interval,
             "jammed": shadow.jammed, "windows": shadow.windows, "samples": self.samples,
-            "gaps": self.gaps, "model": self.params.model.name,
+            "gaps": self.gaps, "not_numbers": shadow.nonfinite,
+            "frozen_stamps": shadow.frozen, "model": self.params.model.name,
         }
         return self._make_status(level, name, message, values)
 

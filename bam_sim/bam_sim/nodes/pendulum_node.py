@@ -30,11 +30,12 @@ from rclpy.parameter import Parameter
 from bam_msgs.msg import BenchInfo
 from bam_sim.bench.geometry import GRAVITY, Bench
 from bam_sim.bench.stepper import BenchStepper, Sample
-from bam_sim.common.actuator_node import SimNode
+from bam_sim.common.actuator_node import SimNode, pace
 from bam_sim.common.commands import CommandLimits, JointCommand
 from bam_sim.common.errors import BamError
 from bam_sim.common.node_parameters import (
     COMMAND_TIMEOUT,
+    LOCKSTEP,
     PUBLISH_CLOCK,
     REAL_TIME_FACTOR,
     Param,
@@ -73,6 +74,7 @@ PARAMETERS: tuple[Param, ...] = (
     Param("rate", 1000.0, "physics, control and publishing rate, Hz (sim time step 1/rate)",
           read_only=True, low=1.0, high=100000.0),
     REAL_TIME_FACTOR,
+    LOCKSTEP,
     PUBLISH_CLOCK,
     Param("start_time", 0.0, "simulated time of the first tick, s", read_only=True,
           low=0.0, high=4.0e9),
@@ -148,9 +150,8 @@ class PendulumNode(SimNode):
         self.get_logger().info(
             f"{actuator.title} with {params.model.name} ({self._source_label()}), joint "
             f"'{self._joint}', m={bench.mass:g} kg, l={bench.length:g} m, "
-            f"{self._rate:g} Hz, real-time factor {values['real_time_factor']:g}")
-        self._start_loop("pendulum-loop", self._rate, values["real_time_factor"],
-                         values["thread_priority"])
+            f"{self._rate:g} Hz, {pace(values)}")
+        self._start_sim_loop("pendulum-loop", self._rate, values)
 
     def _resolve(self, path: str, model: FrictionModel | None,
                  values: dict[str, float]) -> ParameterSet:

@@ -31,6 +31,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bam_sim.common.shm_ports import CLEARED_NOTICE
+
 OK = ("ok-refused", "ok-accepted")
 FAILURES = ("traceback", "multi-line error", "unnamed error", "silent wrong result",
             "other exit", "hang")
@@ -165,7 +167,10 @@ def _read(path: Path) -> str:
 
 
 def error_lines(text: str) -> list[str]:
-    return [line for line in text.splitlines() if line.strip()]
+    """The non-empty lines of ``text`` but the notice of dead shared-memory ports cleared
+    before the start: left by another test's killed process, not part of the error."""
+    return [line for line in text.splitlines()
+            if line.strip() and not line.startswith(CLEARED_NOTICE)]
 
 
 def classify(run: Run, program: str, check: Callable[[Run], str | None],

@@ -15,10 +15,15 @@ import rclpy
 from bam_sim.common.shm_ports import before_participant
 
 SLOTS = 5  # domains per process: test families that must not see each other's nodes
+GROUPS = 100 // SLOTS
+# The group of domains of this process: from its id, or given (make test runs two live
+# passes at once and gives each its own group, so that they never share one).
+GROUP_VARIABLE = "BAM_TEST_DOMAIN_GROUP"
 
 
 def ros_domain(slot: int = 0) -> int:
-    """The DDS domain of this process's ``slot`` (0..4), from its process id.
+    """The DDS domain of this process's ``slot`` (0..4), from its process id (or
+    :data:`GROUP_VARIABLE`).
 
     Always in 1..100: the UDP ports of a domain grow by 250 per id, so ids
     above 101 fall into Linux's ephemeral port range and those above 232
@@ -26,7 +31,9 @@ def ros_domain(slot: int = 0) -> int:
     """
     if not 0 <= slot < SLOTS:
         raise ValueError(f"slot must be in 0..{SLOTS - 1}, got {slot}")
-    return 1 + (os.getpid() % (100 // SLOTS)) * SLOTS + slot
+    given = os.environ.get(GROUP_VARIABLE, "")
+    group = int(given) % GROUPS if given.isdigit() else os.getpid() % GROUPS
+    return 1 + group * SLOTS + slot
 
 
 @contextmanager

@@ -27,7 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 EXIT_BOUND = 5.0  # s from the first signal to the exit, and to the end of every descendant
-READY_TIMEOUT = 30.0  # s for an executable to come up and carry traffic (only hit on a bug)
+# s for an executable to come up and carry traffic: only a hang reaches it, whatever the
+# load (ten instances starting at once on two busy cores take tens of seconds)
+READY_TIMEOUT = 120.0
 PATTERNS: tuple[tuple[signal.Signals, ...], ...] = (
     (signal.SIGTERM,), (signal.SIGINT,), (signal.SIGTERM, signal.SIGTERM),
     (signal.SIGINT, signal.SIGTERM))
@@ -229,7 +231,7 @@ def stop_all(started: Sequence[Started], bound: float = EXIT_BOUND) -> list[Stop
         _signal(s)
     for s, thread in zip(started, waiters):
         thread.join(max(sent[s.process.pid] + bound - time.monotonic(), 0.0))
-    return [_judge(s, before[s.process.pid], _elapsed(s, sent, exited),
+    return [_judge(s, before[s.process.pid], _elapsed(s, sent, exited), bound,
                    sent[s.process.pid] + bound, lambda pid=s.process.pid: stacks.get(pid))
             for s in started]
 
@@ -285,21 +287,20 @@ def _pending(pid: int) -> int:
     return mask
 
 
-def _judge(s: Started, before: list[ProcInfo], seconds: float | None,
+def _judge(s: Started, before: list[ProcInfo], seconds: float | None, bound: float,
            deadline: float, stacks: Callable[[], str | None]) -> Stop:
     """The problems of one stop; ``stacks()`` is its threads' dump at the bound (None
     until its waiter has taken one)."""
     problems = []
     if seconds is None and s.process.poll() is None:
-        problems.append(f"still running {EXIT_BOUND:g} s after the signal"
-                        + _dump_at_bound(stacks))
+        problems.append(f"still running {bound:g} s after the signal" + _dump_at_bound(stacks))
         _kill_session(s.process.pid)
         s.process.wait()
-        seconds = EXIT_BOUND
+        seconds = bound
         deadline = time.monotonic() + EXIT_BOUND  # for its session to die of the SIGKILL
-    elif seconds is None or seconds > EXIT_BOUND:  # it ended meanwhile, but late
-        seconds = EXIT_BOUND if seconds is None else seconds
-        problems.append(f"exited more than {EXIT_BOUND:g} s after the signal"
+    elif seconds is None or seconds > bound:  # it ended meanwhile, but late
+        seconds = bound if seconds is None else seconds
+        problems.append(f"exited more than {bound:g} s after the signal"
                         + _dump_at_bound(stacks))
     expected = 128 + s.signals[0]
     if s.process.returncode != expected:

@@ -13,7 +13,8 @@ Two readers load an identified servo from this layout, and the file is written f
   ``Parameter`` attributes: kt, R, armature, q_offset, ``command_delay`` (s, the delay
   of the goal positions: our ``latency.command``), the STS3215's ``error_gain_ratio``
   and ``max_velocity``, the friction parameters of M1..M6. Other keys are ignored
-  silently, so :func:`parameters_to_json` refuses what would be lost instead.
+  silently. PyPI's ``better-actuator-models`` 1.0.2 is older: no ``command_delay``, no
+  ``waveshare_st3025``.
 * Isaac Lab's ``BamActuatorCfg`` (Newton ``DriveBam``): ``BamMotorParams.from_json``
   (isaac-sim/IsaacLab ``source/isaaclab/isaaclab/actuators/bam_model.py``, read at
   commit 82c9059eacf0daf4429f12a6e783b409b55b6b02) also requires the constants BAM
@@ -31,12 +32,20 @@ set read from a file keeps that gain in its provenance (``provenance.kp``), so a
 trip writes it again. BAM's registry has the STS3215 at 7.4 V only: a 12 V set
 exports as ``sts3215`` with ``"vin": 12.0``, which tells it apart on import here; the
 reference ignores it, so its readers must be given the 12 V supply themselves.
+
+The supply group travels under its own names (``supply.resistance``,
+``supply.min_voltage``), which our importer reads back and no reader applies: the RL
+stacks take a sag as an option of their actuator config (``export --randomization``
+writes its range). What each reader will not apply of a file is one table,
+:data:`READERS` (:func:`not_applied`); the file says it under ``"not_applied"``, a key
+every reader skips (each keeps the keys it knows).
 """
 
 from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 
 from bam_sim.common.errors import BamError
 from bam_sim.common.numbers import number
@@ -64,13 +73,110 @@ _REFERENCE_COMMON = ("kt", "R", "armature", "q_offset")
 # The latency group's parameter that BAM calls command_delay (Model.set_actuator).
 COMMAND_DELAY = "command_delay"
 _DELAY = "latency.command"
-# Keys of a file that are no parameter of the set: what it is, and the law's constants.
+# Keys of a file that are no parameter of the set: what it is, the law's constants, and
+# what each reader does not apply.
 _LAW_KEYS = ("error_gain", "max_pwm", "max_current", "vin")
-_NOT_VALUES = ("actuator", "model", "kp", COMMAND_DELAY) + _LAW_KEYS
+NOT_APPLIED = "not_applied"
+_NOT_VALUES = ("actuator", "model", "kp", COMMAND_DELAY, NOT_APPLIED) + _LAW_KEYS
+# The optional groups a file carries: the latency's command delay as BAM's command_delay,
+# the supply under our names (for our importer; no reader applies it).
+_GROUPS_CARRIED = ("latency", "supply")
 # Who a file is written for: BAM (every model) or Isaac Lab's BamMotorParams.
 BAM, ISAACLAB = "bam", "isaaclab"
 TARGETS = (BAM, ISAACLAB)
 ISAACLAB_MODELS = ("m1", "m2", "m5", "m6")  # bam_model.py's _BAM_MODEL_FLAGS
+
+
+# -- the readers, and what each does not apply of a file ----------------------------------
+
+ALWAYS = None  # the reader drops the key, whatever its value
+IN_CODE = "in code"  # the reader uses its own actuator's constant, not the file's
+
+
+@dataclass(frozen=True)
+class Reader:
+    """A program that loads BAM JSON and what of a file it does not apply.
+
+    ``ignores``: key -> (what the reader applies instead, what to do about it): a
+    value, :data:`ALWAYS` or :data:`IN_CODE`; the key is lost where the file's value is
+    another. ``models``, ``actuators`` (None: any) and ``requires`` (keys it fails
+    without): what it can load at all."""
+
+    title: str
+    ignores: dict[str, tuple[object, str]]
+    models: tuple[str, ...]
+    actuators: tuple[str, ...] | None
+    requires: tuple[str, ...]
+    fix: str  # what to do when it has not the file's model or actuator
+
+
+_SAG = {"supply.resistance": (0.0, "the supply's sag is an option of the reader's actuator "
+                                   "config: export --randomization writes its range"),
+        "supply.min_voltage": (0.0, "the sag's floor is vin_min of the reader's actuator "
+                                    "config (export --randomization)")}
+_BAM_CODE = {"kp": (ALWAYS, "give the gain to the actuator config (BamActuatorCfg)"),
+             "vin": (IN_CODE, "give the supply to the actuator config"),
+             **{key: (IN_CODE, "BAM keeps the firmware's constants in code: the file is "
+                               "Isaac Lab's (--for isaaclab), export --for bam for BAM")
+                for key in ("error_gain", "max_pwm", "max_current")},
+             **_SAG}
+# The readers of the consumers table (DESIGN.md), as read at the commits named in the
+# module docstring; BAM 1.0.2 as benchmarks/bam_json_export.py runs it.
+READERS = (
+    Reader("BAM load_model (Rhoban/bam 17d9addc) and its mjlab BamActuatorCfg", _BAM_CODE,
+           BAM_MODELS, REFERENCE_ACTUATORS + tuple(LATER_ACTUATORS), (),
+           "export it as dcmotor-mjcf"),
+    Reader("BAM 1.0.2 (PyPI) load_model and its mjlab BamActuatorCfg", _BAM_CODE | {
+        COMMAND_DELAY: (0.0, "1.0.2 predates it (Rhoban/bam 31e5b97): install BAM from "
+                             "its repository")},
+           BAM_MODELS, REFERENCE_ACTUATORS, (), "install BAM from its repository"),
+    Reader("Isaac Lab BamActuatorCfg (BamMotorParams.from_json, IsaacLab 82c9059)", {
+        "q_offset": (0.0, "a bench's mounting offset: the robot's joint has its own zero"),
+        COMMAND_DELAY: (0.0, "give it as min_delay/max_delay in physics steps (export "
+                             "--randomization)"),
+        "error_gain_ratio": (1.0, "its law has no ratio: export --for isaaclab folds it into "
+                                  "error_gain"),
+        "max_velocity": (math.inf, "its law has no firmware target slew: use BAM's mjlab "
+                                   "actuator or dcmotor-mjcf"),
+        **_SAG},
+           ISAACLAB_MODELS, None, _LAW_KEYS + ("kp",),
+           "export --for isaaclab, or as dcmotor-mjcf"),
+)
+
+
+def not_applied(doc: dict) -> dict[str, list[str]]:
+    """Per reader of :data:`READERS` (its title), what it will not apply of the BAM JSON
+    ``doc``: one line per key, or the one reason it cannot load the file at all."""
+    return {reader.title: _cannot_load(reader, doc) or _lost(reader, doc)
+            for reader in READERS}
+
+
+def _cannot_load(reader: Reader, doc: dict) -> list[str]:
+    missing = [key for key in reader.requires if key not in doc]
+    if doc["model"] not in reader.models:
+        problem = f"model {doc['model']} is not one of its {', '.join(reader.models)}"
+    elif reader.actuators is not None and doc["actuator"] not in reader.actuators:
+        problem = f"it has no actuator {doc['actuator']}"
+    elif missing:
+        return [f"cannot load it: the file has no {', '.join(missing)}, which its law needs "
+                f"and the {doc['actuator']}'s has not; export it as dcmotor-mjcf"]
+    else:
+        return []
+    return [f"cannot load it: {problem}; {reader.fix}"]
+
+
+def _lost(reader: Reader, doc: dict) -> list[str]:
+    code = law_constants(get_actuator(_ACTUATOR_NAMES.get(doc["actuator"], doc["actuator"])))
+    lost = []
+    for key, (instead, remedy) in reader.ignores.items():
+        if key not in doc:
+            continue
+        value = doc[key]
+        applied = code.get(key) if instead == IN_CODE else instead
+        if instead is ALWAYS or not _same_constant(value, applied, key):
+            shown = f"{value:.6g}" if isinstance(value, float) else json.dumps(value)
+            lost.append(f"{key} = {shown}: {remedy}")
+    return lost
 
 
 def law_constants(actuator: Actuator) -> dict[str, float | None]:
@@ -190,7 +296,8 @@ def parameters_to_json(params: ParameterSet, kp: float | None = None,
     ``kp`` is the gain the set is meant for: by default the one the set was read with,
     else the actuator's default gain (its second Table I gain, as every tool here).
     Raises a one-line BamError for a set the target cannot hold (another actuator or
-    model family, DC-motor groups, a fixed constant it hard-codes at another value).
+    model family, DC-motor groups but the latency and supply, a fixed constant it hard-codes
+    at another value). The file names, per reader, what that reader will not apply.
     """
     _check_exportable(params)
     if target == ISAACLAB:
@@ -200,12 +307,16 @@ def parameters_to_json(params: ParameterSet, kp: float | None = None,
     names += [n for n in required_names(act, mdl) if n not in names]
     doc: dict[str, object] = {n: float(params.values[n]) for n in names}
     doc[COMMAND_DELAY] = float(params.values.get(_DELAY, 0.0))
+    doc |= {n: float(v) for n, v in params.values.items() if n.startswith("supply.")}
     doc |= law_constants(act)
     if target == ISAACLAB:
         _fold_gain_ratio(doc)
     doc["kp"] = _gain(kp, "kp") if kp is not None else _default_gain(params)
     doc["model"] = mdl.name
     doc["actuator"] = _EXPORT_NAMES.get(act.name, act.name)
+    lost = {title: lines for title, lines in not_applied(doc).items() if lines}
+    if lost:
+        doc[NOT_APPLIED] = lost
     return json.dumps(doc, indent=4) + "\n"
 
 
@@ -242,12 +353,15 @@ def _check_exportable(params: ParameterSet) -> None:
 
 
 def _check_groups(params: ParameterSet, what: str) -> None:
-    """Only the latency group travels, as command_delay: its reading delay cannot."""
-    groups = [g for g in params.groups if g != "latency"]
+    """The latency group travels as command_delay (its reading delay cannot), the supply
+    under its own names (:data:`_GROUPS_CARRIED`)."""
+    groups = [g for g in params.groups if g not in _GROUPS_CARRIED]
     if groups:
         raise BamError(f"the optional group{'s' if len(groups) > 1 else ''} "
                        f"{', '.join(groups)} of this {what} set have no BAM JSON "
-                       "counterpart; fit without --groups, or export as a MuJoCo dcmotor MJCF")
+                       f"counterpart (it carries {' and '.join(_GROUPS_CARRIED)}); fit "
+                       f"without --groups {' '.join(groups)}, or export as a MuJoCo dcmotor "
+                       "MJCF")
     reading = params.values.get("latency.reading", 0.0)
     if reading != 0.0:
         raise BamError(f"latency.reading = {reading:g} s in this {what} set, but BAM JSON has "

@@ -78,7 +78,7 @@ def sensitivity_json(params: ParameterSet, bam_json_text: str, params_name: str)
     intervals = {}
     for name, interval in found["parameters"].items():
         key = _BAM_NAMES.get(name, name)
-        if key in doc:
+        if key in doc and "." not in key:  # a group's parameter (supply.*) is none of BAM's
             intervals[key] = {k: _plain(interval.get(k, False)) for k in
                               ("value", "lower", "upper", "lower_clamped", "upper_clamped")}
     out = {"model": doc["model"], "actuator": doc["actuator"], "params": params_name,

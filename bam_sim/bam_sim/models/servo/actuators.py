@@ -239,8 +239,8 @@ ACTUATORS: dict[str, Actuator] = {
                       {"kt": (0.25, 1.5), "R": (3.0, 40.0), "armature": (1e-4, 0.01)},
                       masses=(0.05, 0.1, 0.15), lengths=(0.05, 0.1, 0.15)),
         # One turn of 4096 steps; P gain 0..16383 (default 400); 1.75 A current limit.
-        # Near its limits, from evidence (the authors' eight XL330 logs, README "Real
-        # servo (XL330)"; ROBOTIS e-Manual, XL330-M288 control table):
+        # Near its limits, from evidence (the authors' XL330 logs, docs/how-to/real-logs.md;
+        # ROBOTIS e-Manual, XL330-M288 control table):
         # - position mode under a sagging supply: the firmware's duty does not depend on
         #   the supply. The recorded Present PWM equals kp·duty_gain·(goal − q) to 0.5 %
         #   (99th percentile) while input_volts sags to 6.0 V, so the law applies

@@ -24,10 +24,11 @@ from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import Rollout, rollout
 from bam_sim.bench.trajectory import TRAJECTORIES, command_log
 from bam_sim.common.arguments import ArgumentParser
-from bam_sim.common.command import record_written, run_command, shielded
-from bam_sim.common.errors import BamError
+from bam_sim.common.cancellation import Cancellation, Cancelled
+from bam_sim.common.entry_point import run_command
+from bam_sim.common.errors import BamError, one_line
 from bam_sim.common.numbers import option
-from bam_sim.common.output_paths import check_output, output_file
+from bam_sim.common.output_paths import check_output, claimed_outputs, output_file
 from bam_sim.models.files.parameter_file import load, published
 from bam_sim.models.model_registry import MODELS
 from bam_sim.models.parameter_set import ParameterSet
@@ -92,7 +93,9 @@ def _check_rollout(name: str, run: Rollout, log, kp: float, dt: float) -> None:
                        "lower --kp")
 
 
-def run(args: argparse.Namespace) -> str:
+def run(args: argparse.Namespace, cancel: Cancellation | None = None) -> str:
+    """The figures of ``args``; ``cancel`` is checked before each rollout and figure."""
+    cancel = cancel or Cancellation()
     actuator = get_actuator(args.actuator)
     chosen = load(args.params) if args.params else published(actuator, args.model)
     if chosen.actuator.name != actuator.name:
@@ -110,24 +113,27 @@ def run(args: argparse.Namespace) -> str:
 
     log = command_log(args.trajectory, bench, kp, args.dt)
     label = _label(chosen)
-    runs = {} if baseline is None else {"m1": rollout(baseline, log)}
-    runs[label] = rollout(chosen, log)
-    for name, result in runs.items():
-        _check_rollout(name, result, log, kp, args.dt)
-    with shielded():  # a figure is written whole, and an interrupted run names it
-        with output_file(output, "--output", args.force) as tmp:  # no-replace (output_paths)
-            _plot(tmp, log, runs, f"{actuator.title}, {args.trajectory}, kp={kp:g}, "
-                  f"m={bench.mass:g} kg, l={bench.length:g} m")
-        record_written(output)
+    runs = {}
+    for name, params in ([] if baseline is None else [("m1", baseline)]) + [(label, chosen)]:
+        cancel.check()
+        runs[name] = rollout(params, log)
+        _check_rollout(name, runs[name], log, kp, args.dt)
+    cancel.check()
+    with output_file(output, "--output", args.force) as tmp:  # no-replace (output_paths)
+        _plot(tmp, log, runs, f"{actuator.title}, {args.trajectory}, kp={kp:g}, "
+              f"m={bench.mass:g} kg, l={bench.length:g} m")
     lines = [f"wrote {output}"]
     if args.diagram:
         from bam_sim.models.diagram import plot_diagram
 
+        if cancel.is_set():
+            raise Cancelled(written=[output])
         sets = [chosen] if baseline is None else [baseline, chosen]
-        with shielded():
+        try:
             with output_file(args.diagram, "--diagram", args.force) as tmp:
                 plot_diagram(sets, tmp, title=f"{actuator.title}: drive/backdrive")
-            record_written(args.diagram)
+        except BamError as exc:  # a full disk: the figure written is named
+            raise BamError(f"{one_line(exc)}; {output} is written") from None
         lines.append(f"wrote {args.diagram}")
     if baseline is not None:
         gap = np.abs(runs["m1"].position - runs[label].position)
@@ -200,7 +206,12 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as exit_:  # argparse: --help (0) or one line on a bad option (2)
         return int(exit_.code or 0)
-    return run_command("simulate", lambda stop: run(args))
+
+    def claimed(cancel: Cancellation) -> str:
+        with claimed_outputs():  # its outputs are its own until it ends (output_paths)
+            return run(args, cancel)
+
+    return run_command("simulate", claimed)
 
 
 if __name__ == "__main__":

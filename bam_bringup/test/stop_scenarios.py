@@ -1,36 +1,30 @@
-"""Every long-running executable, stopped STOPS times after real traffic (issue #23).
+"""Every long-running executable, brought to real work and stopped: the scenarios shared by
+the gate's one stop per executable and signal (``test_bringup_stops.py``) and the soak
+benchmark's many (``benchmarks/soak.py``).
 
 Each executable runs as installed (its console script), in a session of its own, several
-instances at once in namespaces of one private DDS domain, while one other core spins.
-After the instances have exchanged messages with the test (or reached the phase a stop
-must survive: numba compiling, the Levenberg-Marquardt polish, a campaign job), they are
-stopped by SIGTERM, SIGINT, SIGTERM+SIGTERM or SIGINT+SIGTERM in turn
-(bam_sim.testing.stop_stress): each must exit within 5 s with 128 + the first signal,
-print no traceback and leave no process behind; a bag it wrote must read back, and a
-driver must have turned the torque off as its emulator reads it.
-
-Marked ``stress``: CI decides where it runs. BAM_STOP_STRESS_STOPS (default 20) sets the
-stops per executable.
+instances at once in namespaces of one private DDS domain. After the instances have
+exchanged messages with the probe (or reached the phase a stop must survive: the search
+or the Levenberg-Marquardt polish of a fit, a campaign job), they are stopped by SIGTERM,
+SIGINT, SIGTERM+SIGTERM or SIGINT+SIGTERM in turn (bam_sim.testing.stop_stress): each must
+exit with 128 + the first signal, print no traceback and leave no process behind; a bag it
+wrote must read back, and a driver must have turned the torque off as its emulator reads
+it. How fast it exits is the soak's figure, not the gate's verdict.
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-
-import pytest
 
 from bam_sim.testing import stop_stress as ss
 from bam_sim.testing.ros_context import private_context, ros_domain
 
-pytestmark = pytest.mark.stress
-
-STOPS = int(os.environ.get("BAM_STOP_STRESS_STOPS", "20"))
 DOMAIN = ros_domain(4)  # one domain for every round; namespaces keep the instances apart
 
 
@@ -46,6 +40,11 @@ def environment(**extra: str) -> dict[str, str]:
             "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST", **extra}
 
 
+class Unavailable(Exception):
+    """A scenario cannot run on this machine (no network namespaces for the EtherCAT
+    emulator): a skip, not a failed stop."""
+
+
 @dataclass
 class Scenario:
     """How to start one instance, bring it to the moment of its stop, and check after."""
@@ -57,7 +56,6 @@ class Scenario:
     check: Callable[[ss.Started], list[str]] = lambda started: []
     slot: Callable[[int], object] | None = None  # a resource per slot (an emulator), kept
     # over the rounds: the i-th instance runs on slot i % batch
-    warm: Callable[[Path], None] | None = None  # run once before the rounds (compile_first)
 
     def __str__(self) -> str:
         return self.name
@@ -205,7 +203,7 @@ def erob_emulator(slot: int):
         return ec.EthercatEmulatorProcess(priority=20,
                                           interface=f"bamst{os.getpid() % 1000}x{slot}")
     except ec.NamespaceUnavailable as exc:
-        pytest.skip(f"EtherCAT emulator unavailable: {exc}")
+        raise Unavailable(f"EtherCAT emulator unavailable: {exc}") from None
 
 
 def driver_ready(started: ss.Started, probe: ss.TrafficProbe) -> None:
@@ -237,31 +235,16 @@ def torque_check(started: ss.Started) -> list[str]:
 
 # -- the health monitor, beside a simulated servo ---------------------------------------------
 
-COMPILE_TIMEOUT = 300.0  # s: numba compiling a kernel cold on a loaded machine
-
-
 def start_built(package: str, executable: str, namespace: str, log: Path) -> ss.Started:
-    """``executable`` in ``namespace``, once it logged its first line: built, its numba
-    kernels compiled (or loaded) first, however long a cold cache takes."""
+    """``executable`` in ``namespace``, once it logged its first line (built)."""
     started = ss.start(executable, [script(package, executable), *ros_args(namespace)], log,
                        (signal.SIGTERM,), environment())
     try:
-        started.wait_output(f"[{namespace[1:]}.{executable}]", timeout=COMPILE_TIMEOUT)
+        started.wait_output(f"[{namespace[1:]}.{executable}]")
     except AssertionError:
         ss.kill_leftovers([started])
         raise
     return started
-
-
-def compile_first(package: str, executable: str) -> Callable[[Path], None]:
-    """A scenario's warm-up: ``executable`` started once and stopped when built, so that its
-    kernels are in the numba cache. Ten instances compiling a cold cache at once, a core
-    taken, outlast READY_TIMEOUT (the stress test run alone after an edit, without the
-    earlier tests that warm it)."""
-    def warm(tmp: Path) -> None:
-        ss.stop_all([start_built(package, executable, f"/stress_warm_{executable}",
-                                 tmp / f"warm_{executable}.log")])
-    return warm
 
 
 class PendulumSlot:
@@ -350,49 +333,18 @@ def bench_session_check(started: ss.Started) -> list[str]:
 
 # -- fit and campaign work ------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def logs_dir(tmp_path_factory) -> Path:
-    """Legacy logs of a simulated MX-64 (the fit's input). Their batched rollout is compiled
-    here, into the numba cache the fits load: the fit scenarios other than the compiling
-    one are to be stopped in their work, not in a compilation that outlasts their wait."""
+def write_logs(folder: Path) -> Path:
+    """Legacy logs of a simulated MX-64 (the fits' input), written into ``folder``."""
     from bam_identify.data.legacy_logs import write_legacy_log
     from bam_identify.data.synthetic import paper_like_set
-    from bam_sim.bench.bench_log import LogBatch
-    from bam_sim.bench.rollouts import batch_errors
     from bam_sim.models.files.parameter_file import published
 
     truth = published("mx64", "m1")
     logs = paper_like_set(truth, 4, duration=1.5, seed=8)
-    batch_errors(truth.model, truth.vector(), LogBatch.pack(logs, truth.actuator))
-    folder = tmp_path_factory.mktemp("logs")
+    folder.mkdir(parents=True, exist_ok=True)
     for i, log in enumerate(logs):
         write_legacy_log(folder / f"{i}.json", log, "mx64", log.meta["trajectory"])
     return folder
-
-
-# `fit` as installed, with a numba listener that says when an outermost compilation
-# starts and how it ends (an exception's name: the stop landed in the compiler).
-FIT_COMPILING = """
-import sys
-from numba.core import event
-
-class Said(event.Listener):
-    depth = 0
-    def on_start(self, ev):
-        self.depth += 1
-        if self.depth == 1:
-            print("stress: numba compiling", flush=True)
-    def on_end(self, ev):
-        self.depth -= 1
-        if self.depth == 0:
-            details = getattr(ev, "_exc_details", None)  # numba's is_failed is inverted
-            print(f"stress: numba compile ended ({details[0].__name__ if details else 'ok'})",
-                  flush=True)
-
-event.register("numba:compile", Said())
-from bam_identify.cli import fit_main
-sys.exit(fit_main(sys.argv[1:]))
-"""
 
 
 def fit_args(logs: Path, tmp: Path, i: int, *extra: str) -> list[str]:
@@ -401,43 +353,35 @@ def fit_args(logs: Path, tmp: Path, i: int, *extra: str) -> list[str]:
             "--report", str(tmp / f"fit_{i}" / "report"), "--quiet", *extra]
 
 
-def fit_compiling_start(logs: Path) -> Callable:
-    def start(i: int, tmp: Path, signals: tuple, slot: object = None) -> ss.Started:
-        cache = Path(tempfile.mkdtemp(prefix="numba_", dir=tmp))  # empty: numba compiles
-        return ss.start("fit (numba compiling)",
-                        [sys.executable, "-c", FIT_COMPILING, *fit_args(logs, tmp, i)],
-                        tmp / f"fit_compiling_{i}.log", signals,
-                        environment(NUMBA_CACHE_DIR=str(cache)))
-    return start
-
-
-def fit_compiling_ready(started: ss.Started, probe: ss.TrafficProbe) -> None:
-    started.wait_output("stress: numba compiling", timeout=120.0)
-
-
-def fit_polish_start(logs: Path) -> Callable:
-    def start(i: int, tmp: Path, signals: tuple, slot: object = None) -> ss.Started:
-        database = tmp / f"fit_polish_{i}.db"
-        started = ss.start("fit (LM polish)",
+def fit_start(name: str, *extra: str) -> Callable:
+    """``fit`` as installed, its study recorded in SQLite: how far it is, read from there."""
+    def start(logs: Path) -> Callable:
+        def started(i: int, tmp: Path, signals: tuple, slot: object = None) -> ss.Started:
+            database = tmp / f"{name}_{i}.db"
+            run = ss.start(f"fit ({name})",
                            [script("bam_identify", "fit"),
-                            *fit_args(logs, tmp, i, "--storage", f"sqlite:///{database}")],
-                           tmp / f"fit_polish_{i}.log", signals, environment())
-        started.data["database"] = database
+                            *fit_args(logs, tmp, i, "--storage", f"sqlite:///{database}",
+                                      *extra)],
+                           tmp / f"fit_{name}_{i}.log", signals, environment())
+            run.data["database"] = database
+            return run
         return started
     return start
 
 
-def open_polishes(database: Path) -> int:
-    """Polishes claimed and not finished in the fit's study record."""
+def study_items(database: Path, kind: str, finished: bool) -> int:
+    """Items of ``kind`` (``cma``: a generation's share; ``lm``: a polish) claimed in the fit's
+    study record, finished or not."""
     import sqlalchemy as sa
 
     if not database.exists():
         return 0
     engine = sa.create_engine(f"sqlite:///{database}")
+    done = "IS NOT NULL" if finished else "IS NULL"
     try:
         with engine.connect() as conn:
             return conn.execute(sa.text(
-                "SELECT COUNT(*) FROM bam_fit_items WHERE kind = 'lm' AND finished IS NULL"
+                f"SELECT COUNT(*) FROM bam_fit_items WHERE kind = '{kind}' AND finished {done}"
             )).scalar()
     except sa.exc.OperationalError:  # the fit has not made its tables yet
         return 0
@@ -451,17 +395,24 @@ def fit_polish_ready(started: ss.Started, probe: ss.TrafficProbe) -> None:
     database = started.data["database"]
 
     def in_polish() -> bool:
-        if not open_polishes(database):
+        if not study_items(database, "lm", finished=False):
             return False
         os.kill(started.process.pid, signal.SIGSTOP)
-        ss.until(lambda: ss.stopped(started.process.pid), "the fit frozen", 5.0)
-        if open_polishes(database):  # still inside: it cannot leave it while frozen
+        ss.until(lambda: ss.stopped(started.process.pid), "the fit frozen")
+        if study_items(database, "lm", finished=False):  # it cannot leave while frozen
             return True
         os.kill(started.process.pid, signal.SIGCONT)
         return False
 
-    started.wait(in_polish, "a polish under way", timeout=120.0)
+    started.wait(in_polish, "a polish under way")
     started.data["frozen"] = True
+
+
+def fit_search_ready(started: ss.Started, probe: ss.TrafficProbe) -> None:
+    """Generations of the CMA-ES search scored: the fit is in its search."""
+    database = started.data["database"]
+    started.wait(lambda: study_items(database, "cma", finished=True) >= 2,
+                 "a search under way")
 
 
 def campaign_start(logs: Path) -> Callable:
@@ -477,17 +428,15 @@ def campaign_start(logs: Path) -> Callable:
 
 
 def campaign_ready(started: ss.Started, probe: ss.TrafficProbe) -> None:
-    started.wait_output("job 0: m1", timeout=120.0)
+    started.wait_output("job 0: m1")
 
 
 # -- the rounds -----------------------------------------------------------------------------------
 
 def scenarios(logs: Path) -> list[Scenario]:
     return [
-        Scenario("pendulum", 10, node_start("bam_sim", "pendulum"), drive,
-                 warm=compile_first("bam_sim", "pendulum")),
-        Scenario("arm", 10, node_start("bam_sim", "arm"), drive,
-                 warm=compile_first("bam_sim", "arm")),
+        Scenario("pendulum", 10, node_start("bam_sim", "pendulum"), drive),
+        Scenario("arm", 10, node_start("bam_sim", "arm"), drive),
         Scenario("recorder", 10, recorder_start, recorder_ready, recorder_check),
         Scenario("trajectory", 10, node_start("bam_identify", "trajectory"), trajectory_ready),
         Scenario("dynamixel", 5, serial_start("dynamixel"), driver_ready, torque_check,
@@ -496,24 +445,22 @@ def scenarios(logs: Path) -> list[Scenario]:
                  serial_emulator("feetech")),
         Scenario("erob", 5, erob_start, driver_ready, torque_check, erob_emulator),
         Scenario("monitor", 5, monitor_start, monitor_ready, slot=PendulumSlot),
-        Scenario("bench serve", 5, bench_serve_start, drive, bench_serve_check,
-                 warm=compile_first("bam_sim", "pendulum")),
+        Scenario("bench serve", 5, bench_serve_start, drive, bench_serve_check),
         Scenario("bench session", 5, bench_session_start,
-                 lambda s, p: s.wait_output("first message on"), bench_session_check,
-                 warm=compile_first("bam_sim", "pendulum")),
-        Scenario("fit (numba compiling)", 5, fit_compiling_start(logs), fit_compiling_ready),
-        Scenario("fit (LM polish)", 5, fit_polish_start(logs), fit_polish_ready),
+                 lambda s, p: s.wait_output("first message on"), bench_session_check),
+        Scenario("fit (search)", 5, fit_start("search")(logs), fit_search_ready),
+        Scenario("fit (LM polish)", 5, fit_start("polish")(logs), fit_polish_ready),
         Scenario("campaign work", 5, campaign_start(logs), campaign_ready),
     ]
 
 
 def run_round(scenario: Scenario, indices: range, tmp: Path, probe: ss.TrafficProbe,
-              slots: list) -> list[ss.Stop]:
+              slots: list, bound: float) -> list[ss.Stop]:
     """Start the instances ``indices`` at once, bring each to its stop, stop them all."""
     started: list[ss.Started] = []
 
     def launch(i: int) -> None:
-        slot = slots[i % scenario.batch] if slots else None
+        slot = slots[i % len(slots)] if slots else None
         started.append(scenario.start(i, tmp, ss.pattern(i), slot))
 
     def bring(s: ss.Started) -> ss.Stop | None:  # None: ready for its stop
@@ -528,7 +475,7 @@ def run_round(scenario: Scenario, indices: range, tmp: Path, probe: ss.TrafficPr
         failed = dict(zip(map(id, started), ss.threaded([lambda s=s: bring(s)
                                                           for s in started])))
         ready = [s for s in started if failed[id(s)] is None]
-        stops = ss.stop_all(ready) if ready else []
+        stops = ss.stop_all(ready, bound) if ready else []
         for stop, s in zip(stops, ready):
             stop.problems += scenario.check(s)
         return stops + [stop for stop in failed.values() if stop is not None]
@@ -539,8 +486,9 @@ def run_round(scenario: Scenario, indices: range, tmp: Path, probe: ss.TrafficPr
 SCENARIO_NAMES = [s.name for s in scenarios(Path())]
 
 
-@pytest.fixture(scope="module")
-def probe():
+@contextmanager
+def probing() -> Iterator[ss.TrafficProbe]:
+    """The probe node that exchanges messages with the stopped executables, on their domain."""
     with private_context(DOMAIN) as context:
         probe = ss.TrafficProbe(context)
         try:
@@ -549,24 +497,20 @@ def probe():
             probe.close()
 
 
-@pytest.mark.parametrize("name", SCENARIO_NAMES)
-def test_every_stop_is_clean(name, logs_dir, probe, tmp_path):
-    (scenario,) = [s for s in scenarios(logs_dir) if s.name == name]
-    stops: list[ss.Stop] = []
+def run_scenario(scenario: Scenario, stops: int, tmp: Path, probe: ss.TrafficProbe,
+                 bound: float, batch: int | None = None) -> list[ss.Stop]:
+    """``stops`` stops of ``scenario``, ``batch`` instances at a time (default: the
+    scenario's; the patterns in turn), each exit judged against ``bound`` s."""
+    size = min(batch or scenario.batch, stops)
+    done: list[ss.Stop] = []
     slots: list = []
     try:
-        if scenario.warm is not None:
-            scenario.warm(tmp_path)
         if scenario.slot is not None:
-            ss.threaded([lambda k=k: slots.append(scenario.slot(k))
-                         for k in range(scenario.batch)])
-        with ss.busy_core():
-            for first in range(0, STOPS, scenario.batch):
-                stops += run_round(scenario, range(first, min(first + scenario.batch, STOPS)),
-                                   tmp_path, probe, slots)
+            ss.threaded([lambda k=k: slots.append(scenario.slot(k)) for k in range(size)])
+        for first in range(0, stops, size):
+            done += run_round(scenario, range(first, min(first + size, stops)), tmp, probe,
+                              slots, bound)
     finally:
         for slot in slots:
             slot.stop()
-    report = ss.summary(stops)
-    print(report)
-    assert len(stops) == STOPS and all(stop.clean for stop in stops), report
+    return done

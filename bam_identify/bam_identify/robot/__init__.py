@@ -1,0 +1,1 @@
+"""Identification of the servos of a whole robot from its own recordings."""

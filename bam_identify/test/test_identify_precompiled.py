@@ -1,0 +1,64 @@
+"""A fit on a built workspace compiles nothing: the build left every kernel it calls in
+numba's cache (``bam_sim.precompile``), so no stop can land in the compiler and no first
+fit waits minutes for it.
+
+The fit runs as a user runs it (its command line, in a process of its own) under a numba
+event listener that records every compilation, a load from the cache being none.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bam_identify.data.legacy_logs import write_legacy_log
+from bam_identify.data.synthetic import paper_like_set
+from bam_sim.models.files.parameter_file import published
+
+# The fit's command line, with a listener on numba's "numba:compile" events: a dispatcher
+# found in the cache loads without one (numba.core.dispatcher.Dispatcher.compile).
+PROGRAM = """
+import sys
+from numba.core import event
+
+compiled = []
+
+class Compiled(event.Listener):
+    def on_start(self, ev):
+        compiled.append(ev.data["dispatcher"].py_func.__qualname__)
+
+    def on_end(self, ev):
+        pass
+
+event.register("numba:compile", Compiled())
+from bam_identify.cli import fit_main
+code = fit_main(sys.argv[1:])
+print("compiled:", ", ".join(sorted(set(compiled))) or "nothing", flush=True)
+sys.exit(code)
+"""
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory) -> Path:
+    truth = published("mx64", "m6")
+    folder = tmp_path_factory.mktemp("logs")
+    for i, log in enumerate(paper_like_set(truth, 3, duration=1.0, seed=3)):
+        write_legacy_log(folder / f"{i}.json", log, "mx64", log.meta["trajectory"])
+    return folder
+
+
+@pytest.mark.parametrize("groups", [(), ("latency",)], ids=["plain", "latency"])
+def test_a_fit_on_the_build_compiles_nothing(logs, tmp_path, groups):
+    argv = ["--logs", str(logs), "--actuator", "mx64", "--models", "m1", "m6",
+            "--trials", "40", "--output", str(tmp_path / "{model}.yaml"),
+            "--report", str(tmp_path / "report"), "--quiet"]
+    if groups:
+        argv += ["--groups", *groups]
+    run = subprocess.run([sys.executable, "-c", PROGRAM, *argv], capture_output=True,
+                         text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert (tmp_path / "m6.yaml").is_file() and (tmp_path / "report" / "report.md").is_file()
+    assert "compiled: nothing" in run.stdout, run.stdout

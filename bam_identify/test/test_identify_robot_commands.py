@@ -1,0 +1,160 @@
+"""``fit --robot`` and ``eval --robot`` from the command line, on recordings written here.
+
+The Feetech 2R arm's truth (published STS3215 M1, joint offsets) records three
+episodes of step goals at 30 fps as a LeRobot dataset, in degrees with the shoulder
+turning against its axis, as a user's SO-arm dataset would read. ``fit`` writes the
+type's parameter file, the report and the joint map with the offsets it found; ``eval``
+scores that file with that map on the same dataset, per joint, as the fit did. Bad
+requests are refused in one line.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import mujoco
+import numpy as np
+import pytest
+import yaml
+from robot_recordings import ACTION, STATE, Commands, write_lerobot, write_robot_bag
+
+from bam_identify.cli import eval_main, fit_main
+from bam_sim.models import parameter_vector as P
+from bam_sim.models.files.parameter_file import load, published
+from bam_sim.mujoco_arm.shipped_arms import arm_spec
+from bam_sim.robot.joint_map import joint_map
+from bam_sim.robot.rollout import bind, simulated_recording
+
+TICK = 2.0 * math.pi / 4096
+OFFSETS = np.array([0.03, -0.02])
+FPS = 30.0
+DIRECTIONS = np.array([-1.0, 1.0])
+
+
+def run(main, args, capsys):
+    try:
+        code = main([str(a) for a in args])
+    except SystemExit as exit_:
+        code = exit_.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture(scope="module")
+def robot(tmp_path_factory):
+    """(folder, MJCF, joint map file, dataset, the truth's floor MAE)."""
+    folder = tmp_path_factory.mktemp("robot")
+    mjcf = folder / "arm.xml"
+    text = arm_spec("feetech").mjcf.read_text()
+    mjcf.write_text(text.replace('timestep="0.001"', 'timestep="0.005"'))
+    doc = {"joints": [
+        {"joint": "shoulder", "actuator": "sts3215", "gain": 32,
+         "reading": {"column": 0, "unit": "deg", "direction": -1}},
+        {"joint": "elbow", "actuator": "sts3215", "gain": 32,
+         "reading": {"column": 1, "unit": "deg"}}]}
+    joints = folder / "joints.yaml"
+    joints.write_text(yaml.safe_dump(doc))
+    truth = published("sts3215", "m1")
+    arm = bind(mujoco.MjModel.from_xml_path(str(mjcf)), joint_map(doc), [truth, truth])
+    rng = np.random.default_rng(3)
+    episodes, floor = [], []
+    n = 120  # 4 s at 30 fps, a new pair of goals every 0.5 s
+    for k in range(3):
+        goal = np.repeat(rng.uniform(-1.2, 1.2, (n // 15, 2)), 15, axis=0)
+        rec = simulated_recording(arm, f"e{k}", np.arange(n) / FPS, goal, np.full(2, 32.0),
+                                  OFFSETS, tick=TICK)
+        exact = simulated_recording(arm, f"e{k}", np.arange(n) / FPS, goal, np.full(2, 32.0),
+                                    OFFSETS)
+        floor.append(np.abs(rec.position - exact.position).mean())
+        degrees = np.degrees(DIRECTIONS)  # what each column reads per radian
+        episodes.append({STATE: rec.position * degrees, ACTION: goal * degrees})
+    dataset = write_lerobot(folder / "dataset", "v3.0", episodes, FPS,
+                            names=["shoulder.pos", "elbow.pos"])
+    return folder, mjcf, joints, dataset, float(np.mean(floor)), truth
+
+
+def test_a_robot_fit_from_a_lerobot_dataset_is_scored_again_by_eval(robot, capsys) -> None:
+    folder, mjcf, joints, dataset, floor, truth = robot
+    out, report = folder / "out" / "{actuator}_{model}.yaml", folder / "report"
+    held = [f"--set=error_gain_ratio={truth.values['error_gain_ratio']!r}",
+            f"--set=max_velocity={truth.values['max_velocity']!r}"]
+    code, stdout, err = run(fit_main, [
+        "--robot", mjcf, "--joints", joints, "--lerobot", dataset, "--models", "m1",
+        "--trials", 3000, "--target-mae", 1.1 * floor, "--validation-fraction", 0.34,
+        *held, "--output", out, "--report", report, "--quiet"], capsys)
+    assert code == 0, err
+    assert "validation MAE" in stdout
+    params = load(folder / "out" / "sts3215_m1.yaml")
+    assert params.provenance["source"] == "bam_identify fit --robot"
+    assert len(params.provenance["validation"]) == 1  # one episode of three held out
+    summary = json.loads((report / "summary.json").read_text())
+    assert summary["joints"] == ["shoulder", "elbow"]
+    assert (report / "m1_rollout.png").stat().st_size > 0
+    exported = mujoco.MjModel.from_xml_path(str(report / "m1_robot.xml"))  # MuJoCo alone
+    assert exported.nu == 2 and "m1_robot.xml" in (report / "report.md").read_text()
+    found = yaml.safe_load((report / "m1_joints.yaml").read_text())
+    offsets = [j["offset"] for j in found["joints"]]
+    np.testing.assert_allclose(offsets, OFFSETS, atol=2 * TICK)
+    code, stdout, err = run(eval_main, [
+        "--robot", mjcf, "--joints", report / "m1_joints.yaml", "--lerobot", dataset,
+        "--params", folder / "out" / "sts3215_m1.yaml", "--json", folder / "eval.json"], capsys)
+    assert code == 0, err
+    scores = json.loads((folder / "eval.json").read_text())
+    assert set(scores["mae"]) == {"shoulder", "elbow"}
+    per_recording = np.array(scores["per_recording"])
+    assert per_recording.shape == (3, 2)
+    # At the noise floor on every episode, the held-out one included.
+    assert per_recording.mean() <= 1.2 * floor
+    assert params.vector()[P.Q_OFFSET] == 0.0  # offsets live in the joint map
+
+
+def test_a_bag_of_the_robot_reads_as_the_dataset_does(robot, tmp_path, capsys) -> None:
+    """The same truth through a bag (joint_states and joint_commands) scores as well."""
+    folder, mjcf, joints, _, floor, truth = robot
+    arm = bind(mujoco.MjModel.from_xml_path(str(mjcf)), joint_map(yaml.safe_load(
+        joints.read_text())), [truth, truth])
+    n, rate = 400, 100.0
+    goal = np.repeat(np.random.default_rng(5).uniform(-1, 1, (8, 2)), 50, axis=0)
+    rec = simulated_recording(arm, "bag", np.arange(n) / rate, goal, np.full(2, 32.0), OFFSETS,
+                              tick=TICK)
+    every = slice(None, None, 10)  # goals sent at 10 Hz
+    bag = write_robot_bag(tmp_path / "bag", (rec.time, ["elbow", "shoulder"],
+                                             np.ascontiguousarray(rec.position[:, ::-1])),
+                          [Commands("joint_commands", rec.time[every], ["shoulder", "elbow"],
+                                    goal[every])], namespace="so101")
+    truth_file = tmp_path / "truth.yaml"
+    truth_file.write_text(yaml.safe_dump({"joints": [
+        {"joint": "shoulder", "actuator": "sts3215", "gain": 32, "offset": float(OFFSETS[0])},
+        {"joint": "elbow", "actuator": "sts3215", "gain": 32, "offset": float(OFFSETS[1])}]}))
+    from bam_sim.models.files.parameter_file import dump_yaml
+
+    params = tmp_path / "truth_params.yaml"
+    params.write_text(dump_yaml(truth.replace(q_offset=0.0)))
+    code, stdout, err = run(eval_main, ["--robot", mjcf, "--joints", truth_file, "--bags", bag,
+                                        "--params", params], capsys)
+    assert code == 0, err
+    mae = float(stdout.splitlines()[-1].split()[1])
+    assert mae <= 0.5 * TICK  # the truth meets its own quantized readings
+
+
+@pytest.mark.parametrize("args, phrase", [
+    (["--robot", "arm.xml"], "needs both --robot MJCF and --joints YAML"),
+    (["--lerobot", "d"], "--lerobot: give the robot too"),
+    (["--robot", "{mjcf}", "--joints", "{joints}", "--logs", "x"], "--logs is an option of the"),
+    (["--robot", "{mjcf}", "--joints", "{joints}"], "give the robot's recordings"),
+    (["--robot", "missing.xml", "--joints", "{joints}", "--lerobot", "{dataset}"],
+     "robot model missing.xml does not exist"),
+    (["--robot", "{mjcf}", "--joints", "{joints}", "--lerobot", "{dataset}", "--models",
+      "ep_cv"], "elasto-plastic models are identified on the bench"),
+    (["--robot", "{mjcf}", "--joints", "{joints}", "--lerobot", "{dataset}", "--groups",
+      "latency"], "--groups latency: the robot's rollouts apply each goal at its stamp"),
+])
+def test_a_wrong_robot_request_is_refused_in_one_line(robot, tmp_path, capsys, args,
+                                                      phrase) -> None:
+    folder, mjcf, joints, dataset, _, _ = robot
+    args = [a.format(mjcf=mjcf, joints=joints, dataset=dataset) for a in args]
+    code, _, err = run(fit_main, [*args, "--trials", 10, "--report", tmp_path / "r",
+                                  "--output", tmp_path / "{actuator}_{model}.yaml"], capsys)
+    assert code == 2
+    assert phrase in err and len(err.strip().splitlines()) == 1, err
