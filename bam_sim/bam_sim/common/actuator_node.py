@@ -243,7 +243,7 @@ class SimNode(ActuatorNode):
         self._watchdog = Watchdog(0)
         # Lock-step (the lockstep parameter): a tick per accepted command. Made before the
         # loop, so that a command received while the node starts is not lost.
-        self._steps: threading.Semaphore | None = None
+        self._granted: threading.Semaphore | None = None
         super().__init__(default_name, **kwargs)
 
     def _command(self, command: JointCommand) -> None:
@@ -276,16 +276,16 @@ class SimNode(ActuatorNode):
         except BamError as exc:
             self._rejections.reject(kind, f"{exc}")
             return
-        if self._steps is not None:
-            self._steps.release()
+        if self._granted is not None:
+            self._granted.release()
 
     def _start_sim_loop(self, name: str, rate: float, values: dict) -> None:
         """The loop at ``values``' real_time_factor, or in lock-step with the commands
         (lockstep), at ``values``' thread_priority when it has one."""
         if values["lockstep"]:
-            self._steps = threading.Semaphore(0)
+            self._granted = threading.Semaphore(0)
         self._start_loop(name, rate, values["real_time_factor"],
-                         values.get("thread_priority", 0), self._steps)
+                         values.get("thread_priority", 0), self._granted)
 
 
 def pace(values: dict) -> str:
