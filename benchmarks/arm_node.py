@@ -29,7 +29,7 @@ sys.path.insert(0, str(HERE))
 from loop_timing import loop_timing  # noqa: E402
 from provenance import environment, write_result  # noqa: E402
 
-from bam_sim.testing.ros_context import ros_domain  # noqa: E402
+from bam_testing.ros_context import ros_domain  # noqa: E402
 
 
 def make_node(**params):

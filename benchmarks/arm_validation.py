@@ -41,7 +41,8 @@ import mujoco
 import numpy as np
 
 from bam_identify.data.synthetic import paper_like_set
-from bam_identify.fitting.fit import FitSettings, SearchSpace, identify
+from bam_identify.fitting.fit import FitSettings, identify
+from bam_identify.fitting.space import SearchSpace
 from bam_sim.common.errors import BamError
 from bam_sim.models.files.parameter_file import published
 from bam_sim.models.parameter_set import ParameterSet

@@ -50,7 +50,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 
 from bam_sim.common.errors import BamError
-from bam_sim.testing.ros_context import ros_domain
+from bam_testing.ros_context import ros_domain
 
 HERE = Path(__file__).resolve().parent
 # bus -> (protocol, servo model, physics of the emulator)

@@ -49,7 +49,7 @@ from rclpy.parameter import Parameter
 from bam_drivers.emulators.ethercat_client import EthercatEmulatorProcess, NamespaceUnavailable
 from bam_drivers.ethercat.drive_models import get_drive_model
 from bam_drivers.ethercat.master import EthercatBus, JointSpec
-from bam_sim.testing.ros_context import ros_domain
+from bam_testing.ros_context import ros_domain
 
 HERE = Path(__file__).resolve().parent
 MODELS = ("erob80_100", "erob80_50")

@@ -51,7 +51,8 @@ from provenance import environment, write_result
 
 from bam_identify.data.legacy_logs import write_legacy_log
 from bam_identify.data.synthetic import paper_like_set
-from bam_identify.fitting.fit import FitSettings, SearchSpace, identify
+from bam_identify.fitting.fit import FitSettings, identify
+from bam_identify.fitting.space import SearchSpace
 from bam_sim.models.files.parameter_file import load as load_parameters
 from bam_sim.models.files.parameter_file import published, save
 

@@ -50,7 +50,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 
 from bam_sim.common.contract import JOINT_STATES
-from bam_sim.testing.ros_context import ros_domain
+from bam_testing.ros_context import ros_domain
 
 HERE = Path(__file__).resolve().parent
 RATE = 1000.0

@@ -25,7 +25,9 @@ from pathlib import Path
 from provenance import environment, write_result
 
 from bam_identify.data.legacy_logs import legacy_log_files, read_legacy_log
-from bam_identify.fitting.fit import FitSettings, Objective, SearchSpace, identify, run_search
+from bam_identify.fitting.fit import FitSettings, identify, run_search
+from bam_identify.fitting.objective import Objective
+from bam_identify.fitting.space import SearchSpace
 from bam_identify.robot.bench import bench_robot
 from bam_identify.robot.objective import RobotObjective
 from bam_identify.robot.space import RobotSpace

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 from provenance import environment, write_result
 
-from bam_sim.testing import stop_stress as ss
+from bam_testing import stop_stress as ss
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "bam_bringup" / "test"))  # the scenarios, beside the gate

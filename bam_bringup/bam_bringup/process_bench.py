@@ -1,7 +1,7 @@
 """A launch file's nodes in one process: each built from its package's entry point.
 
 Where the ros2 CLI is absent, the runner (``bench serve``, ``bench session``)
-builds the nodes a launch file would start (bam_bringup.launch_file) as
+builds the nodes a launch file would start (bam_bringup.launch_standin.launch_file) as
 objects of this process: the node class comes from the package's
 console-script entry point, and each node gets the name, namespace,
 parameters and ROS arguments (its remappings: /clock into the namespace) that

@@ -9,7 +9,7 @@
     bench session --ideal                               # the noiseless bench (tests)
 
 ``serve`` starts the nodes the launch file would start (launch/bench.launch.py
-or arm.launch.py, read by bam_bringup.launch_file; in one process:
+or arm.launch.py, read by bam_bringup.launch_standin.launch_file; in one process:
 bam_bringup.process_bench) until Ctrl-C or SIGTERM. ``session`` runs an
 identification session on the simulated bench (bam_bringup.session): it
 records the protocol over the session's setups into one rosbag2 bag, then fits
@@ -25,8 +25,8 @@ import sys
 from pathlib import Path
 
 from bam_bringup.bench_sensor import ideal_session
-from bam_bringup.launch_file import LaunchFile
-from bam_bringup.launch_values import namespace
+from bam_bringup.launch_standin.launch_file import LaunchFile
+from bam_bringup.launch_standin.values import namespace
 from bam_bringup.process_bench import ProcessBench
 from bam_bringup.session import load_session, run_session, session_config
 from bam_sim.common.arguments import ArgumentParser

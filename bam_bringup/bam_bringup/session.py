@@ -26,7 +26,7 @@ import yaml
 
 from bam_bringup import bench_sensor
 from bam_bringup.bench_sensor import Sensor
-from bam_bringup.launch_file import LaunchFile
+from bam_bringup.launch_standin.launch_file import LaunchFile
 from bam_bringup.node_spec import NodeSpec
 from bam_bringup.process_bench import ProcessBench
 from bam_bringup.session_logs import logs_to_file
@@ -216,7 +216,7 @@ def _bench_label(sensor: Sensor) -> str:
 
 def _report_truth(outcome, sensor: Sensor, truth, job) -> None:
     """The truth table beside the fit: report.md's section, summary.json's "truth"."""
-    from bam_identify.fitting.fit import SearchSpace
+    from bam_identify.fitting.space import SearchSpace
     from bam_identify.fitting.truth_report import append_truth, errors, truth_markdown
 
     if outcome.report is None:

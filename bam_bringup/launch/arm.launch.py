@@ -19,7 +19,7 @@ every joint, an empty entry keeps that joint's default, "" the node's own; ids
 and the drivers' joint_names are YAML lists.
 
 Where ROS 2 launch is absent, `bench serve --config arm` reads this file
-itself (bam_bringup/launch_file.py, with a stand-in for the launch actions used
+itself (bam_bringup/launch_standin/, with a stand-in for the launch actions used
 here) and starts the nodes it describes in one process.
 """
 

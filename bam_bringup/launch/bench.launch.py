@@ -21,7 +21,7 @@ recorder) of bam_identify runs on either. Every node runs in namespace:= with
 /clock remapped into it, so benches run side by side.
 
 Where ROS 2 launch is absent, `bench serve` reads this file itself
-(bam_bringup/launch_file.py, with a stand-in for the launch actions used here)
+(bam_bringup/launch_standin/, with a stand-in for the launch actions used here)
 and starts the nodes it describes in one process.
 """
 
@@ -40,7 +40,16 @@ from launch_ros.actions import Node, SetParameter
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import ExecutableInPackage
 
+from bam_drivers.feetech.control_table import TABLES as FEETECH_TABLES
+from bam_drivers.serial_servo.control_table import TABLES as DYNAMIXEL_TABLES
+from bam_sim.models.servo.actuators import ACTUATORS, DRIVERS, driven_by
+
 CLOCK = [("/clock", "clock")]  # the bench's clock, in its namespace
+# What each driver of the registry drives, and on what; those on a serial port share
+# one emulator (the others are on an EtherCAT interface).
+BUSES = {"dynamixel": "Dynamixel servos on port", "feetech": "Feetech STS servos on port",
+         "erob": "eRob drives over EtherCAT on interface"}
+SERIAL = ("dynamixel", "feetech")
 
 
 def number(name: str) -> ParameterValue:
@@ -69,45 +78,45 @@ def serial_driver() -> IfCondition:
     driver = LaunchConfiguration("driver")
     return IfCondition(AndSubstitution(
         NotSubstitution(LaunchConfiguration("sim")),
-        OrSubstitution(EqualsSubstitution(driver, "dynamixel"),
-                       EqualsSubstitution(driver, "feetech"))))
+        OrSubstitution(*(EqualsSubstitution(driver, name) for name in SERIAL))))
+
+
+def one_of(names) -> str:
+    """``a, b or c``."""
+    names = list(names)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
 
 
 def refuse(context) -> None:
-    """Argument combinations that cannot work: one line naming the fix."""
+    """Argument combinations that cannot work: one line naming the fix. Which driver runs
+    which actuator is the registry's (actuators.driven_by), not this file's."""
     def value(name: str) -> str:
         return LaunchConfiguration(name).perform(context)
 
     sim = value("sim").lower() in ("true", "1")
     driver, hardware, actuator = value("driver"), value("hardware"), value("actuator")
     emulated = hardware == "emulated"
-    if driver not in ("dynamixel", "feetech", "erob"):
-        raise RuntimeError("driver:= must be dynamixel (Dynamixel servos on port), feetech "
-                           "(Feetech STS servos on port) or erob (eRob drives over EtherCAT on "
-                           "interface)")
+    if driver not in DRIVERS:
+        raise RuntimeError("driver:= must be " + one_of(
+            f"{name} ({BUSES[name]})" for name in DRIVERS))
     if hardware not in ("real", "emulated"):
         raise RuntimeError("hardware:= must be real (the actuator on port or interface) or "
                            "emulated (the driver's emulator)")
     if sim and emulated:
         raise RuntimeError("hardware:=emulated runs the driver on the emulator; give "
                            "sim:=false with it")
-    if not sim and driver == "dynamixel" and actuator not in ("mx64", "mx106", "xl320", "xl330"):
-        raise RuntimeError("driver:=dynamixel drives MX and XL servos: give actuator:=mx64, "
-                           "mx106, xl320 or xl330, driver:=feetech for an STS3215 or "
-                           "driver:=erob for an eRob")
-    if not sim and driver == "feetech" and actuator not in ("sts3215", "sts3215_12v"):
-        raise RuntimeError("driver:=feetech drives STS3215 servos: give actuator:=sts3215 or "
-                           "sts3215_12v")
-    if not sim and driver == "erob" and actuator not in ("erob80_50", "erob80_100"):
-        raise RuntimeError("driver:=erob drives eRob drives: give actuator:=erob80_50 or "
-                           "erob80_100, or driver:=dynamixel for an MX servo")
-    if emulated and driver in ("dynamixel", "feetech") and not value("port"):
+    if not sim and actuator not in driven_by(driver):
+        others = [name for name in DRIVERS if actuator in driven_by(name)]
+        fix = f", or driver:={others[0]} for the {ACTUATORS[actuator].title}" if others else ""
+        raise RuntimeError(f"driver:={driver} drives {BUSES[driver].split(' on ')[0]}: give "
+                           f"actuator:={one_of(driven_by(driver))}{fix}")
+    if emulated and driver in SERIAL and not value("port"):
         raise RuntimeError("hardware:=emulated needs port:=PATH, where the emulator creates "
                            "its pseudo-terminal (e.g. port:=/tmp/ttyDXL)")
-    if emulated and driver == "erob" and not value("interface"):
-        raise RuntimeError("hardware:=emulated with driver:=erob needs interface:=NAME, the "
-                           "name the emulator gives the master's end of its veth pair (e.g. "
-                           "interface:=bamec0)")
+    if emulated and driver not in SERIAL and not value("interface"):
+        raise RuntimeError(f"hardware:=emulated with driver:={driver} needs interface:=NAME, "
+                           "the name the emulator gives the master's end of its veth pair "
+                           "(e.g. interface:=bamec0)")
 
 
 def servo_model(context) -> str:
@@ -138,10 +147,9 @@ def generate_launch_description() -> LaunchDescription:
     bench = {"mass": number("mass"), "length": number("length"), "arm_mass": number("arm_mass")}
     return LaunchDescription([
         DeclareLaunchArgument("actuator", default_value="mx64", description=(
-            "actuator type (mx64, mx106, xl320, xl330, sts3215, sts3215_12v, st3025, erob80_50, "
-            "erob80_100; sim:=false: mx64, mx106, xl320, xl330 with driver:=dynamixel, "
-            "sts3215, sts3215_12v with driver:=feetech, erob80_50, erob80_100 with "
-            "driver:=erob)")),
+            f"actuator type ({', '.join(ACTUATORS)}; sim:=false: "
+            + "; ".join(f"{', '.join(driven_by(d))} with driver:={d}" for d in DRIVERS)
+            + ")")),
         DeclareLaunchArgument("model", default_value="m4", description=(
             "friction model of the simulated actuator (m1..m6; ep_* with params:=FILE)")),
         DeclareLaunchArgument("params", default_value="", description=(
@@ -164,8 +172,8 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument("arm_mass", default_value="0.0", description=(
             "mass of the pendulum arm (uniform rod), kg")),
         DeclareLaunchArgument("driver", default_value="dynamixel", description=(
-            "hardware driver of sim:=false (dynamixel: Dynamixel servos on port; feetech: "
-            "Feetech STS servos on port; erob: eRob drives over EtherCAT on interface)")),
+            "hardware driver of sim:=false ("
+            + "; ".join(f"{d}: {BUSES[d]}" for d in DRIVERS) + ")")),
         DeclareLaunchArgument("hardware", default_value="real", description=(
             "sim:=false on real hardware (real) or on the driver's emulator (emulated; "
             "driver:=erob needs root)")),
@@ -181,9 +189,9 @@ def generate_launch_description() -> LaunchDescription:
             "servo ids on the bus, a list such as [1, 2] (driver:=dynamixel or feetech; the "
             "first is the pendulum's joint)")),
         DeclareLaunchArgument("servo_model", default_value="", description=(
-            "control table of the servos (driver:=dynamixel: mx64_p1, mx106_p1, mx64_p2, "
-            "mx106_p2, xm430_w350, xl330_m288, xl320, \"\" = mx64_p1; driver:=feetech: "
-            "sts3215, sts3215_12v, \"\" = the actuator's)")),
+            f"control table of the servos (driver:=dynamixel: {', '.join(DYNAMIXEL_TABLES)}, "
+            f"\"\" = mx64_p1; driver:=feetech: {', '.join(FEETECH_TABLES)}, \"\" = the "
+            "actuator's)")),
         DeclareLaunchArgument("rate", default_value="", description=(
             "bus cycles (read, write, publish) per second of the driver, Hz (sim:=false; \"\" = "
             "the driver's: 200 Hz Dynamixel and Feetech, 1000 Hz eRob)")),

@@ -19,7 +19,7 @@ forward_position_controller inactive (both claim the position commands).
 Needs ros2_control, ros2_controllers, robot_state_publisher and
 topic_based_ros2_control (or joint_state_topic_hardware_interface, which loads
 under the same plugin name). None installs where ROS 2 is absent: there the
-tests evaluate this file with the stand-in (bam_bringup/launch_file.py), and
+tests evaluate this file with the stand-in (bam_bringup/launch_standin/), and
 `bench serve` does not run it.
 """
 

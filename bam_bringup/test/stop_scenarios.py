@@ -6,7 +6,7 @@ Each executable runs as installed (its console script), in a session of its own,
 instances at once in namespaces of one private DDS domain. After the instances have
 exchanged messages with the probe (or reached the phase a stop must survive: the search
 or the Levenberg-Marquardt polish of a fit, a campaign job), they are stopped by SIGTERM,
-SIGINT, SIGTERM+SIGTERM or SIGINT+SIGTERM in turn (bam_sim.testing.stop_stress): each must
+SIGINT, SIGTERM+SIGTERM or SIGINT+SIGTERM in turn (bam_testing.stop_stress): each must
 exit with 128 + the first signal, print no traceback and leave no process behind; a bag it
 wrote must read back, and a driver must have turned the torque off as its emulator reads
 it. How fast it exits is the soak's figure, not the gate's verdict.
@@ -22,8 +22,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from bam_sim.testing import stop_stress as ss
-from bam_sim.testing.ros_context import private_context, ros_domain
+from bam_testing import stop_stress as ss
+from bam_testing.ros_context import private_context, ros_domain
 
 DOMAIN = ros_domain(4)  # one domain for every round; namespaces keep the instances apart
 

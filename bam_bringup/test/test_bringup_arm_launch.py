@@ -13,12 +13,12 @@ import itertools
 
 import pytest
 
-from bam_bringup.launch_values import launch_text, typed
+from bam_bringup.launch_standin.values import launch_text, typed
 from bam_bringup.process_bench import build_nodes, node_class
 from bam_bringup.runner import LAUNCH_FILES, build_parser, launch_file
 from bam_sim.common.errors import BamError
 from bam_sim.models.files.parameter_file import published, save
-from bam_sim.testing.ros_context import private_context
+from bam_testing.ros_context import private_context
 
 # Every optional argument given (values each node accepts, as the arm's own defaults).
 FULL = {"params": ",", "models": "m4", "gains": "8.0", "actuators": "mx106,mx64",

@@ -5,7 +5,7 @@ options (a node's parameters) get a generated edge value (empty, blank, NaN, ±i
 0, negative, 1e308, 1e-300, 300-character names, '/', '..', unicode, /dev/null, a
 directory, a missing or broken file, an existing file, the input itself as the
 output), sometimes with an unknown or misspelt option. Each example runs the
-executable's ``main(argv)`` in a forked child (bam_sim.testing.cli_properties) in
+executable's ``main(argv)`` in a forked child (bam_testing.cli_properties) in
 a fresh folder and must end in either
 
 - exit 2 with exactly one non-empty stderr line naming the program, no traceback;
@@ -71,7 +71,7 @@ from bam_sim.models.files.parameter_file import published, save
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.nodes import arm_node, monitor_node, pendulum_node
 from bam_sim.simulate_cli import main as simulate_main
-from bam_sim.testing.cli_properties import (
+from bam_testing.cli_properties import (
     FAILURES,
     Run,
     Tally,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bam_sim.common.ready_line import await_ready_line
-from bam_sim.testing.ros_context import ros_domain
+from bam_testing.ros_context import ros_domain
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 

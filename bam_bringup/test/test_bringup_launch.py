@@ -16,7 +16,7 @@ import pytest
 from bam_bringup.process_bench import build_nodes, node_class
 from bam_bringup.runner import LAUNCH_FILES
 from bam_sim.common.errors import BamError
-from bam_sim.testing.ros_context import private_context
+from bam_testing.ros_context import private_context
 
 FULL = {"params": "p.yaml", "bag": "/nonexistent/bag", "protocol": "p.yaml",
         "port": "/nonexistent/ttyDXL", "interface": "nonexistent0",
@@ -114,14 +114,16 @@ def test_namespace_puts_every_node_in_it():
     ({"ids": "1,x"}, "entry 'x' of argument ids must be a number"),
     ({"namespace": "1bench"}, "namespace:=1bench is not a ROS namespace"),
     ({"namespace": "bench-1"}, "namespace:=bench-1 is not a ROS namespace"),
-    ({"driver": "ethercat"}, "driver:= must be dynamixel .* or erob"),
-    ({"sim": "false", "driver": "erob"}, "driver:=erob drives eRob drives: give "
-                                         "actuator:=erob80_50 or erob80_100"),
-    ({"sim": "false", "actuator": "erob80_100"}, "driver:=dynamixel drives MX and XL servos"),
-    ({"sim": "false", "actuator": "xl316"}, "driver:=dynamixel drives MX and XL servos: "
+    ({"driver": "ethercat"}, r"driver:= must be dynamixel \(Dynamixel servos on port\), "),
+    ({"sim": "false", "driver": "erob"}, "driver:=erob drives eRob drives over EtherCAT: "
+                                         "give actuator:=erob80_50 or erob80_100"),
+    ({"sim": "false", "actuator": "erob80_100"},
+     "driver:=dynamixel drives Dynamixel servos: .*, or driver:=erob for the eRob80:100"),
+    ({"sim": "false", "actuator": "xl316"}, "driver:=dynamixel drives Dynamixel servos: "
                                             "give actuator:=mx64, mx106, xl320 or xl330"),
-    ({"sim": "false", "actuator": "sts3215"}, "driver:=feetech for an STS3215"),
-    ({"sim": "false", "driver": "feetech"}, "driver:=feetech drives STS3215 servos: give "
+    ({"sim": "false", "actuator": "sts3215"},
+     r"driver:=feetech for the Feetech STS3215 \(7.4 V\)"),
+    ({"sim": "false", "driver": "feetech"}, "driver:=feetech drives Feetech STS servos: give "
                                             "actuator:=sts3215 or sts3215_12v"),
     ({**FEETECH, "sim": "false", "hardware": "emulated"}, "hardware:=emulated needs port:=PATH"),
     ({"sim": "false", "hardware": "emulated"}, "hardware:=emulated needs port:=PATH"),

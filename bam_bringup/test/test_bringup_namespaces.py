@@ -21,8 +21,8 @@ from bam_bringup.runner import LAUNCH_FILES
 from bam_msgs.msg import ActuatorCommand
 from bam_sim.common import contract
 from bam_sim.common.qos import profile
-from bam_sim.testing.ros_context import private_context
-from bam_sim.testing.ros_graph import stamp_ns, wait_for, wait_matched
+from bam_testing.ros_context import private_context
+from bam_testing.ros_graph import stamp_ns, wait_for, wait_matched
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 

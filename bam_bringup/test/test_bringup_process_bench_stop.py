@@ -12,7 +12,7 @@ import pytest
 from rclpy.node import Node
 
 from bam_bringup.process_bench import ProcessBench
-from bam_sim.testing.ros_context import private_context
+from bam_testing.ros_context import private_context
 
 pytestmark = pytest.mark.live  # DDS and threads: rerun under load
 

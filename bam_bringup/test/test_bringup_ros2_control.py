@@ -23,12 +23,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bam_bringup.launch_file import LaunchFile
+from bam_bringup.launch_standin.launch_file import LaunchFile
 from bam_bringup.process_bench import build_nodes
 from bam_bringup.runner import LAUNCH_FILES
 from bam_sim.common.contract import JOINT_COMMANDS, JOINT_STATES
 from bam_sim.mujoco_arm.shipped_arms import ARMS
-from bam_sim.testing.ros_context import private_context
+from bam_testing.ros_context import private_context
 
 PACKAGE = Path(__file__).resolve().parents[1]
 CONTROL = LaunchFile("control")

@@ -25,7 +25,7 @@ from bam_sim.common.errors import BamError
 from bam_sim.common.ready_line import NotReady, await_ready_line
 from bam_sim.models.model_registry import get_model
 from bam_sim.models.servo.actuators import get_actuator
-from bam_sim.testing.ros_context import ros_domain
+from bam_testing.ros_context import ros_domain
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 
@@ -338,7 +338,7 @@ def test_the_session_report_holds_the_truth_table(sensed_session):
     import re
 
     from bam_bringup.bench_sensor import fit_groups, truth_values
-    from bam_identify.fitting.fit import SearchSpace
+    from bam_identify.fitting.space import SearchSpace
     from bam_identify.fitting.truth_report import NEGLIGIBLE, NOT_COMPARED
     from bam_sim.models.files.parameter_file import load
 

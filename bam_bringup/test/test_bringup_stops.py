@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import stop_scenarios as sc
 
-from bam_sim.testing import stop_stress as ss
+from bam_testing import stop_stress as ss
 
 pytestmark = pytest.mark.live
 

@@ -32,7 +32,7 @@ from bam_identify.export_cli import export_main
 from bam_sim.common import output_paths
 from bam_sim.models.files.parameter_file import load, published, save
 from bam_sim.simulate_cli import main as simulate_main
-from bam_sim.testing.output_cases import device_node, fifo, same_node, small_disk
+from bam_testing.output_cases import device_node, fifo, same_node, small_disk
 
 TIMEOUT = 300.0  # s: only a hang reaches it (a fit of 10 trials takes seconds)
 QUICK_FIT = ["--models", "m1", "--trials", "10", "--quiet"]

@@ -1,7 +1,7 @@
 """Test rig of the driver: an emulator process, a driver node on its port, a probe node.
 
 The driver and the probe spin in one executor thread on a private rclpy
-context (bam_sim.testing.ros_graph.ActuatorProbe); the probe records every message
+context (bam_testing.ros_graph.ActuatorProbe); the probe records every message
 of the driver's topics (with its receive time) and publishes commands.
 """
 
@@ -26,8 +26,8 @@ from bam_drivers.nodes.serial_servo_node import DIAGNOSTICS_TOPIC, SerialServoNo
 from bam_drivers.serial_servo.control_table import RAD_PER_COUNT
 from bam_msgs.msg import ActuatorCommand, BenchInfo
 from bam_sim.common import contract
-from bam_sim.testing.ros_context import ros_domain
-from bam_sim.testing.ros_graph import ActuatorProbe
+from bam_testing.ros_context import ros_domain
+from bam_testing.ros_graph import ActuatorProbe
 
 TIMEOUT = 30.0  # s, discovery included
 # SCHED_FIFO priorities where a test's verdict rests on the timing of a real-time

@@ -20,7 +20,7 @@ from bam_drivers.emulators.ethercat_client import EthercatEmulatorProcess, Names
 from bam_drivers.nodes.erob_node import DIAGNOSTICS_TOPIC, ErobNode
 from bam_msgs.msg import ActuatorCommand, BenchInfo
 from bam_sim.common import contract
-from bam_sim.testing.ros_graph import ActuatorProbe
+from bam_testing.ros_graph import ActuatorProbe
 
 TIMEOUT = 30.0  # s, discovery and bring-up included
 PRIORITY = 20  # SCHED_FIFO priority of the emulator's threads and of the driver's loop

@@ -3,7 +3,7 @@
 The trajectory node plays a protocol on a driver node while the recorder
 writes the bag: each node spun by its own executor thread on one private
 context, as the bench runner spins them. The MAE helper scores a parameter
-set on logs the way ``fit`` does (bam_identify.fitting.fit.Objective).
+set on logs the way ``fit`` does (bam_identify.fitting.objective.Objective).
 
 :func:`clean_stretches` cuts the logs where the driver published nothing for a
 while: a loaded host stalled it, the servo meanwhile kept the last goal it was
@@ -23,7 +23,8 @@ from rclpy.parameter import Parameter
 from rosbags.rosbag2 import Reader
 
 from bam_identify.data.typestore import typestore
-from bam_identify.fitting.fit import Objective, SearchSpace
+from bam_identify.fitting.objective import Objective
+from bam_identify.fitting.space import SearchSpace
 from bam_identify.nodes.recorder_node import RecorderNode
 from bam_identify.nodes.trajectory_node import TrajectoryNode
 from bam_sim.bench.bench_log import BenchLog

@@ -21,7 +21,7 @@ from bam_drivers.serial_servo.bus import (
 )
 from bam_drivers.supervisor import ConfigurationError
 from bam_sim.common.errors import BamError
-from bam_sim.testing.ros_graph import wait_for
+from bam_testing.ros_graph import wait_for
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 

@@ -9,7 +9,7 @@ import pytest
 from dynamixel_sdk import port_handler
 
 from bam_drivers.emulators.client import EmulatorError, EmulatorProcess
-from bam_sim.testing.ros_graph import wait_for
+from bam_testing.ros_graph import wait_for
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 

@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from bam_sim.testing.processes import read_until
+from bam_testing.processes import read_until
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 

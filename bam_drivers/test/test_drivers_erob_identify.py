@@ -36,9 +36,10 @@ from rclpy.parameter import Parameter
 
 from bam_drivers.nodes.erob_node import ErobNode
 from bam_identify.data.dataset import load_dataset, split
-from bam_identify.fitting.fit import FitSettings, SearchSpace, identify, nested_start
+from bam_identify.fitting.fit import FitSettings, identify
+from bam_identify.fitting.space import SearchSpace, nested_start
 from bam_sim.models.files.parameter_file import published
-from bam_sim.testing.ros_context import private_context
+from bam_testing.ros_context import private_context
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 

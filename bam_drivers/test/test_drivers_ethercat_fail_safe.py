@@ -24,8 +24,8 @@ from bam_drivers.ethercat.master import EthercatBus, JointSpec, check_interface_
 from bam_drivers.ethercat.supervisor import ErobSupervisor, JointFrame
 from bam_drivers.nodes.erob_node import ErobNode
 from bam_sim.common.errors import BamError
-from bam_sim.testing.ros_context import private_context, ros_domain
-from bam_sim.testing.ros_graph import executable_error
+from bam_testing.ros_context import private_context, ros_domain
+from bam_testing.ros_graph import executable_error
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 

@@ -18,7 +18,7 @@ from ethercat_rig import ErobRig, emulator, values, wait_truth
 
 from bam_drivers.ethercat import cia402
 from bam_drivers.ethercat.drive_models import get_drive_model
-from bam_sim.testing.ros_context import private_context
+from bam_testing.ros_context import private_context
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 

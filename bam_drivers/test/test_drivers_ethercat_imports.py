@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-HEAVY = ("numba", "mujoco", "optuna", "rosbags", "bam_identify", "bam_sim.testing",
+HEAVY = ("numba", "mujoco", "optuna", "rosbags", "bam_identify", "bam_testing",
          "bam_sim.bench.pendulum", "pyroute2")
 ROS = ("rclpy", "rcl_interfaces", "diagnostic_msgs")
 

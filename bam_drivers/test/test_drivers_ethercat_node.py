@@ -25,8 +25,8 @@ from bam_drivers.nodes.driver_node import mean_kt
 from bam_drivers.nodes.erob_node import ErobNode
 from bam_msgs.msg import ActuatorState, BenchInfo
 from bam_sim.common.errors import BamError
-from bam_sim.testing.ros_context import private_context, ros_domain
-from bam_sim.testing.ros_graph import closing, executable_error, stamp_ns
+from bam_testing.ros_context import private_context, ros_domain
+from bam_testing.ros_graph import closing, executable_error, stamp_ns
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 

@@ -27,8 +27,8 @@ from bam_drivers.serial_servo.bus import SerialServoBus
 from bam_drivers.serial_servo.supervisor import SerialServoSupervisor
 from bam_drivers.supervisor import RETRY_MAX, RETRY_MIN, ConfigurationError
 from bam_sim.common.commands import JointCommand
-from bam_sim.testing.ros_context import private_context, ros_domain
-from bam_sim.testing.ros_graph import wait_for
+from bam_testing.ros_context import private_context, ros_domain
+from bam_testing.ros_graph import wait_for
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 

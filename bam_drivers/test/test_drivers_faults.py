@@ -14,7 +14,7 @@ from diagnostic_msgs.msg import DiagnosticStatus
 from drivers_rig import EMULATOR_PRIORITY, SERIAL_BUSES, Rig, values
 
 from bam_drivers.emulators.client import EmulatorProcess
-from bam_sim.testing.ros_context import private_context
+from bam_testing.ros_context import private_context
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 

@@ -21,7 +21,7 @@ from bam_drivers.serial_servo import packet as pk
 from bam_drivers.serial_servo.bus import SerialServoBus
 from bam_drivers.serial_servo.control_table import RAD_PER_COUNT, Field
 from bam_sim.common.errors import BamError
-from bam_sim.testing.ros_graph import wait_for
+from bam_testing.ros_graph import wait_for
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 

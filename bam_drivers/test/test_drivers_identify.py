@@ -69,11 +69,12 @@ from protocol_recording import clean_stretches, joint_stamps, mae, record_protoc
 
 from bam_identify.data import plausibility
 from bam_identify.data.dataset import load_dataset, split
-from bam_identify.fitting.fit import FitSettings, SearchSpace, identify
+from bam_identify.fitting.fit import FitSettings, identify
+from bam_identify.fitting.space import SearchSpace
 from bam_sim.common.contract import JOINT_STATES
 from bam_sim.models.files.parameter_file import published
-from bam_sim.testing.ros_context import private_context
-from bam_sim.testing.ros_graph import wait_for
+from bam_testing.ros_context import private_context
+from bam_testing.ros_graph import wait_for
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-HEAVY = ("numba", "mujoco", "optuna", "rosbags", "bam_identify", "bam_sim.testing")
+HEAVY = ("numba", "mujoco", "optuna", "rosbags", "bam_identify", "bam_testing")
 
 
 @pytest.mark.parametrize("module", ["bam_drivers.nodes.serial_servo_node",

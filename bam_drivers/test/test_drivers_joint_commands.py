@@ -5,7 +5,7 @@ ros-controls' JointStateTopicSystem; the source read is cited above
 ``parse_joint_command`` in bam_sim.common.commands) writes a
 ``sensor_msgs/JointState`` on its ``joint_commands_topic`` once per controller
 update: names, position commands, stamped now, reliable, volatile, keep last 1.
-The rigs' probe (bam_sim.testing.ros_graph.ActuatorProbe) publishes exactly
+The rigs' probe (bam_testing.ros_graph.ActuatorProbe) publishes exactly
 that on ``joint_commands`` at 100 Hz to the Dynamixel, Feetech and eRob drivers
 on their emulators, and the goal must reach the hardware: the servo's goal
 register (the emulator's truth), the eRob drive's position (its host current
@@ -23,8 +23,8 @@ from drivers_rig import SERIAL_BUSES, Rig, emulator_of
 from ethercat_rig import ErobRig, emulator, wait_truth
 
 from bam_drivers.serial_servo.control_table import RAD_PER_COUNT
-from bam_sim.testing.ros_context import private_context
-from bam_sim.testing.ros_graph import closing
+from bam_testing.ros_context import private_context
+from bam_testing.ros_graph import closing
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 

@@ -76,8 +76,8 @@ from bam_sim.common.qos import profile
 from bam_sim.models.files.parameter_file import published, save
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.nodes.monitor_node import MonitorNode
-from bam_sim.testing.ros_context import private_context, ros_domain
-from bam_sim.testing.ros_graph import PROBE_DEPTH, Spinner, closing, stamp_ns, wait_for
+from bam_testing.ros_context import private_context, ros_domain
+from bam_testing.ros_graph import PROBE_DEPTH, Spinner, closing, stamp_ns, wait_for
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 

@@ -30,8 +30,8 @@ from bam_drivers.nodes.serial_servo_node import SerialServoNode
 from bam_drivers.serial_servo.control_table import RAD_PER_COUNT, get_table
 from bam_msgs.msg import BenchInfo
 from bam_sim.common.errors import BamError
-from bam_sim.testing.ros_context import private_context, ros_domain
-from bam_sim.testing.ros_graph import closing, wait_for
+from bam_testing.ros_context import private_context, ros_domain
+from bam_testing.ros_graph import closing, wait_for
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 

@@ -13,7 +13,7 @@ from bam_drivers.nodes.erob_node import ErobNode
 from bam_drivers.nodes.feetech_node import FeetechNode
 from bam_drivers.nodes.serial_servo_node import SerialServoNode
 from bam_sim.common.errors import BamError
-from bam_sim.testing.ros_context import private_context
+from bam_testing.ros_context import private_context
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 

@@ -42,7 +42,7 @@ from bam_sim.common.output_paths import check_output
 from bam_sim.models.files.bam_json import parameters_to_json
 from bam_sim.models.files.parameter_file import published, save
 from bam_sim.models.parameter_set import ParameterSet
-from bam_sim.testing.output_cases import device_node, fifo, same_node
+from bam_testing.output_cases import device_node, fifo, same_node
 
 LONG = "n" * 300  # a name over the 255 bytes a file name may have
 ROBOT = """<mujoco model="robot">

@@ -14,7 +14,7 @@ from bam_identify.data.bag_reader import read_bag
 from bam_identify.data.bag_recovery import needs_recovery
 from bam_sim.common.errors import BamError
 from bam_sim.models.files.parameter_file import published, save
-from bam_sim.testing.processes import read_until
+from bam_testing.processes import read_until
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 

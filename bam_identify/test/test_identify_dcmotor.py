@@ -12,7 +12,9 @@ from bam_identify.cli import eval_main, fit_main
 from bam_identify.data.bag_reader import read_bag
 from bam_identify.data.bag_writer import BagSession, BagTrial, write_bag
 from bam_identify.data.synthetic import dcmotor_example, record
-from bam_identify.fitting.fit import FitSettings, Objective, SearchSpace, identify
+from bam_identify.fitting.fit import FitSettings, identify
+from bam_identify.fitting.objective import Objective
+from bam_identify.fitting.space import SearchSpace
 from bam_identify.protocol import load_protocol, protocol_from_text
 from bam_sim.bench.bench_log import LogBatch
 from bam_sim.bench.geometry import Bench

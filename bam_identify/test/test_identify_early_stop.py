@@ -20,7 +20,7 @@ from types import SimpleNamespace
 import pytest
 from identify_cases import write_m1_logs
 
-from bam_sim.testing.processes import read_until
+from bam_testing.processes import read_until
 
 pytestmark = pytest.mark.live  # processes and signals: rerun under load
 

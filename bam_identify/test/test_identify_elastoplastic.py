@@ -14,14 +14,9 @@ import pytest
 from bam_identify.cli import eval_main, fit_main
 from bam_identify.data.bag_writer import BagSession, BagTrial, write_bag
 from bam_identify.data.synthetic import elastoplastic_example, paper_like_set, record
-from bam_identify.fitting.fit import (
-    INFEASIBLE,
-    FitSettings,
-    Objective,
-    SearchSpace,
-    identify,
-    nested_start,
-)
+from bam_identify.fitting.fit import FitSettings, identify
+from bam_identify.fitting.objective import INFEASIBLE, Objective
+from bam_identify.fitting.space import SearchSpace, nested_start
 from bam_sim.bench.bench_log import LogBatch
 from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import batch_mae, batch_violation

@@ -6,14 +6,9 @@ import numpy as np
 import pytest
 
 from bam_identify.data.synthetic import paper_like_set, record
-from bam_identify.fitting.fit import (
-    FitSettings,
-    Objective,
-    SearchSpace,
-    identify,
-    nested_start,
-    parse_assignments,
-)
+from bam_identify.fitting.fit import FitSettings, identify
+from bam_identify.fitting.objective import Objective
+from bam_identify.fitting.space import SearchSpace, nested_start, parse_assignments
 from bam_sim.bench.geometry import Bench
 from bam_sim.common.cancellation import Cancellation
 from bam_sim.common.errors import BamError

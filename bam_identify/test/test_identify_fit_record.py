@@ -7,7 +7,9 @@ import optuna
 import pytest
 
 from bam_identify.data.synthetic import paper_like_set
-from bam_identify.fitting.fit import FitSettings, Objective, SearchSpace, identify
+from bam_identify.fitting.fit import FitSettings, identify
+from bam_identify.fitting.objective import Objective
+from bam_identify.fitting.space import SearchSpace
 from bam_sim.common.cancellation import Cancellation
 from bam_sim.common.errors import BamError
 from bam_sim.models.files.parameter_file import published

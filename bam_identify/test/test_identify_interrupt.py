@@ -17,7 +17,7 @@ from identify_cases import write_m1_logs
 
 from bam_identify.fitting.search import POLISH_AFTER
 from bam_sim.models.files.parameter_file import load
-from bam_sim.testing.processes import read_until
+from bam_testing.processes import read_until
 
 TIMEOUT = 300.0  # s: only reached when something is wrong (a loaded machine is slow)
 FIT = "from bam_identify.cli import fit_main; raise SystemExit(fit_main())"
@@ -81,7 +81,8 @@ def test_a_stop_during_the_search_keeps_the_best_and_a_second_signal_changes_not
 STEP = """
 import json, os, signal, sys
 from bam_identify.data.synthetic import paper_like_set
-from bam_identify.fitting.fit import FitSettings, SearchSpace, identify
+from bam_identify.fitting.fit import FitSettings, identify
+from bam_identify.fitting.space import SearchSpace
 from bam_sim.common.entry_point import run_command
 from bam_sim.models.files.parameter_file import published
 

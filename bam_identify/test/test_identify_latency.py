@@ -10,8 +10,10 @@ import pytest
 from bam_identify.cli import fit_main
 from bam_identify.data.legacy_logs import write_legacy_log
 from bam_identify.data.synthetic import paper_like_set
-from bam_identify.fitting.fit import FitSettings, Objective, SearchSpace, identify
+from bam_identify.fitting.fit import FitSettings, identify
 from bam_identify.fitting.latency import latency_range
+from bam_identify.fitting.objective import Objective
+from bam_identify.fitting.space import SearchSpace
 from bam_sim.models.files.parameter_file import load, published
 
 pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic

@@ -7,8 +7,10 @@ import optuna
 import pytest
 
 from bam_identify.data.synthetic import paper_like_set
-from bam_identify.fitting.fit import FitSettings, Objective, SearchSpace, identify
+from bam_identify.fitting.fit import FitSettings, identify
+from bam_identify.fitting.objective import Objective
 from bam_identify.fitting.polish import LevenbergMarquardt
+from bam_identify.fitting.space import SearchSpace
 from bam_sim.models.files.parameter_file import published
 
 pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic

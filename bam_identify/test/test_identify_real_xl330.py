@@ -18,11 +18,13 @@ import numpy as np
 import pytest
 
 from bam_identify.data.legacy_logs import read_legacy_log, read_legacy_logs, write_legacy_log
-from bam_identify.fitting.fit import FitSettings, Objective, SearchSpace, identify, nested_start
+from bam_identify.fitting.fit import FitSettings, identify
 from bam_identify.fitting.held import group_defaults
 from bam_identify.fitting.job import FitJob
+from bam_identify.fitting.objective import Objective
 from bam_identify.fitting.report import THERMAL_SPAN
 from bam_identify.fitting.run import fit
+from bam_identify.fitting.space import SearchSpace, nested_start
 from bam_sim.common.errors import BamError
 from bam_sim.models.dcmotor.groups import DEFAULT_TEMPERATURE_WEIGHT, get_group
 from bam_sim.models.servo.actuators import XL330_DUTY_GAIN, get_actuator

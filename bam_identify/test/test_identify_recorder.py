@@ -37,10 +37,10 @@ from bam_msgs.msg import ActuatorState, ActuatorStateArray, BenchInfo, Trial
 from bam_sim.common.contract import ACTUATOR_STATES, BENCH_INFO, JOINT_STATES, RECORDED, TRIAL
 from bam_sim.common.errors import BamError
 from bam_sim.common.qos import profile
-from bam_sim.testing.output_cases import small_disk
-from bam_sim.testing.processes import read_until
-from bam_sim.testing.ros_context import private_context, ros_domain
-from bam_sim.testing.ros_graph import Spinner, wait_for, wait_matched
+from bam_testing.output_cases import small_disk
+from bam_testing.processes import read_until
+from bam_testing.ros_context import private_context, ros_domain
+from bam_testing.ros_graph import Spinner, wait_for, wait_matched
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 

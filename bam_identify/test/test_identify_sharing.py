@@ -17,10 +17,11 @@ from bam_identify.cli import FitJob
 from bam_identify.data.legacy_logs import write_legacy_log
 from bam_identify.data.synthetic import paper_like_set
 from bam_identify.fitting.campaign import job_from_json, job_to_json
-from bam_identify.fitting.fit import FitSettings, SearchSpace, identify
+from bam_identify.fitting.fit import FitSettings, identify
+from bam_identify.fitting.space import SearchSpace
 from bam_identify.fitting.study_record import shares_of
 from bam_sim.models.files.parameter_file import published
-from bam_sim.testing.processes import read_until
+from bam_testing.processes import read_until
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 
@@ -92,9 +93,10 @@ def test_a_share_left_by_a_dead_worker_is_taken_over(logs, tmp_path):
 WORKER = """
 import json, sys
 from bam_identify.data.synthetic import paper_like_set
-from bam_identify.fitting.fit import FitSettings, SearchSpace, identify
+from bam_identify.fitting.fit import FitSettings, identify
+from bam_identify.fitting.space import SearchSpace
 from bam_sim.models.files.parameter_file import published
-from bam_sim.testing.processes import read_until
+from bam_testing.processes import read_until
 logs = paper_like_set(published("mx64", "m1"), 4, duration=1.5, seed=8)
 result = identify(SearchSpace.build("mx64", "m1"), logs, FitSettings(
     trials=67, seed=4, popsize=10, polish=False, storage=sys.argv[1], study_name="cut",

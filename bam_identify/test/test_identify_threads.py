@@ -19,7 +19,8 @@ import numba
 import pytest
 
 from bam_identify.data.synthetic import elastoplastic_example, paper_like_set
-from bam_identify.fitting.fit import FitSettings, SearchSpace, identify
+from bam_identify.fitting.fit import FitSettings, identify
+from bam_identify.fitting.space import SearchSpace
 
 pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
 
@@ -28,7 +29,8 @@ pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
 FIT = """
 import json
 from bam_identify.data.synthetic import elastoplastic_example, paper_like_set
-from bam_identify.fitting.fit import FitSettings, SearchSpace, identify
+from bam_identify.fitting.fit import FitSettings, identify
+from bam_identify.fitting.space import SearchSpace
 logs = paper_like_set(elastoplastic_example("mx64", "ep_stribeck"), 4, duration=1.5,
                       noise=1e-3, seed=2)
 result = identify(SearchSpace.build("mx64", "ep_stribeck"), logs,

@@ -31,8 +31,8 @@ from bam_sim.bench.trajectory import TRAJECTORIES, get_trajectory
 from bam_sim.common.contract import CLOCK, COMMANDS, RUN_TRAJECTORY_ACTION, TRIAL
 from bam_sim.common.errors import BamError
 from bam_sim.common.qos import profile
-from bam_sim.testing.ros_context import private_context, ros_domain
-from bam_sim.testing.ros_graph import Spinner, closing, stamp_ns, wait_for
+from bam_testing.ros_context import private_context, ros_domain
+from bam_testing.ros_graph import Spinner, closing, stamp_ns, wait_for
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 

@@ -13,7 +13,7 @@ from rclpy.parameter import Parameter
 from bam_identify.nodes.recorder_node import RecorderNode
 from bam_identify.nodes.trajectory_node import TrajectoryNode
 from bam_sim.common.errors import BamError
-from bam_sim.testing.ros_context import private_context, ros_domain
+from bam_testing.ros_context import private_context, ros_domain
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 

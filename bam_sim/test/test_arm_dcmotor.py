@@ -6,7 +6,7 @@ model on ``<motor>`` actuators) and by MuJoCo alone on the MJCF that
 the goal positions). Both must move the arm the same way. The export for MuJoCo
 3.11 cannot be loaded by the MuJoCo 4 installed here (it refuses
 ``input="position"``): it is read through MuJoCo 3.12.0's migration rule
-(:mod:`bam_sim.testing.dcmotor_versions`); MuJoCo 3.11 itself runs it in
+(:mod:`bam_testing.dcmotor_versions`); MuJoCo 3.11 itself runs it in
 ``benchmarks/mujoco_versions.py``.
 """
 
@@ -23,7 +23,7 @@ from bam_sim.common.share import share_file
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.mujoco_arm.dcmotor_export import ExportJoint, export_dcmotor, losses
 from bam_sim.mujoco_arm.servo_arm import ArmJoint, ServoArm
-from bam_sim.testing.dcmotor_versions import migrate_to_312
+from bam_testing.dcmotor_versions import migrate_to_312
 
 MJCF = "mjcf/dynamixel_2r.xml"
 LUGRE = {"lugre.stiffness": 400.0, "lugre.damping": 0.8, "lugre.coulomb": 0.05,

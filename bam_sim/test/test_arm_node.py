@@ -22,8 +22,8 @@ from bam_sim.common.errors import BamError
 from bam_sim.models.files.parameter_file import published, save
 from bam_sim.mujoco_arm.shipped_arms import load_arm, pendulum_mjcf
 from bam_sim.nodes.arm_node import ArmNode, main
-from bam_sim.testing.ros_context import private_context, ros_domain
-from bam_sim.testing.ros_graph import SimProbe, closing, executable_error, stamp_ns
+from bam_testing.ros_context import private_context, ros_domain
+from bam_testing.ros_graph import SimProbe, closing, executable_error, stamp_ns
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 

@@ -24,7 +24,7 @@ from bam_sim.mujoco_arm.dcmotor_export import (
 )
 from bam_sim.mujoco_arm.paths import arm_path
 from bam_sim.mujoco_arm.shipped_arms import arm_spec, load_arm
-from bam_sim.testing.dcmotor_versions import migrate_to_312
+from bam_testing.dcmotor_versions import migrate_to_312
 
 
 def _force(model, data, q, dq, goal):

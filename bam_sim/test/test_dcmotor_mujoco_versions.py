@@ -25,7 +25,7 @@ from bam_sim.mujoco_arm.dcmotor_export import (
     torque_space_gains,
     voltage_space_gains,
 )
-from bam_sim.testing.dcmotor_versions import controller, dcmotors, migrate_to_312
+from bam_testing.dcmotor_versions import controller, dcmotors, migrate_to_312
 
 DT = 0.001
 

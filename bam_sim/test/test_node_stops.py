@@ -24,9 +24,9 @@ from bam_sim.common import tick_loop
 from bam_sim.common.contract import POSITION_COMMANDS
 from bam_sim.common.qos import profile
 from bam_sim.nodes.pendulum_node import PendulumNode
-from bam_sim.testing import stop_stress as ss
-from bam_sim.testing.ros_context import private_context, ros_domain
-from bam_sim.testing.ros_graph import wait_for, wait_matched
+from bam_testing import stop_stress as ss
+from bam_testing.ros_context import private_context, ros_domain
+from bam_testing.ros_graph import wait_for, wait_matched
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 

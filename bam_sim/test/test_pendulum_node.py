@@ -24,8 +24,8 @@ from bam_sim.common.errors import BamError
 from bam_sim.common.qos import profile
 from bam_sim.models.files.parameter_file import published, save
 from bam_sim.nodes.pendulum_node import PendulumNode, main
-from bam_sim.testing.ros_context import private_context, ros_domain
-from bam_sim.testing.ros_graph import (
+from bam_testing.ros_context import private_context, ros_domain
+from bam_testing.ros_graph import (
     SimProbe,
     closing,
     executable_error,

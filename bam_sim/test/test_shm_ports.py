@@ -17,8 +17,8 @@ import pytest
 from ament_index_python.packages import get_package_prefix
 
 from bam_sim.common import shm_ports
-from bam_sim.testing import stop_stress as ss
-from bam_sim.testing.ros_context import ros_domain
+from bam_testing import stop_stress as ss
+from bam_testing.ros_context import ros_domain
 
 SEGMENT = 52400  # bytes of a Fast DDS 2.14 port segment (as found in /dev/shm)
 

@@ -6,7 +6,7 @@ ros-controls' JointStateTopicSystem; the source read is cited above
 ``sensor_msgs/JointState`` on its ``joint_commands_topic`` once per controller
 update: the joints' names, their position commands (velocity or effort where
 those interfaces are configured), stamped now, reliable, volatile, keep last 1.
-The probe (bam_sim.testing.ros_graph.ActuatorProbe) publishes exactly that on
+The probe (bam_testing.ros_graph.ActuatorProbe) publishes exactly that on
 ``joint_commands``, at 100 Hz, to the pendulum and the arm.
 
 The parser is checked first without ROS: the three command topics share one
@@ -34,8 +34,8 @@ from bam_sim.common.commands import (
 from bam_sim.common.errors import BamError
 from bam_sim.nodes.arm_node import ArmNode
 from bam_sim.nodes.pendulum_node import PendulumNode
-from bam_sim.testing.ros_context import private_context, ros_domain
-from bam_sim.testing.ros_graph import SimProbe, closing
+from bam_testing.ros_context import private_context, ros_domain
+from bam_testing.ros_graph import SimProbe, closing
 
 TIMEOUT = 30.0  # s, discovery included
 JOINTS = ("shoulder", "elbow")

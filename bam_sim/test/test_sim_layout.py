@@ -59,5 +59,5 @@ def test_runtime_code_never_imports_the_test_helpers():
         for path in modules(folder):
             if path.is_relative_to(SIM / "testing"):
                 continue
-            used = {m for m in imports(path) if m.startswith("bam_sim.testing")}
+            used = {m for m in imports(path) if m.startswith("bam_testing")}
             assert not used, f"{path.relative_to(ROOT)} imports {sorted(used)}"

@@ -38,8 +38,8 @@ from bam_sim.models.files.parameter_file import published, save
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.nodes.monitor_node import MonitorNode, main
 from bam_sim.nodes.pendulum_node import PendulumNode
-from bam_sim.testing.ros_context import private_context, ros_domain
-from bam_sim.testing.ros_graph import (
+from bam_testing.ros_context import private_context, ros_domain
+from bam_testing.ros_graph import (
     SimProbe,
     closing,
     executable_error,

@@ -33,8 +33,8 @@ from bam_sim.models.files.parameter_file import load, parse_mapping, published, 
 from bam_sim.nodes import model_parameters
 from bam_sim.nodes.arm_node import ArmNode
 from bam_sim.nodes.pendulum_node import PARAMETERS, PendulumNode
-from bam_sim.testing.processes import read_until
-from bam_sim.testing.ros_context import private_context, ros_domain
+from bam_testing.processes import read_until
+from bam_testing.ros_context import private_context, ros_domain
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 

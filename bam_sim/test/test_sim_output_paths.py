@@ -25,7 +25,7 @@ from bam_sim.common.output_paths import (
     same_file,
     write_new,
 )
-from bam_sim.testing.output_cases import device_node, fifo, same_node, small_disk, unix_socket
+from bam_testing.output_cases import device_node, fifo, same_node, small_disk, unix_socket
 
 TIMEOUT = 60.0  # s: only a hang reaches it
 

@@ -1,4 +1,4 @@
-"""The stop checker of the stress test (bam_sim.testing.stop_stress) finds each kind of bad
+"""The stop checker of the stress test (bam_testing.stop_stress) finds each kind of bad
 stop: a hang, a wrong exit code, a process left behind, a traceback; and passes a clean one.
 
 The commands are tiny Python children that say READY once their handlers are installed.
@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from bam_sim.testing import stop_stress as ss
+from bam_testing import stop_stress as ss
 
 # The first signal ends it; later ones are ignored. SIG_IGN, not a Python handler: the
 # interpreter resets Python handlers to SIG_DFL while it finalizes, and a second SIGTERM

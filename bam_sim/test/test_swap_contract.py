@@ -74,7 +74,7 @@ def _actuator_node(target: str, ctx):
 def graph(request):
     import rclpy
 
-    from bam_sim.testing.ros_context import private_context
+    from bam_testing.ros_context import private_context
 
     with private_context() as ctx, _actuator_node(request.param, ctx) as sim:
         probe = rclpy.create_node("swap_probe", context=ctx)

@@ -293,7 +293,7 @@ def bound_node_spin(report: dict) -> None:
 def isolate_ros(slot: int) -> Callable[[dict], None]:
     """A ``prepare`` giving the child's nodes a DDS domain of their own, on this machine."""
     def prepare(report: dict) -> None:
-        from bam_sim.testing.ros_context import ros_domain
+        from bam_testing.ros_context import ros_domain
 
         os.environ["ROS_DOMAIN_ID"] = str(ros_domain(slot))
         os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"

@@ -2,7 +2,7 @@
 
 The tests of every package share them: pytest imports test files in prepend
 mode and the test folders are not packages, so shared test code lives in this
-installed module. Nodes run on a private context (:mod:`bam_sim.testing.ros_context`).
+installed module. Nodes run on a private context (:mod:`bam_testing.ros_context`).
 """
 
 from __future__ import annotations

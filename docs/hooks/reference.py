@@ -265,7 +265,7 @@ def render_executable(package: str, name: str) -> list[str]:
 # -- launch files, topics, parameters ------------------------------------------------------
 
 def render_launch(name: str) -> list[str]:
-    from bam_bringup.launch_file import LaunchFile
+    from bam_bringup.launch_standin.launch_file import LaunchFile
 
     path = ROOT / "bam_bringup" / "launch" / f"{name}.launch.py"
     if not path.exists():

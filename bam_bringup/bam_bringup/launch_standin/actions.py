@@ -1,6 +1,6 @@
 """A stand-in for the actions of ROS 2 launch: a description evaluated into what it starts.
 
-The actions the shipped launch files use (see bam_bringup.standin_substitutions
+The actions the shipped launch files use (see bam_bringup.launch_standin.substitutions
 for why a stand-in), with launch's meaning: DeclareLaunchArgument gives an
 argument its default, a condition skips its action, GroupAction scopes the
 arguments and SetParameter's global parameters to its actions, OpaqueFunction
@@ -17,8 +17,7 @@ import copy
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from bam_bringup.node_spec import NodeSpec
-from bam_bringup.standin_substitutions import (
+from bam_bringup.launch_standin.substitutions import (
     ExecutableInPackage,
     LaunchConfiguration,
     LaunchContext,
@@ -27,6 +26,7 @@ from bam_bringup.standin_substitutions import (
     parameter,
     perform,
 )
+from bam_bringup.node_spec import NodeSpec
 from bam_sim.common.errors import BamError, one_line
 
 
@@ -208,7 +208,7 @@ class IncludeLaunchDescription(Action):
         self.source, self.launch_arguments = launch_description_source, list(launch_arguments)
 
     def execute(self, context: LaunchContext, started: list[NodeSpec]) -> None:
-        from bam_bringup.launch_file import LaunchFile  # it imports this module
+        from bam_bringup.launch_standin.launch_file import LaunchFile  # it imports this module
 
         path = Path(perform(self.source.location, context))
         included = LaunchFile(path.name.removesuffix(".launch.py"), path)

@@ -3,7 +3,7 @@
 ``bench serve`` starts what ``ros2 launch bam_bringup <name>.launch.py``
 would, from the launch file itself: the file is loaded with the names
 ``launch`` and ``launch_ros`` bound to the stand-in of
-bam_bringup.standin_actions and standin_substitutions (for the load only), and
+bam_bringup.launch_standin.actions and .substitutions (for the load only), and
 its description is evaluated with the given ``name:=value`` arguments into the
 :class:`~bam_bringup.node_spec.NodeSpec` list the runner starts. Arguments are
 checked first, against what is declared and the kind of each (its default's,
@@ -22,34 +22,38 @@ import types
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from bam_bringup import standin_actions, standin_substitutions
-from bam_bringup.launch_values import Argument, default_kind, kind_of, launch_text, namespace, typed
+from bam_bringup.launch_standin import actions, substitutions
+from bam_bringup.launch_standin.actions import LaunchDescription, visit
+from bam_bringup.launch_standin.substitutions import LaunchContext
+from bam_bringup.launch_standin.values import (
+    Argument,
+    default_kind,
+    kind_of,
+    launch_text,
+    namespace,
+    typed,
+)
 from bam_bringup.node_spec import NodeSpec
-from bam_bringup.standin_actions import LaunchDescription, visit
-from bam_bringup.standin_substitutions import LaunchContext
 from bam_sim.common.errors import BamError
 from bam_sim.common.share import share_file
 
-SOURCE_ROOT = Path(__file__).resolve().parent.parent  # the package's source folder
+SOURCE_ROOT = Path(__file__).resolve().parents[2]  # the package's source folder
 READY = "READY"  # the line a process (a driver's emulator) prints once it serves
 
 # The modules a launch file imports, and the stand-in names each holds.
 _STANDIN = {
-    "launch": (standin_actions, ["LaunchDescription"]),
-    "launch.actions": (standin_actions, ["DeclareLaunchArgument", "ExecuteProcess",
-                                         "GroupAction", "IncludeLaunchDescription",
-                                         "OpaqueFunction"]),
-    "launch.conditions": (standin_substitutions, ["IfCondition", "UnlessCondition"]),
-    "launch.launch_description_sources": (standin_actions, ["PythonLaunchDescriptionSource"]),
-    "launch.substitutions": (standin_substitutions, [
+    "launch": (actions, ["LaunchDescription"]),
+    "launch.actions": (actions, ["DeclareLaunchArgument", "ExecuteProcess", "GroupAction",
+                                 "IncludeLaunchDescription", "OpaqueFunction"]),
+    "launch.conditions": (substitutions, ["IfCondition", "UnlessCondition"]),
+    "launch.launch_description_sources": (actions, ["PythonLaunchDescriptionSource"]),
+    "launch.substitutions": (substitutions, [
         "AndSubstitution", "EqualsSubstitution", "FileContent", "LaunchConfiguration",
         "NotEqualsSubstitution", "NotSubstitution", "OrSubstitution", "PythonExpression"]),
-    "launch_ros": (standin_actions, []),
-    "launch_ros.actions": (standin_actions, ["Node", "SetParameter"]),
-    "launch_ros.parameter_descriptions": (standin_substitutions, ["ParameterFile",
-                                                                  "ParameterValue"]),
-    "launch_ros.substitutions": (standin_substitutions, ["ExecutableInPackage",
-                                                         "FindPackageShare"]),
+    "launch_ros": (actions, []),
+    "launch_ros.actions": (actions, ["Node", "SetParameter"]),
+    "launch_ros.parameter_descriptions": (substitutions, ["ParameterFile", "ParameterValue"]),
+    "launch_ros.substitutions": (substitutions, ["ExecutableInPackage", "FindPackageShare"]),
 }
 
 

@@ -2,12 +2,12 @@
 
 The runner (``bench serve``) reads the launch files of launch/ itself: they
 import ``launch`` and ``launch_ros``, which are not installed without ROS, so
-bam_bringup.launch_file binds these names to this stand-in while it loads one.
+bam_bringup.launch_standin.launch_file binds these names to this stand-in while it loads one.
 Only what the shipped launch files use is here, with the meaning launch gives
 it: a substitution performs to a string in a :class:`LaunchContext`, a
 condition decides whether an action runs, a ``ParameterValue`` is a typed
 parameter. Values are typed as the runner types launch arguments
-(bam_bringup.launch_values); a bad value is a one-line BamError.
+(bam_bringup.launch_standin.values); a bad value is a one-line BamError.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from bam_bringup.launch_values import Argument, kind_of, typed
+from bam_bringup.launch_standin.values import Argument, kind_of, typed
 from bam_sim.common.errors import BamError
 from bam_sim.common.share import share_file
 
 # Where a package's share folder is in the source tree (used without an install).
-SOURCE_ROOTS = {"bam_bringup": Path(__file__).resolve().parent.parent}
+SOURCE_ROOTS = {"bam_bringup": Path(__file__).resolve().parents[2]}
 
 
 class LaunchContext:

@@ -34,7 +34,8 @@ class EvalRequest(DataRequest, Protocol):
 def evaluate(request: EvalRequest, cancel: Cancellation | None = None) -> str:
     """Score every set of ``request`` on its logs: the table (and ``--json`` written).
     ``cancel`` is checked at each log read and before each set is scored."""
-    from bam_identify.fitting.fit import Objective, SearchSpace
+    from bam_identify.fitting.objective import Objective
+    from bam_identify.fitting.space import SearchSpace
 
     if request.json:
         inputs = [("--params", p) for p in request.params] + read_paths(request)

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 from bam_identify.fitting.sensitivity import DEFAULT_PERCENT, sensitivity
 
 if TYPE_CHECKING:
-    from bam_identify.fitting.fit import Objective, SearchSpace
+    from bam_identify.fitting.objective import Objective
+    from bam_identify.fitting.space import SearchSpace
 
 NAME = "latency.command"
 DEFAULT_RISE = DEFAULT_PERCENT / 100.0
@@ -28,7 +29,7 @@ def latency_range(objective: Objective, values: dict[str, float],
                   rise: float = DEFAULT_RISE) -> dict[str, float] | None:
     """{identified, low, high, rise, reading} (s) of a fit that freed L_c, else None.
 
-    ``objective`` is the fit's :class:`bam_identify.fitting.fit.Objective` on the
+    ``objective`` is the fit's :class:`bam_identify.fitting.objective.Objective` on the
     training logs; ``values`` the fitted parameters.
     """
     if NAME not in objective.space.bounds:

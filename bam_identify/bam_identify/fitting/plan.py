@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bam_identify.data.dataset import Dataset, split
-from bam_identify.fitting.fit import SearchSpace, parse_assignments
 from bam_identify.fitting.held import group_defaults, held_per_model
 from bam_identify.fitting.inputs import load_data, read_paths
 from bam_identify.fitting.job import FitJob, output_paths, study_name
 from bam_identify.fitting.provenance import fit_provenance
 from bam_identify.fitting.report import identifiability_warnings
+from bam_identify.fitting.space import SearchSpace, parse_assignments
 from bam_sim.common.cancellation import Cancellation
 from bam_sim.common.errors import BamError
 from bam_sim.common.output_paths import check_output

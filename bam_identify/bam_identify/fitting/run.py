@@ -19,21 +19,15 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from bam_identify.fitting.fit import (
-    NESTED_IN,
-    FitResult,
-    FitSettings,
-    Objective,
-    SearchSpace,
-    identify,
-    nested_start,
-)
+from bam_identify.fitting.fit import FitResult, FitSettings, identify
 from bam_identify.fitting.job import FitJob
 from bam_identify.fitting.latency import latency_of
+from bam_identify.fitting.objective import Objective
 from bam_identify.fitting.outcome import FitOutcome, conclude, write_fit_report
 from bam_identify.fitting.plan import FitPlan, ModelPlan, plan_fit
 from bam_identify.fitting.report import ModelResult
 from bam_identify.fitting.sensitivity import sensitivity
+from bam_identify.fitting.space import NESTED_IN, SearchSpace, nested_start
 from bam_sim.bench.bench_log import BenchLog
 from bam_sim.common.cancellation import Cancellation, Cancelled
 from bam_sim.common.output_paths import write_new

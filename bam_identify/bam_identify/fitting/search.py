@@ -31,7 +31,8 @@ from bam_identify.fitting.study_record import (
 from bam_sim.common.cancellation import Cancellation, Cancelled
 
 if TYPE_CHECKING:  # fit imports this module
-    from bam_identify.fitting.fit import Objective, SearchSpace
+    from bam_identify.fitting.objective import Objective
+    from bam_identify.fitting.space import SearchSpace
 
 # A mean position error beyond a turn: the simulation does not follow the bench at all
 # (a diverged rollout). Such candidates score a finite penalty (CMA-ES needs numbers) and
@@ -54,8 +55,8 @@ def penalize_diverged(scores: np.ndarray) -> np.ndarray:
 class Search:
     """The state of one fit: budget, best so far, history, time in the simulation.
 
-    ``space`` is the fit's :class:`~bam_identify.fitting.fit.SearchSpace` and
-    ``objective`` its :class:`~bam_identify.fitting.fit.Objective`; ``polish``:
+    ``space`` is the fit's :class:`~bam_identify.fitting.space.SearchSpace` and
+    ``objective`` its :class:`~bam_identify.fitting.objective.Objective`; ``polish``:
     whether to polish with Levenberg–Marquardt (the objective's score must then
     be the position MAE the residuals give). Candidates stay arrays from the
     optimizer to the kernel: unit box u → values x = lower + u·span (m, n) →

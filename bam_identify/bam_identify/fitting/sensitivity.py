@@ -14,7 +14,7 @@ simulation should see every value of these intervals (domain randomization);
 Each side of each axis is scanned from the fitted value to the search bound
 (geometrically: ever larger steps), then the first crossing of the threshold
 bisected. Every scan point of every axis is ONE population of the fit's
-:class:`~bam_identify.fitting.fit.Objective` (the batched rollouts of
+:class:`~bam_identify.fitting.objective.Objective` (the batched rollouts of
 :func:`bam_sim.bench.rollouts.batch_errors`, as ``batch_mae``), and so is each
 bisection step of all crossings at once. The error is the fit's own score: the
 position MAE, plus the weighted temperature or voltage MAE where the fit scored them.
@@ -33,7 +33,7 @@ import numpy as np
 from bam_sim.bench.bench_log import BenchLog
 
 if TYPE_CHECKING:
-    from bam_identify.fitting.fit import Objective
+    from bam_identify.fitting.objective import Objective
 
 DEFAULT_PERCENT = 5.0
 # Scan points per side, at 2^-15, 2^-14, ..., 1 of the way from the fitted value to the

@@ -25,10 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-from bam_identify.fitting.fit import FitResult, FitSettings, parse_assignments, run_search
+from bam_identify.fitting.fit import FitResult, FitSettings, run_search
 from bam_identify.fitting.provenance import version
 from bam_identify.fitting.report import check_report_folder
 from bam_identify.fitting.run import save_fit
+from bam_identify.fitting.space import parse_assignments
 from bam_identify.robot.objective import RobotObjective
 from bam_identify.robot.space import RobotSpace
 from bam_sim.common.cancellation import Cancellation

@@ -1,7 +1,7 @@
 """The free parameters of a robot fit: each servo type's set, and each joint's offset.
 
 Joints of one servo type (the joint map's ``type``, the actuator by default) share one
-parameter set, searched in that type's :class:`~bam_identify.fitting.fit.SearchSpace`
+parameter set, searched in that type's :class:`~bam_identify.fitting.space.SearchSpace`
 (the bench fit's bounds, held values and groups); ``per_joint`` makes every joint its
 own type. Each joint's offset (its reading at q = 0, the encoder's zero error) is
 searched within ``OFFSET_BOUNDS`` of the map's own, unless held there. A candidate's
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bam_identify.fitting.fit import Q_OFFSET_BOUNDS, SearchSpace, UnitBox
+from bam_identify.fitting.space import Q_OFFSET_BOUNDS, SearchSpace, UnitBox
 from bam_sim.models import parameter_vector as P
 from bam_sim.models.model_registry import FrictionModel
 from bam_sim.models.parameter_set import ParameterSet
