@@ -9,7 +9,7 @@ from ament_index_python.packages import get_package_share_directory
 from catkin_pkg.package import parse_package
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ['bam_msgs', 'bam_sim', 'bam_identify', 'bam_drivers', 'bam_bringup']
+PACKAGES = ['bam_msgs', 'bam_sim', 'bam_identify', 'bam_drivers', 'bam_bringup', 'bam_testing']
 PYTHON_PACKAGES = PACKAGES[1:]
 
 

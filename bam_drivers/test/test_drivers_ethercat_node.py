@@ -139,28 +139,35 @@ def test_cst_current_law_holds_the_goal_and_torque_goes_off_at_shutdown(rigs):
 
 
 def law_reached_the_drive(joint, states, frames: list[dict], drive) -> bool:
-    """Check one published cycle against the drive's frame log (False: not in the log).
+    """Check one published cycle against the drive's frame log (False: not within it).
 
-    The cycle read the first frame logged after its stamp (the exchange right after it);
-    the frame after that carried the target torque the cycle computed. Exact where the
-    values are the wire's, within half a count against the drive's own currents.
+    Matched by value, not by time (a lost frame or a late loop moves a cycle away from the
+    frame after its stamp): what the cycle read is a frame the drive sent, exactly, and an
+    exchange within the next few carried the target torque the cycle computed. Exact
+    where the values are the wire's, within half a count against the drive's currents.
     """
     stamp = stamp_ns(joint) * 1e-9
     state = states.actuators[0]
     if stamp_ns(states) != stamp_ns(joint) or not state.torque_enable or state.control == 0.0:
         return False
-    k = next((i for i, f in enumerate(frames) if f["time"] > stamp), None)
-    if k is None or k == 0 or k + 1 >= len(frames):
+    if len(frames) < 3 or not frames[1]["time"] < stamp < frames[-2]["time"]:
         return False  # before the log (the frame that came first may be older) or its end
-    read, next_frame = frames[k], frames[k + 1]
     model, config = drive.spec.model, drive.config
-    assert (joint.position[0], joint.velocity[0]) == \
-        (model.position(read["position"]), model.velocity(read["velocity"])), (read, stamp)
-    assert state.current == dm.current_from_permille(read["current"], config.rated_current_ma)
+    reading = (joint.position[0], joint.velocity[0], state.current)
+
+    def decoded(frame: dict) -> tuple[float, float, float]:
+        return (model.position(frame["position"]), model.velocity(frame["velocity"]),
+                dm.current_from_permille(frame["current"], config.rated_current_ma))
+
+    reads = [k for k in range(len(frames) - 1) if decoded(frames[k]) == reading]
+    assert reads, f"the driver published a reading no frame carried: {reading} at {stamp}"
+    target = dm.torque_permille(state.control, model.motor_kt, config.rated_torque_mnm)
+    sent = next(((k, j) for k in reads for j in range(k + 1, min(k + 4, len(frames)))
+                 if frames[j]["target_torque"] == target), None)
+    assert sent is not None, f"no exchange after the reading carried {target} ({state.control} A)"
+    read, next_frame = frames[sent[0]], frames[sent[1]]
     current_count = config.rated_current_ma / 1.0e6  # A, 6 mA
     assert abs(state.current - read["motor_current"]) <= current_count / 2 + 1e-12
-    assert next_frame["target_torque"] == dm.torque_permille(
-        state.control, model.motor_kt, config.rated_torque_mnm), (state.control, next_frame)
     torque_count = config.rated_torque_mnm / 1.0e6 / model.motor_kt  # A
     assert abs(next_frame["asked_current"] - state.control) <= torque_count / 2 + 1e-12
     return True

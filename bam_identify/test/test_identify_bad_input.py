@@ -375,7 +375,7 @@ PATH_TEXT = st.one_of(
 @SETTINGS
 @given(name=PATH_TEXT, command=st.sampled_from(["eval", "recover"]))
 def test_generated_output_paths_are_writable_or_refused_in_one_line(tmp_path, name, command):
-    output = tmp_path / "out" / name
+    output = Path(f"{tmp_path / 'out'}/{name}")  # a name starting with / stays inside out/
     if command == "eval":
         args, err = parsed(eval_parser(), ["--params", "p.yaml", "--json", str(output)])
         what, folder = "--json", False
