@@ -127,6 +127,14 @@ def _search_arguments(parser: argparse.ArgumentParser) -> None:
                         help="do not identify q_offset (a robot's joint offsets)")
     parser.add_argument("--per-joint", action="store_true",
                         help="a robot fit identifies a set per joint, not per servo type")
+    parser.add_argument("--select", action="store_true",
+                        help="recommend a model on the validation logs: the simplest within "
+                        "one standard error of the best, written as {model}=selected (the "
+                        "report says why it won)")
+    parser.add_argument("--free-load-terms", action="store_true",
+                        help="search the load-dependent friction terms even when the training "
+                        "logs hold one mass/length setup (by default they are held at 0, "
+                        "the nested load-free model: one load cannot fix them)")
     parser.add_argument("--no-warm-start", action="store_true",
                         help="start every model from scratch, not from a nested simpler "
                         "model fitted in the same run")

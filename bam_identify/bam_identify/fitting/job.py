@@ -58,6 +58,8 @@ class FitJob:
     set: tuple[str, ...] = ()
     no_offset: bool = False
     no_warm_start: bool = False
+    free_load_terms: bool = False
+    select: bool = False
     no_polish: bool = False
     validation_fraction: float = 0.25
     validation_kp: float | None = None

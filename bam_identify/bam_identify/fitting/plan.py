@@ -18,6 +18,7 @@ from bam_identify.data.dataset import Dataset, split
 from bam_identify.fitting.held import group_defaults, held_per_model
 from bam_identify.fitting.inputs import load_data, read_paths
 from bam_identify.fitting.job import FitJob, output_paths, study_name
+from bam_identify.fitting.priors import Prior, load_priors, swing_priors
 from bam_identify.fitting.provenance import fit_provenance
 from bam_identify.fitting.report import identifiability_warnings
 from bam_identify.fitting.space import SearchSpace, parse_assignments
@@ -37,6 +38,7 @@ class ModelPlan:
     output: Path
     held: dict[str, float]  # the --set values this model has (its provenance's "fixed")
     study: str
+    prior: Prior = Prior()  # what the training logs cannot fix, held (priors.py)
 
     @property
     def name(self) -> str:
@@ -55,6 +57,7 @@ class FitPlan:
     validation: Dataset
     warnings: tuple[str, ...]  # what the training data cannot tell apart
     provenance: dict
+    selected: Path | None = None  # where --select writes the model it recommends
 
 
 def plan_fit(job: FitJob, cancel: Cancellation | None = None) -> FitPlan:
@@ -70,19 +73,26 @@ def plan_fit(job: FitJob, cancel: Cancellation | None = None) -> FitPlan:
     fixed = parse_assignments(job.set)
     dataset = load_data(job, cancel)
     actuator = dataset.actuator
-    outputs = _check_outputs(job, actuator.name, names)
+    outputs = _check_outputs(job, actuator.name, [*names, *(["selected"] if job.select else [])])
     held = held_per_model(fixed, actuator, models, job.groups)
     train, validation = split(dataset, job.validation_fraction, job.seed, job.validation_kp)
+    if job.select and not validation.logs:
+        raise BamError("--select chooses on the validation logs, and there are none: give "
+                       "--validation-fraction above 0 or --validation-kp")
     defaults = group_defaults(job.groups, train.logs)
-    plans = tuple(ModelPlan(model, SearchSpace.build(actuator, model,
-                                                     {**defaults, **held[model.name]},
-                                                     not job.no_offset, job.groups),
-                            outputs[model.name], held[model.name],
-                            study_name(job, actuator.name, model.name, len(models)))
-                  for model in models)
+    priors = {model.name: (load_priors(train.logs, model, job.free_load_terms)
+                           + swing_priors(train.logs, actuator, model)).without(held[model.name])
+              for model in models}
+    plans = tuple(ModelPlan(model, SearchSpace.build(
+        actuator, model, {**defaults, **priors[model.name].values, **held[model.name]},
+        not job.no_offset, job.groups),
+        outputs[model.name], held[model.name],
+        study_name(job, actuator.name, model.name, len(models)), priors[model.name])
+        for model in models)
     return FitPlan(job, actuator, plans, train, validation,
-                   tuple(identifiability_warnings(train.logs, names, job.groups, actuator)),
-                   fit_provenance(job, dataset, train, validation))
+                   tuple(identifiability_warnings(train.logs, names, job.groups, actuator,
+                                                  job.free_load_terms)),
+                   fit_provenance(job, dataset, train, validation), outputs.get("selected"))
 
 
 def resolve_models(names: Sequence[str]) -> list[FrictionModel]:

@@ -18,16 +18,19 @@ from pathlib import Path
 
 import numpy as np
 
+from bam_identify.fitting.priors import LOAD_TERMS
 from bam_sim.bench.bench_log import BenchLog
 from bam_sim.bench.rollouts import rollout
 from bam_sim.common.cancellation import Cancellation
 from bam_sim.common.errors import BamError
 from bam_sim.models.dcmotor.groups import get_group
 from bam_sim.models.files.parameter_file import write_atomic
+from bam_sim.models.model_registry import MODELS
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo.actuators import VOLTAGE, Actuator
 
-LOAD_DEPENDENT = ("m3", "m4", "m5", "m6", "ep_load")
+# The models with a load-dependent friction term (priors.LOAD_TERMS).
+LOAD_DEPENDENT = tuple(m.name for m in MODELS.values() if set(m.params) & set(LOAD_TERMS))
 # Why a report lacks figures: a stop came before they were drawn (seconds of work a
 # stopped command has no time for). No command draws them afterwards.
 FIGURES_LEFT_OUT = ("figures were left out: the fit was interrupted before they were "
@@ -53,6 +56,7 @@ class ModelResult:
     latency: dict[str, float] | None = None
     # Each identified parameter's interval within a rise of the error (fitting/sensitivity.py).
     sensitivity: dict | None = None
+    validation_per_log: np.ndarray | None = None  # rad, the position MAE of each log
 
     @property
     def model(self) -> str:
@@ -89,7 +93,7 @@ def thermal_warnings(train: list[BenchLog]) -> list[str]:
 FREE_SWING = 1.0
 
 
-def _setup_warning(train: list[BenchLog], models: list[str]) -> list[str]:
+def _setup_warning(train: list[BenchLog], models: list[str], free_load: bool) -> list[str]:
     """One mass/length setup: what the logs fix (ratios to this load), what they do not."""
     setups = {(log.bench.mass, log.bench.length, log.bench.arm_mass) for log in train}
     if len(setups) != 1:
@@ -97,8 +101,11 @@ def _setup_warning(train: list[BenchLog], models: list[str]) -> list[str]:
     mass, length, arm = next(iter(setups))
     arm_text = f" and a {arm:g} kg arm" if arm else ""
     loaded = [m for m in models if m in LOAD_DEPENDENT]
+    held = ("searched anyway (--free-load-terms)" if free_load else
+            "held at 0, the nested load-free model (--free-load-terms searches them)")
     load_terms = (f"; the load-dependent terms of {', '.join(loaded)} are not identifiable "
-                  "(gravity and motor torque vary together at one load)" if loaded else "")
+                  f"(gravity and motor torque vary together at one load): {held}"
+                  if loaded else "")
     return [f"a single mass/length setup in the training logs ({mass:g} kg at {length:g} m"
             f"{arm_text}): the positions fix the motor torque, the inertia (armature + m·l²) "
             "and the friction only relative to this one load (m·g·l), so an error in the "
@@ -124,18 +131,21 @@ def _motor_warning(train: list[BenchLog], actuator: Actuator | None) -> list[str
 
 def identifiability_warnings(train: list[BenchLog], models: list[str],
                              groups: tuple[str, ...] = (),
-                             actuator: Actuator | None = None) -> list[str]:
+                             actuator: Actuator | None = None,
+                             free_load: bool = False) -> list[str]:
     """What the training data cannot tell apart, for the models and groups asked.
 
     Each warning says which combinations the logs fix and which they do not, and
     names what to record next. ``actuator``: the voltage law's kt/R warning needs it.
     """
     warnings = thermal_warnings(train) if "thermal" in groups else []
-    warnings += _setup_warning(train, models)
+    warnings += _setup_warning(train, models, free_load)
     warnings += _motor_warning(train, actuator)
     if all(log.enabled.all() for log in train):
         warnings.append("no torque-off segment in the training logs: viscous friction and the "
-                        "motor's back-EMF cannot be separated; record a lift-and-drop trajectory")
+                        "motor's back-EMF cannot be separated (friction_viscous is held at the "
+                        "actuator's published M1 value where it has one); record a "
+                        "lift-and-drop trajectory")
     gains = sorted({log.kp for log in train})
     if len(gains) == 1:
         warnings.append(f"every training log uses the gain kp={gains[0]:g}: the motor constants "

@@ -15,6 +15,7 @@ names what was written.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +27,7 @@ from bam_identify.fitting.objective import Objective
 from bam_identify.fitting.outcome import FitOutcome, conclude, write_fit_report
 from bam_identify.fitting.plan import FitPlan, ModelPlan, plan_fit
 from bam_identify.fitting.report import ModelResult
+from bam_identify.fitting.selection import Candidate, append_selection, select
 from bam_identify.fitting.sensitivity import sensitivity
 from bam_identify.fitting.space import NESTED_IN, SearchSpace, nested_start
 from bam_sim.bench.bench_log import BenchLog
@@ -63,7 +65,27 @@ def run_plan(plan: FitPlan, cancel: Cancellation | None = None) -> FitOutcome:
             raise
     report = write_fit_report(job.report, results, plan.validation.logs, plan.train.logs,
                               list(plan.warnings), plan.provenance, cancel, job.force)
-    return conclude(results, report, cancel)
+    outcome = conclude(results, report, cancel)
+    if plan.selected is None or cancel.is_set():
+        return outcome
+    return _select(plan, outcome)
+
+
+def _select(plan: FitPlan, outcome: FitOutcome) -> FitOutcome:
+    """``fit --select``: the recommended model written as its own file, and said why."""
+    choice = select([Candidate(r.model, r.validation_per_log) for r in outcome.results])
+    winner = next(r for r in outcome.results if r.model == choice.winner)
+    params = winner.params
+    provenance = {**params.provenance, "selected": {
+        "rule": "the simplest model within one standard error of the best on validation",
+        "candidates": {m: {"validation_mae": mae, "standard_error": se, "verdict": v}
+                       for m, mae, se, v in choice.rows}}}
+    written = save_fit(ParameterSet.build(params.actuator, params.model, params.values,
+                                          provenance), plan.selected, plan.job.force, False)
+    lines = [*choice.lines(), f"  written: {written}"]
+    if outcome.report is not None:
+        append_selection(outcome.report, lines)
+    return dataclasses.replace(outcome, summary=outcome.summary + "\n" + "\n".join(lines))
 
 
 def _use_threads(jobs: int | None) -> None:
@@ -139,12 +161,16 @@ def _save_result(plan: FitPlan, model: ModelPlan, settings: FitSettings, fitted:
         record["latency_range"] = [delays["low"], delays["high"]]
     if model.held:
         record["fixed"] = model.held
+    if model.prior.values:
+        record["prior"] = model.prior.provenance()
     if base is not None:
         record["warm_start"] = base.model
     params = space.parameter_set(fitted.values, record)
     output = save_fit(params, model.output, job.force, fitted.interrupted)
+    per_log = (Objective(space, plan.validation.logs).per_log(fitted.values)
+               if plan.validation.logs else None)
     return ModelResult(params, train_mae, val_mae, fitted.trials, fitted.seconds, output,
-                       fitted.interrupted, train_t, val_t, delays, intervals)
+                       fitted.interrupted, train_t, val_t, delays, intervals, per_log)
 
 
 def save_fit(params: ParameterSet, output: Path, force: bool, interrupted: bool) -> Path:
