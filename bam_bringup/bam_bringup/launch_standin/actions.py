@@ -208,12 +208,11 @@ class IncludeLaunchDescription(Action):
         self.source, self.launch_arguments = launch_description_source, list(launch_arguments)
 
     def execute(self, context: LaunchContext, started: list[NodeSpec]) -> None:
-        from bam_bringup.launch_standin.launch_file import LaunchFile  # it imports this module
-
-        path = Path(perform(self.source.location, context))
-        included = LaunchFile(path.name.removesuffix(".launch.py"), path)
-        for name, argument in included.arguments().items():
+        if context.include is None:
+            raise TypeError("IncludeLaunchDescription: this context reads no included file")
+        arguments, entities = context.include(Path(perform(self.source.location, context)))
+        for name, argument in arguments.items():
             context.arguments.setdefault(name, argument)
         for name, value in self.launch_arguments:
             context.launch_configurations[perform(name, context)] = perform(value, context)
-        started += visit(included.description.entities, context)
+        started += visit(entities, context)

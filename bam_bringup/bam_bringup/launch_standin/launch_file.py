@@ -109,7 +109,7 @@ class LaunchFile:
     def compose(self, values: Mapping[str, object] | None = None) -> list[NodeSpec]:
         """The nodes and processes started for these argument values (launch strings, or
         typed values), in the launch file's order."""
-        context = LaunchContext(self.checked(values or {}), self.arguments())
+        context = LaunchContext(self.checked(values or {}), self.arguments(), _included)
         return [_runnable(spec) for spec in visit(self.description.entities, context)]
 
     def checked(self, values: Mapping[str, object]) -> dict[str, str]:
@@ -122,6 +122,12 @@ class LaunchFile:
                            f"{', '.join(known)}")
         return {name: launch_text(typed(value, known[name].like(), name, known[name].kind))
                 for name, value in values.items()}
+
+
+def _included(path: Path) -> tuple[dict[str, Argument], list]:
+    """An included launch file's arguments and entities (IncludeLaunchDescription)."""
+    included = LaunchFile(path.name.removesuffix(".launch.py"), path)
+    return included.arguments(), included.description.entities
 
 
 def _runnable(spec: NodeSpec) -> NodeSpec:

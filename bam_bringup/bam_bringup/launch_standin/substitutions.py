@@ -12,7 +12,7 @@ parameter. Values are typed as the runner types launch arguments
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from bam_bringup.launch_standin.values import Argument, kind_of, typed
@@ -27,10 +27,15 @@ class LaunchContext:
     """The argument values (``launch_configurations``) and the global parameters that
     SetParameter gave (scoped by GroupAction), as evaluation goes along."""
 
-    def __init__(self, values: Mapping[str, str], arguments: Mapping[str, Argument]) -> None:
+    def __init__(self, values: Mapping[str, str], arguments: Mapping[str, Argument],
+                 include: Callable[[Path], tuple[dict[str, Argument], list]] | None = None
+                 ) -> None:
         self.launch_configurations: dict[str, str] = dict(values)
         self.global_parameters: dict[str, object] = {}
         self.arguments = dict(arguments)  # the declared ones: their kinds and defaults
+        # The reader of an included launch file (its arguments and entities), given by
+        # the one that reads this file: the actions do not import it.
+        self.include = include
 
     def typed(self, name: str, kind: str | None = None) -> object:
         """Argument ``name`` as ``kind`` (default: the argument's); "" stands for the
