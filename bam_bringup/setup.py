@@ -2,32 +2,14 @@ import os
 from glob import glob
 
 from setuptools import find_packages, setup
-from setuptools.command.develop import develop
-from setuptools.command.install_scripts import install_scripts
+
+# bam_sim's build-time helper: its own source here, its install for the other packages.
+from bam_sim.packaging import direct_scripts
 
 package_name = 'bam_bringup'
 SCRIPTS = [
     'bench = bam_bringup.executables:bench',
 ]
-
-
-def direct_scripts(scripts):
-    """setuptools' commands writing each console script as a direct call of its entry point.
-    The script setuptools writes first looks the entry point up in the metadata of every
-    installed package (0.1 to 0.2 s) with Python's SIGINT handler in place: Ctrl-C then
-    printed a KeyboardInterrupt traceback (docs/troubleshooting.md)."""
-    targets = dict(script.split(' = ') for script in scripts)
-
-    def direct(command):
-        def write_script(self, name, contents, *args):
-            if name in targets:
-                module, _, attribute = targets[name].partition(':')
-                contents = (contents.splitlines()[0] + f'\nimport sys\nfrom {module} import '
-                            f'{attribute}\nsys.exit({attribute}())\n')
-            command.write_script(self, name, contents, *args)
-        return type(command.__name__, (command,), {'write_script': write_script})
-
-    return {'develop': direct(develop), 'install_scripts': direct(install_scripts)}
 
 
 def data(pattern):
