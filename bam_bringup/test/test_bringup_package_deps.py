@@ -55,11 +55,14 @@ ROSDEP_KEYS = {
     "yaml": "python3-yaml",
 }
 SKIPPED_PARTS = {"build", "install", "log", "__pycache__"}
+BUILD_TIME = {"setup.py", "packaging.py"}
 
 
 def python_files(package: str) -> list[Path]:
     folder = ROOT / package
-    return sorted(p for p in folder.rglob("*.py") if p.name != "setup.py"
+    # Build-time code is not the package's runtime: setup.py, and the helper it imports
+    # (bam_sim/packaging.py, setuptools' commands), which ament_python builds always have.
+    return sorted(p for p in folder.rglob("*.py") if p.name not in BUILD_TIME
                   and not SKIPPED_PARTS & set(p.relative_to(folder).parts))
 
 
