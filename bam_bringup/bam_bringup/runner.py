@@ -29,8 +29,8 @@ from bam_bringup.launch_standin.launch_file import LaunchFile
 from bam_bringup.launch_standin.values import namespace
 from bam_bringup.process_bench import ProcessBench
 from bam_bringup.session import load_session, run_session, session_config
-from bam_sim.common.arguments import ArgumentParser
 from bam_sim.common.cancellation import Cancellation
+from bam_sim.common.command_line import ArgumentParser
 from bam_sim.common.entry_point import run_command
 from bam_sim.common.errors import BamError
 from bam_sim.common.output_paths import claimed_outputs

@@ -143,6 +143,21 @@ def test_every_workspace_dependency_is_used(package):
         "use (a test-only use is a test_depend)"
 
 
+# What only tests need: the test-support package and the test frameworks (rosdep keys).
+TEST_SUPPORT = {"bam_testing", "python3-pytest", "python3-hypothesis"}
+
+
+@pytest.mark.parametrize("package", [p for p in PACKAGES if p != "bam_testing"])
+def test_runtime_code_imports_no_test_support(package):
+    """What a robot installs, a package's runtime code and its exec dependencies, holds no
+    test support: that lives in bam_testing and the test/ folders."""
+    runtime, _ = needed(package)
+    exec_depends, _ = declared(package)
+    found = {k: sorted(files) for k, files in runtime.items() if k in TEST_SUPPORT}
+    assert not found, f"{package}'s runtime code imports test support: {found}"
+    assert not TEST_SUPPORT & exec_depends, f"{package} runs with {TEST_SUPPORT & exec_depends}"
+
+
 def test_the_scan_sees_imports_everywhere(tmp_path):
     source = tmp_path / "example.py"
     source.write_text("import os.path\nimport numpy as np\nfrom yaml import safe_load\n"

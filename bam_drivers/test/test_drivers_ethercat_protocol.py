@@ -348,7 +348,7 @@ def test_error_codes_have_names():
 
 # -- drive models -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", sorted(dm.MODELS))
+@pytest.mark.parametrize("name", sorted(dm.DRIVE_MODELS))
 def test_drive_model_units(name):
     model = dm.get_drive_model(name)
     kts = [float(published(name, f"m{k}").values["kt"]) for k in range(1, 7)]

@@ -29,11 +29,11 @@ import os
 import sys
 from pathlib import Path
 
-from bam_identify.arguments import STORAGE_OPTION, fit_parser, number_option
 from bam_identify.executable import run_executable
+from bam_identify.fit_options import STORAGE_OPTION, fit_parser, number_option
 from bam_identify.fitting.job import FitJob, output_paths
-from bam_sim.common.arguments import ArgumentParser
 from bam_sim.common.cancellation import Cancellation, Cancelled
+from bam_sim.common.command_line import ArgumentParser
 from bam_sim.common.errors import BamError
 from bam_sim.common.output_paths import check_kind, check_not_input
 

@@ -20,11 +20,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bam_identify.arguments import data_arguments, fit_parser
 from bam_identify.executable import run_executable
+from bam_identify.fit_options import data_arguments, fit_parser
 from bam_identify.fitting.job import NUMBERS, FitJob, output_paths
-from bam_sim.common.arguments import ArgumentParser
 from bam_sim.common.cancellation import Cancellation
+from bam_sim.common.command_line import ArgumentParser
 from bam_sim.common.errors import BamError
 from bam_sim.common.output_paths import shared_outputs
 

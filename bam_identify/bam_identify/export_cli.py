@@ -42,7 +42,7 @@ import json
 from pathlib import Path
 
 from bam_identify.executable import run_executable
-from bam_sim.common.arguments import ArgumentParser
+from bam_sim.common.command_line import ArgumentParser
 from bam_sim.common.errors import BamError, one_line
 from bam_sim.common.numbers import number, option
 from bam_sim.common.output_paths import check_output, write_new

@@ -27,7 +27,7 @@ from bam_identify.fitting.priors import (
 from bam_identify.fitting.run import fit
 from bam_sim.bench.geometry import Bench
 from bam_sim.models.files.parameter_file import load, published
-from bam_sim.models.model_registry import MODELS, get_model
+from bam_sim.models.model_registry import FRICTION_MODELS, get_model
 
 TRUTH = published("mx64", "m4")
 ONE = Bench(mass=1.0, length=0.15)
@@ -52,7 +52,7 @@ def job(folder: Path, tmp_path: Path, **options) -> FitJob:
                   **options)
 
 
-@pytest.mark.parametrize("model", sorted(MODELS))
+@pytest.mark.parametrize("model", sorted(FRICTION_MODELS))
 def test_one_setup_holds_each_load_term_of_a_model_at_zero(model):
     logs = [record(TRUTH, ONE, 32.0, "lift_drop", duration=0.5)]
     terms = [name for name in get_model(model).params if name in LOAD_TERMS]

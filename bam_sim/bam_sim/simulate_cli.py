@@ -23,14 +23,14 @@ import numpy as np
 from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import Rollout, rollout
 from bam_sim.bench.trajectory import TRAJECTORIES, command_log
-from bam_sim.common.arguments import ArgumentParser
 from bam_sim.common.cancellation import Cancellation, Cancelled
+from bam_sim.common.command_line import ArgumentParser
 from bam_sim.common.entry_point import run_command
 from bam_sim.common.errors import BamError, one_line
 from bam_sim.common.numbers import option
 from bam_sim.common.output_paths import check_output, claimed_outputs, output_file
 from bam_sim.models.files.parameter_file import load, published
-from bam_sim.models.model_registry import MODELS
+from bam_sim.models.model_registry import FRICTION_MODELS
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo.actuators import ACTUATORS, Actuator, get_actuator
 
@@ -49,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
         prog="simulate", description="Simulate the pendulum bench with M1 and a chosen model.")
     parser.add_argument("--actuator", default="mx64", choices=sorted(ACTUATORS))
-    parser.add_argument("--model", default="m4", choices=sorted(MODELS),
+    parser.add_argument("--model", default="m4", choices=sorted(FRICTION_MODELS),
                         help="model compared to M1 (published set unless --params; the "
                         "dcmotor actuator and the ep_*/lugre models need --params)")
     parser.add_argument("--params", type=Path, help="parameter file (YAML or legacy JSON)")

@@ -11,7 +11,7 @@ from bam_sim_cases import ACTUATORS, MODELS, SEED
 from bam_sim.common.errors import BamError
 from bam_sim.models.bam.friction import applied_friction, friction_budget
 from bam_sim.models.files.parameter_file import published
-from bam_sim.models.model_registry import MODELS as REGISTRY
+from bam_sim.models.model_registry import FRICTION_MODELS as REGISTRY
 from bam_sim.models.model_registry import get_model
 from bam_sim.models.parameter_vector import to_vector
 

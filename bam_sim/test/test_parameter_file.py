@@ -127,12 +127,12 @@ def test_dump_is_loadable_text():
 
 def test_identification_bounds_lie_inside_the_plausible_ranges():
     from bam_sim.models import parameter_vector as P
-    from bam_sim.models.model_registry import MODELS
+    from bam_sim.models.model_registry import FRICTION_MODELS
     from bam_sim.models.parameter_set import identification_bounds
     from bam_sim.models.servo.actuators import ACTUATORS
 
     for actuator in ACTUATORS.values():
-        for model in MODELS.values():
+        for model in FRICTION_MODELS.values():
             for name, (low, high) in identification_bounds(actuator, model).items():
                 for value in (low, high):
                     P.check_value(name, value, f"bounds of {actuator.name} {model.name}")

@@ -40,7 +40,7 @@ from bam_sim.models.elastoplastic.model import (
 )
 from bam_sim.models.elastoplastic.validity import check_step, ep_form, max_load, violation
 from bam_sim.models.files.parameter_file import dump_yaml, load, parse_yaml, published, save
-from bam_sim.models.model_registry import EP_MODELS, MODELS
+from bam_sim.models.model_registry import EP_MODELS, FRICTION_MODELS
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo import actuators
 
@@ -58,9 +58,9 @@ def test_registry_ids_are_the_core_forms():
              "ep_load": EP_LOAD}
     assert EP_MODELS == tuple(forms)
     for name, form in forms.items():
-        assert ep_form(MODELS[name]) == form and MODELS[name].elastoplastic
-    assert not any(m.elastoplastic for m in MODELS.values() if m.name.startswith("m"))
-    assert "alpha" not in MODELS["ep_stribeck"].params  # (21) with α = 1
+        assert ep_form(FRICTION_MODELS[name]) == form and FRICTION_MODELS[name].elastoplastic
+    assert not any(m.elastoplastic for m in FRICTION_MODELS.values() if m.name.startswith("m"))
+    assert "alpha" not in FRICTION_MODELS["ep_stribeck"].params  # (21) with α = 1
 
 
 def test_core_indices_are_the_bam_vector():
@@ -300,10 +300,10 @@ def test_violation_agrees_with_the_core_checks(model):
     pop[:, P.CONTACT_B] = rng.uniform(0.001, 6.0, 400)
     pop[:, P.VS] = rng.uniform(0.005, 0.5, 400)
     inertia = 0.02 + pop[:, P.ARMATURE]
-    v = violation(MODELS[model], act, pop, DT, inertia, 1.5, 15.0)
+    v = violation(FRICTION_MODELS[model], act, pop, DT, inertia, 1.5, 15.0)
     for row, score, j in zip(pop, v, inertia, strict=True):
         try:
-            check_step(MODELS[model], act, row, DT, j, 1.5, 15.0)
+            check_step(FRICTION_MODELS[model], act, row, DT, j, 1.5, 15.0)
             ok = True
         except BamError:
             ok = False

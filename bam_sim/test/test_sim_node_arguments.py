@@ -30,7 +30,7 @@ from bam_sim.common.errors import BamError
 from bam_sim.common.node_parameters import declare, refuse_unknown
 from bam_sim.common.runner import error_line
 from bam_sim.models.files.parameter_file import load, parse_mapping, published, save
-from bam_sim.nodes import model_parameters
+from bam_sim.nodes import ros_parameter_set
 from bam_sim.nodes.arm_node import ArmNode
 from bam_sim.nodes.pendulum_node import PARAMETERS, PendulumNode
 from bam_testing.processes import read_until
@@ -270,7 +270,7 @@ def test_a_set_given_as_ros_parameters_is_the_file_and_its_entries_are_declared(
     ctx = _started(["pendulum", "--ros-args", "--params-file", str(path)])
     try:
         node = _declared_pendulum(ctx)
-        read = model_parameters.declare_values(node)
+        read = ros_parameter_set.declare_values(node)
         refuse_unknown(node)  # nothing of the file is left unknown
         source = node.get_parameter("provenance.source").value
         node.destroy_node()
@@ -353,7 +353,7 @@ def test_generated_parameters_are_one_line_errors_or_applied(pairs):
             node = Node("pendulum", context=ctx, start_parameter_services=False,
                         enable_rosout=False)
             declare(node, PARAMETERS, PENDULUM_DEFAULTS)
-            model_parameters.declare_values(node)
+            ros_parameter_set.declare_values(node)
             refuse_unknown(node)
         except (BamError, ParameterException) as exc:
             assert "\n" not in error_line("pendulum", exc)

@@ -44,7 +44,7 @@ SOURCES = {
     ("bam_sim", "pendulum"): ("node", "bam_sim.nodes.pendulum_node:PARAMETERS"),
     ("bam_sim", "arm"): ("node", "bam_sim.nodes.arm_node:PARAMETERS"),
     ("bam_sim", "monitor"): ("node", "bam_sim.nodes.monitor_node:PARAMETERS"),
-    ("bam_identify", "fit"): ("parser", "bam_identify.arguments:fit_parser"),
+    ("bam_identify", "fit"): ("parser", "bam_identify.fit_options:fit_parser"),
     ("bam_identify", "eval"): ("parser", "bam_identify.cli:eval_parser"),
     ("bam_identify", "recover"): ("parser", "bam_identify.cli:recover_parser"),
     ("bam_identify", "campaign"): ("parser", "bam_identify.campaign_cli:campaign_parser"),
@@ -323,7 +323,7 @@ def render_parameter_keys() -> list[str]:
     groups = _load("bam_sim.models.dcmotor.groups").GROUPS
     specs = dict(registry._SPECS)
     used: dict[str, list[str]] = {}
-    for model in registry.MODELS.values():
+    for model in registry.FRICTION_MODELS.values():
         for name in model.params:
             used.setdefault(name, []).append(model.name)
     for group in groups.values():
@@ -361,7 +361,7 @@ def render_parameter_keys() -> list[str]:
 def render_models() -> list[str]:
     registry = _load("bam_sim.models.model_registry")
     lines = ["| model | friction | equation | parameters |", "|---|---|---|---|"]
-    for m in registry.MODELS.values():
+    for m in registry.FRICTION_MODELS.values():
         params = ", ".join(f"`{p}`" for p in m.params)
         lines.append(f"| `{m.name}` | {cell(m.title)} | ({m.equation}) of {cell(m.paper)} | "
                      f"{params} |")

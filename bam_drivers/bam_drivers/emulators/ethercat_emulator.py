@@ -79,11 +79,11 @@ from bam_drivers.emulators.emulator_server import (
 from bam_drivers.emulators.erob_drive import ErobDrive
 from bam_drivers.emulators.esc import Chain
 from bam_drivers.ethercat import frames as fr
-from bam_drivers.ethercat.drive_models import MODELS, get_drive_model
+from bam_drivers.ethercat.drive_models import DRIVE_MODELS, get_drive_model
 from bam_drivers.ethercat.master import check_interface_name
 from bam_drivers.serial_servo.port_lock import command_line
 from bam_sim.bench.geometry import Bench
-from bam_sim.common.arguments import ArgumentParser
+from bam_sim.common.command_line import ArgumentParser
 from bam_sim.common.errors import BamError, one_line
 from bam_sim.common.numbers import number
 from bam_sim.models.files.parameter_file import load, published
@@ -115,7 +115,7 @@ def parse_args(argv: Sequence[str] | None = None) -> EmulatorConfig:
     parser = ArgumentParser(
         prog="ethercat_emulator",
         description="eRob drives on an EtherCAT line behind a veth pair (bam_sim physics).")
-    parser.add_argument("--drives", nargs="+", default=["erob80_100"], choices=sorted(MODELS),
+    parser.add_argument("--drives", nargs="+", default=["erob80_100"], choices=sorted(DRIVE_MODELS),
                         help="drive model of each slave, in line order")
     parser.add_argument("--physics", default="m6", help="published friction model, m1..m6")
     parser.add_argument("--params-file", help="parameter file instead of --physics (all slaves)")

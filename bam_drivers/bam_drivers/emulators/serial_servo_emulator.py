@@ -84,7 +84,7 @@ from bam_drivers.serial_servo import packet as pk
 from bam_drivers.serial_servo.control_table import get_table
 from bam_sim.bench.geometry import Bench
 from bam_sim.bench.stepper import BenchStepper
-from bam_sim.common.arguments import ArgumentParser
+from bam_sim.common.command_line import ArgumentParser
 from bam_sim.common.errors import BamError
 from bam_sim.common.numbers import number
 from bam_sim.models.files.parameter_file import load, published

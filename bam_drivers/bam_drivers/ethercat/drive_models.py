@@ -150,7 +150,7 @@ def current_from_permille(permille: int, rated_current_ma: int) -> float:
     return permille * rated_current_ma / 1.0e6
 
 
-MODELS: dict[str, DriveModel] = {
+DRIVE_MODELS: dict[str, DriveModel] = {
     m.name: m for m in (
         DriveModel("erob80_50", "eRob80:50", gear_ratio=50, counts_per_turn=1 << 19,
                    joint_kt=4.7406, rated_current=6.0, max_current=12.0, supply_voltage=48.0),
@@ -162,8 +162,9 @@ MODELS: dict[str, DriveModel] = {
 
 def get_drive_model(name: str) -> DriveModel:
     key = str(name).strip().lower()
-    if key not in MODELS:
+    if key not in DRIVE_MODELS:
         from bam_sim.common.errors import BamError
 
-        raise BamError(f"unknown eRob drive model '{name}'; choose one of {', '.join(MODELS)}")
-    return MODELS[key]
+        raise BamError(f"unknown eRob drive model '{name}'; "
+                       f"choose one of {', '.join(DRIVE_MODELS)}")
+    return DRIVE_MODELS[key]

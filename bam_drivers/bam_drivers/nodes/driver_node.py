@@ -36,7 +36,7 @@ from bam_sim.common.node_parameters import Param, refuse_unknown, usage
 from bam_sim.common.numbers import finite_non_negative
 from bam_sim.common.runner import error_line, run_node
 from bam_sim.models.files.parameter_file import published
-from bam_sim.models.model_registry import MODELS
+from bam_sim.models.model_registry import FRICTION_MODELS
 from bam_sim.models.servo.actuators import Actuator
 
 BENCH_PARAMETERS = frozenset(("mass", "arm_mass", "length"))
@@ -61,7 +61,7 @@ CONNECT_TIMEOUT = Param(
 def mean_kt(actuator: Actuator) -> float:
     """k_t of ``actuator``, mean over its published parameter sets (NaN if none)."""
     values = []
-    for model in MODELS.values():
+    for model in FRICTION_MODELS.values():
         try:
             values.append(float(published(actuator, model).values["kt"]))
         except (BamError, KeyError):

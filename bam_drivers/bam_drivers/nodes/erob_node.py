@@ -32,7 +32,7 @@ from diagnostic_msgs.msg import DiagnosticStatus
 
 from bam_drivers.ethercat import cia402
 from bam_drivers.ethercat import registers as reg
-from bam_drivers.ethercat.drive_models import MODELS, get_drive_model
+from bam_drivers.ethercat.drive_models import DRIVE_MODELS, get_drive_model
 from bam_drivers.ethercat.master import EthercatBus, JointSpec
 from bam_drivers.ethercat.supervisor import Counters, Cycle, ErobSupervisor, JointFrame
 from bam_drivers.nodes.driver_node import (
@@ -53,8 +53,7 @@ from bam_drivers.nodes.driver_node import (
 from bam_drivers.nodes.driver_node import DIAGNOSTICS_TOPIC as DIAGNOSTICS_TOPIC
 from bam_msgs.msg import ActuatorState
 from bam_sim.common.errors import BamError
-from bam_sim.common.node_parameters import Param, declare
-from bam_sim.common.registry_parameters import actuator_parameter
+from bam_sim.common.node_parameters import Param, actuator_parameter, declare
 from bam_sim.models.servo.actuators import CURRENT
 
 NODE_NAME = "erob"
@@ -65,7 +64,7 @@ ERROR_SHARE = 0.02
 
 PARAMETERS: tuple[Param, ...] = (
     Param("interface", "eth0", "network interface of the EtherCAT line", read_only=True),
-    Param("drive_models", ["erob80_100"], f"drive model of each joint: {', '.join(MODELS)}",
+    Param("drive_models", ["erob80_100"], f"drive model of each joint: {', '.join(DRIVE_MODELS)}",
           read_only=True),
     Param("slave_positions", None, "slave position on the line of each joint, 1-based; 0 = "
           "the next slave with the model's vendor/product id (default all 0)", read_only=True),

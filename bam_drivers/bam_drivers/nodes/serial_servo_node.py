@@ -52,8 +52,7 @@ from bam_drivers.serial_servo.supervisor import Cycle, SerialServoSupervisor, Su
 from bam_msgs.msg import ActuatorState, ActuatorStateArray
 from bam_sim.common.actuator_topics import joint_state
 from bam_sim.common.errors import BamError
-from bam_sim.common.node_parameters import Param, declare
-from bam_sim.common.registry_parameters import declare_actuator
+from bam_sim.common.node_parameters import Param, declare, declare_actuator
 from bam_sim.models.servo.actuators import driven_by, get_actuator
 
 NODE_NAME = "dynamixel"

@@ -25,7 +25,7 @@ from bam_identify.fitting.space import SearchSpace, parse_assignments
 from bam_sim.common.cancellation import Cancellation
 from bam_sim.common.errors import BamError
 from bam_sim.common.output_paths import check_output
-from bam_sim.models.model_registry import MODELS, FrictionModel, get_model
+from bam_sim.models.model_registry import FRICTION_MODELS, FrictionModel, get_model
 from bam_sim.models.servo.actuators import Actuator
 
 
@@ -99,7 +99,7 @@ def resolve_models(names: Sequence[str]) -> list[FrictionModel]:
     """The models a job names, each once, simpler first (the registry's order); an
     unknown name is a one-line BamError naming the valid choices."""
     models = {model.name: model for model in map(get_model, names)}
-    return sorted(models.values(), key=lambda m: list(MODELS).index(m.name))
+    return sorted(models.values(), key=lambda m: list(FRICTION_MODELS).index(m.name))
 
 
 def _check_sharing(job: FitJob) -> None:

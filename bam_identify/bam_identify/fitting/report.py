@@ -25,12 +25,12 @@ from bam_sim.common.cancellation import Cancellation
 from bam_sim.common.errors import BamError
 from bam_sim.models.dcmotor.groups import get_group
 from bam_sim.models.files.parameter_file import write_atomic
-from bam_sim.models.model_registry import MODELS
+from bam_sim.models.model_registry import FRICTION_MODELS
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo.actuators import VOLTAGE, Actuator
 
 # The models with a load-dependent friction term (priors.LOAD_TERMS).
-LOAD_DEPENDENT = tuple(m.name for m in MODELS.values() if set(m.params) & set(LOAD_TERMS))
+LOAD_DEPENDENT = tuple(m.name for m in FRICTION_MODELS.values() if set(m.params) & set(LOAD_TERMS))
 # Why a report lacks figures: a stop came before they were drawn (seconds of work a
 # stopped command has no time for). No command draws them afterwards.
 FIGURES_LEFT_OUT = ("figures were left out: the fit was interrupted before they were "

@@ -4,6 +4,12 @@ Every node of the project (simulation, drivers, trajectory, recorder) lists its
 parameters as :class:`Param` rows and declares them with :func:`declare`, so
 the descriptor (description, read-only flag, range) a ROS user sees with
 ``ros2 param describe`` and the executable's ``--help`` cannot disagree.
+
+A parameter that names an actuator (``actuator``, ``actuators``) or a friction model
+(``model``, ``models``) becomes the registry's record here, once, where it is read
+(:func:`actuator_parameter`, :func:`model_parameter`); the node passes the object on. An
+unknown name is a BamError of one line naming the valid choices. The registry is plain
+data: nothing numerical is loaded.
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ from rclpy.node import Node
 
 from bam_sim.common import ros_arguments
 from bam_sim.common.errors import BamError, one_line
+from bam_sim.models.model_registry import FrictionModel, get_model
+from bam_sim.models.servo.actuators import Actuator, get_actuator
 
 
 @dataclass(frozen=True)
@@ -138,3 +146,21 @@ PUBLISH_CLOCK = Param("publish_clock", True, "publish the simulated time on /clo
 COMMAND_TIMEOUT = Param("command_timeout", 0.0, "torque off when no command arrived for this "
                         "long in simulated time, s (0 = off)", low=0.0, high=1.0e6)
 
+
+
+def actuator_parameter(value: object) -> Actuator:
+    """The actuator a parameter's value names."""
+    return get_actuator(str(value))
+
+
+def model_parameter(value: object) -> FrictionModel:
+    """The friction model a parameter's value names."""
+    return get_model(str(value))
+
+
+def declare_actuator(node: Node, params: Sequence[Param],
+                     defaults: dict | None = None) -> tuple[dict, Actuator]:
+    """Declare ``params`` (:func:`declare`), ``actuator`` among them; their values and the
+    actuator it names."""
+    values = declare(node, params, defaults)
+    return values, actuator_parameter(values["actuator"])

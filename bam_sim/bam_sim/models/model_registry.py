@@ -143,7 +143,7 @@ _BASE = ("friction_base", "friction_viscous")
 _EP_STRIBECK = ("friction_stribeck", "dtheta_stribeck")
 _CONTACT = ("contact_stiffness", "contact_damping")
 _CISNEROS = "Cisneros et al."
-MODELS: dict[str, FrictionModel] = {
+FRICTION_MODELS: dict[str, FrictionModel] = {
     m.name: m
     for m in (
         FrictionModel("m1", M1, "Coulomb-viscous", 3, _BASE),
@@ -174,16 +174,17 @@ MODELS: dict[str, FrictionModel] = {
                        "lugre.stribeck", "lugre.viscous"), "the DC-motor document"),
     )
 }
-BAM_MODELS = tuple(name for name, m in MODELS.items() if m.model_id < EP_FIRST)
-EP_MODELS = tuple(name for name, m in MODELS.items() if m.elastoplastic)
+BAM_MODELS = tuple(name for name, m in FRICTION_MODELS.items() if m.model_id < EP_FIRST)
+EP_MODELS = tuple(name for name, m in FRICTION_MODELS.items() if m.elastoplastic)
 
 
 def get_model(name: str) -> FrictionModel:
     """Registry lookup by name ("m1".."m6", "ep_cv", ..., case-insensitive)."""
     key = str(name).strip().lower()
-    if key not in MODELS:
-        raise BamError(f"unknown friction model '{name}'; choose one of {', '.join(MODELS)}")
-    return MODELS[key]
+    if key not in FRICTION_MODELS:
+        raise BamError(f"unknown friction model '{name}'; "
+                       f"choose one of {', '.join(FRICTION_MODELS)}")
+    return FRICTION_MODELS[key]
 
 
 def resolve_model(model: FrictionModel | str) -> FrictionModel:

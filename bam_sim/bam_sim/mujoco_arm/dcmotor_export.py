@@ -61,7 +61,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from bam_sim.common.arguments import ArgumentParser
+from bam_sim.common.command_line import ArgumentParser
 from bam_sim.common.errors import BamError, one_line
 from bam_sim.common.numbers import number
 from bam_sim.common.output_paths import check_output, write_new

@@ -38,18 +38,19 @@ from bam_sim.common.node_parameters import (
     PUBLISH_CLOCK,
     REAL_TIME_FACTOR,
     Param,
+    actuator_parameter,
     declare,
+    model_parameter,
     usage,
 )
 from bam_sim.common.numbers import finite_non_negative
-from bam_sim.common.registry_parameters import actuator_parameter, model_parameter
 from bam_sim.common.runner import run_node
 from bam_sim.models.files.parameter_file import load, published
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo.actuators import CURRENT, Actuator
 from bam_sim.mujoco_arm.servo_arm import ServoArm
 from bam_sim.mujoco_arm.shipped_arms import ARMS, ArmSpec, arm_spec, load_arm
-from bam_sim.nodes import model_parameters
+from bam_sim.nodes import ros_parameter_set
 from bam_sim.robot.joint_map import JointMap, load_joint_map
 
 NODE_NAME = "arm"
@@ -202,7 +203,7 @@ class ArmNode(SimNode):
 
     def _with_given_set(self, sets: list[ParameterSet]) -> list[ParameterSet]:
         """A set given as values (``--params-file``) replaces its actuator's joints' sets."""
-        given = model_parameters.declare_values(self)
+        given = ros_parameter_set.declare_values(self)
         if given is None:
             return sets
         name = given.actuator.name
@@ -213,7 +214,7 @@ class ArmNode(SimNode):
                            "parameter file of one of them")
         for i in chosen:
             sets[i] = given
-            self._sources[i] = model_parameters.SOURCE
+            self._sources[i] = ros_parameter_set.SOURCE
         return sets
 
     def _resolve(self, joint: str, actuator: Actuator, path: str, model: str,
@@ -409,7 +410,7 @@ class ArmNode(SimNode):
 def main(args: list[str] | None = None) -> int:
     return run_node("arm", ArmNode, usage("arm", "Simulated MuJoCo arm (bam_sim)", PARAMETERS,
                                           "per joint, see the description")
-                    + model_parameters.HELP, args)
+                    + ros_parameter_set.HELP, args)
 
 
 if __name__ == "__main__":

@@ -40,16 +40,17 @@ from bam_sim.common.node_parameters import (
     REAL_TIME_FACTOR,
     Param,
     declare,
+    declare_actuator,
+    model_parameter,
     usage,
 )
 from bam_sim.common.numbers import finite_non_negative, number
-from bam_sim.common.registry_parameters import declare_actuator, model_parameter
 from bam_sim.common.runner import run_node
 from bam_sim.models.files.parameter_file import load
 from bam_sim.models.model_registry import FrictionModel
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo.actuators import ACTUATORS, CURRENT
-from bam_sim.nodes import model_parameters
+from bam_sim.nodes import ros_parameter_set
 
 NODE_NAME = "pendulum"
 
@@ -116,7 +117,7 @@ class PendulumNode(SimNode):
                                                         actuator.gain_limit)])
         self._rate = float(values["rate"])
         model = model_parameter(values["model"])  # a clear error for an unknown model
-        given = model_parameters.declare_values(self)
+        given = ros_parameter_set.declare_values(self)
         if given is not None and values["params_file"]:
             raise BamError("a parameter set was given twice, as ROS parameters (--params-file "
                            "or -p) and as params_file; give one of them")
@@ -159,7 +160,7 @@ class PendulumNode(SimNode):
         (for an ep_* model, which has none, the given ``values`` alone)."""
         actuator = self._actuator.name
         if not path:
-            return model_parameters.base_set(self._actuator, model, values)
+            return ros_parameter_set.base_set(self._actuator, model, values)
         peeked, self._peeked = getattr(self, "_peeked", None), None
         params = peeked[1] if peeked and peeked[0] == path else load(path)
         if params.actuator.name != actuator:
@@ -174,7 +175,7 @@ class PendulumNode(SimNode):
     def _source_label(self) -> str:
         source = os.path.abspath(self._params_file) if self._params_file else "published"
         if self._values:
-            source = f"{model_parameters.SOURCE} over {source}"
+            source = f"{ros_parameter_set.SOURCE} over {source}"
         return source
 
     # -- public helpers ----------------------------------------------------------------
@@ -267,7 +268,7 @@ class PendulumNode(SimNode):
         current = {name: self.get_parameter(name).value
                    for name in ("model", "params_file", "mass", "arm_mass", "length")}
         plan: dict = {}
-        changed_values = model_parameters.value_names(params)
+        changed_values = ros_parameter_set.value_names(params)
         if "model" in new or "params_file" in new or changed_values:
             path = new.get("params_file", current["params_file"])
             model = model_parameter(new.get("model", current["model"]))
@@ -277,7 +278,7 @@ class PendulumNode(SimNode):
             for name in changed_values:
                 if _is_nan(new[name]):
                     values.pop(name, None)
-            plan["params"] = (model_parameters.with_values(self._resolve(path, model, values),
+            plan["params"] = (ros_parameter_set.with_values(self._resolve(path, model, values),
                                                            values), path, values)
         if {"mass", "arm_mass", "length"} & new.keys():
             merged = {**current, **new}
@@ -321,7 +322,7 @@ def _is_nan(value: object) -> bool:
 def main(args: list[str] | None = None) -> int:
     return run_node("pendulum", PendulumNode, usage(
         "pendulum", "Simulated pendulum bench (bam_sim)", PARAMETERS, "the actuator's")
-        + model_parameters.HELP, args)
+        + ros_parameter_set.HELP, args)
 
 
 if __name__ == "__main__":

@@ -17,17 +17,17 @@ against K_l (τ_m − τ_e) (a few ulps).
 
 from __future__ import annotations
 
-from bam_sim.models.model_registry import MODELS, FrictionModel
+from bam_sim.models.model_registry import FRICTION_MODELS, FrictionModel
 from bam_sim.models.parameter_set import ParameterSet
 
-DIRECTIONAL = MODELS["m5"]
+DIRECTIONAL = FRICTION_MODELS["m5"]
 # The directional pairs (motor side, external side) each non-directional level becomes.
 _SPLIT = {"load_friction_base": ("load_friction_motor", "load_friction_external"),
           "load_friction_stribeck": ("load_friction_motor_stribeck",
                                      "load_friction_external_stribeck")}
 # The models that have an exact directional form.
-EQUIVALENT: dict[FrictionModel, FrictionModel] = {MODELS["m3"]: DIRECTIONAL,
-                                                 MODELS["m4"]: DIRECTIONAL}
+EQUIVALENT: dict[FrictionModel, FrictionModel] = {FRICTION_MODELS["m3"]: DIRECTIONAL,
+                                                 FRICTION_MODELS["m4"]: DIRECTIONAL}
 
 
 def as_directional(params: ParameterSet) -> ParameterSet:

@@ -245,17 +245,22 @@ ACTUATORS: dict[str, Actuator] = {
         #   the supply. The recorded Present PWM equals kp·duty_gain·(goal − q) to 0.5 %
         #   (99th percentile) while input_volts sags to 6.0 V, so the law applies
         #   duty·V_in: modelled (the law; the `supply` group for the sag).
-        # - PWM Limit(36) = 885 (full duty, max_duty 1.0): modelled, never reached in
-        #   the logs (largest duty 0.71, 629 counts, at kp 200). PWM Slope(62) (140:
-        #   277 mV/ms) is not modelled: the law's duty moves 0.04 per 5 ms at most there,
-        #   under a fifth of the slope.
+        # - PWM Limit(36) = 885 (full duty, max_duty 1.0): modelled; reached only at kp
+        #   400, where the law asks up to 1.4 times full duty and the recorded duty stops
+        #   at 885. PWM Slope(62) (140: 277 mV/ms) is not modelled: the law's duty moves
+        #   0.08 per 5 ms at most (kp 400), under half of the slope.
         # - Current Limit(38) = 1,750 mA: kept because the authors' release models it
         #   (max_current) and the published sets were identified with it. The e-Manual
-        #   applies it in torque and current-based position modes only, not in position
-        #   mode; in the logs it never binds (current estimated from the recorded duty,
-        #   input_volts and speed: 1.23 A at most with kt, R fitted at kp 100, 1.87 A
-        #   with the published M6 kt, R, and the recorded duty never falls below the
-        #   law's), so the data neither need nor refute it.
+        #   applies it in torque and current-based position modes only, and the logs agree:
+        #   at kp 400 the current estimated from the recorded duty, input_volts and speed
+        #   passes 1.75 A while the recorded duty still follows the law. Removing it moves
+        #   the kp 400 validation of the kp 100+200 fits by 0.002 rad at most
+        #   (benchmarks/xl330_gains.py): not what the model misses at high gain.
+        # - Supply: the bus sits ~0.2 V under 7.4 V at every gain and does not follow the
+        #   estimated current (correlation about 0 or negative), so no series resistance
+        #   shows. A fitted `supply` group (R_s at its bound) lowers the torque at high
+        #   duty and so the position error, but simulates a V_in a volt below the bus at
+        #   kp 400: a stand-in, documented as such (docs/how-to/real-logs.md).
         _dynamixel_xl("xl330", "Dynamixel XL330", "xl330_m288", XL330_DUTY_GAIN,
                       (100.0, 200.0, 400.0, 800.0), 16383.0,
                       (-math.pi, math.pi - 2.0 * math.pi / 4096),

@@ -14,11 +14,11 @@ from pathlib import Path
 
 from bam_identify.fitting.held import held_item
 from bam_identify.fitting.job import DEFAULT_OUTPUT, NUMBERS, FitJob
-from bam_sim.common.arguments import ArgumentParser
+from bam_sim.common.command_line import ArgumentParser
 from bam_sim.common.errors import BamError
 from bam_sim.common.numbers import option
 from bam_sim.models.dcmotor.groups import DEFAULT_TEMPERATURE_WEIGHT, GROUPS
-from bam_sim.models.model_registry import MODELS
+from bam_sim.models.model_registry import FRICTION_MODELS
 
 
 def number_option(field: str) -> Callable[[str], float]:
@@ -89,8 +89,8 @@ def fit_parser() -> argparse.ArgumentParser:
 def _search_arguments(parser: argparse.ArgumentParser) -> None:
     """What is searched, and how."""
     parser.add_argument("--models", nargs="+", default=list(FitJob.models),
-                        choices=sorted(MODELS), metavar="MODEL",
-                        help=f"among {', '.join(MODELS)}")
+                        choices=sorted(FRICTION_MODELS), metavar="MODEL",
+                        help=f"among {', '.join(FRICTION_MODELS)}")
     parser.add_argument("--trials", type=number_option("trials"),
                         default=FitJob.trials, help="candidates per model")
     parser.add_argument("--seed", type=number_option("seed"), default=0)
