@@ -16,9 +16,9 @@ fidelity issue, each tested on the recordings, not assumed:
   the model applies. Then the validation MAE at kp 400 of the sets fitted on kp 100 and 200
   (``benchmarks/results/real_xl330.json``) with and without that limit.
 * **The supply.** The bus voltage's drop below the nominal 7.4 V against the estimated
-  current: mean, largest, and their correlation (a series resistance R_s shows as drop =
-  R_s·|I|). Then the input voltage the fitted ``supply`` group simulates against the
-  recorded one.
+  current: mean, 95th percentile, their correlation (a series resistance R_s shows as
+  drop = R_s·|I|), and the largest R_s the mean drop allows. Then the input voltage the
+  fitted ``supply`` group simulates against the recorded one.
 * **The load.** The correlation of the fitted set's position error with sin q (the
   gravity torque's shape), per gain.
 
@@ -85,7 +85,10 @@ def current_and_supply(logs: list[BenchLog], actuator: Actuator) -> dict:
     return {"current_max_a": float(current.max()),
             "current_mean_a": float(current.mean()),
             "share_above_current_limit": float(np.mean(current > actuator.firmware_current_limit)),
-            "bus_drop_mean_v": float(drop.mean()), "bus_drop_max_v": float(drop.max()),
+            "bus_drop_mean_v": float(drop.mean()), "bus_drop_p95_v": float(np.percentile(drop, 95)),
+            "bus_drop_max_v": float(drop.max()),
+            # The largest series resistance the mean drop allows (all of it put on R_s).
+            "series_resistance_bound_ohm": float(drop.mean() / current.mean()),
             "bus_drop_current_correlation": float(np.corrcoef(drop, current)[0, 1])}
 
 

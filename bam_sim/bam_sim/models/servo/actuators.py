@@ -256,11 +256,12 @@ ACTUATORS: dict[str, Actuator] = {
         #   passes 1.75 A while the recorded duty still follows the law. Removing it moves
         #   the kp 400 validation of the kp 100+200 fits by 0.002 rad at most
         #   (benchmarks/xl330_gains.py): not what the model misses at high gain.
-        # - Supply: the bus sits ~0.2 V under 7.4 V at every gain and does not follow the
-        #   estimated current (correlation about 0 or negative), so no series resistance
-        #   shows. A fitted `supply` group (R_s at its bound) lowers the torque at high
-        #   duty and so the position error, but simulates a V_in a volt below the bus at
-        #   kp 400: a stand-in, documented as such (docs/how-to/real-logs.md).
+        # - Supply: the bus sits ~0.2 V under 7.4 V on average at every gain and its dips
+        #   do not follow the estimated current (correlation about 0 or negative): a
+        #   series resistance of a few tenths of an ohm at most. A fitted `supply` group
+        #   (R_s at its 3 ohm bound) lowers the torque at high duty and so the position
+        #   error, but simulates a V_in a volt below the bus at kp 400: a stand-in,
+        #   documented as such (docs/how-to/real-logs.md).
         _dynamixel_xl("xl330", "Dynamixel XL330", "xl330_m288", XL330_DUTY_GAIN,
                       (100.0, 200.0, 400.0, 800.0), 16383.0,
                       (-math.pi, math.pi - 2.0 * math.pi / 4096),
