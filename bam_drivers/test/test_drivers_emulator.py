@@ -104,9 +104,17 @@ def test_sync_write_then_read_back(emulator, link) -> None:
     for dxl_id, value in wanted.items():
         assert writer.addParam(dxl_id, list(value.to_bytes(size, "little")))
     assert writer.txPacket() == sdk.COMM_SUCCESS
-    link.ph.ping(link.port, 1)  # a round trip: the bus has served the sync write
+
+    # A sync write has no reply to wait on. A ping after it was the barrier, unchecked: on a
+    # loaded CI run the registers still read 2048, 2048, 2048 after it (a ping timed out, or
+    # read a late status of an earlier request of this module's shared port). The servos'
+    # own registers are the event to wait for; the bound only catches a write never applied.
+    def goals() -> dict[int, int]:
+        truth = emulator.truth()
+        return {i: truth[i]["registers"]["goal_position"] for i in wanted}
+
+    wait_for(lambda: goals() == wanted, f"the sync write's goal positions {wanted}", TIMEOUT)
     truth = emulator.truth()
-    assert {i: truth[i]["registers"]["goal_position"] for i in wanted} == wanted
     assert truth[3]["goal"] == pytest.approx((1900 - 2048) / COUNTS)
     if emulator.protocol == 2:
         reader = sdk.GroupSyncRead(link.port, link.ph, goal, size)
