@@ -221,16 +221,22 @@ def test_physics_converges_and_present_position_matches_truth(emulator, link) ->
 
 
 def test_released_pendulum_reports_negative_speed(emulator, link) -> None:
-    """Falling back from +1 rad with the torque off: speed < 0 (P1: bit 10 set)."""
-    emulator.set_position(3, 1.0)
-    wait_for(lambda: emulator.truth()[3]["velocity"] < -0.05, "the pendulum falling", TIMEOUT)
-    if emulator.protocol == 1:
-        raw, result, _ = link.ph.read2ByteTxRx(link.port, 3, 38)
-        assert result == sdk.COMM_SUCCESS and raw & 0x400 and raw & 0x3FF > 0
-    else:
+    """Falling back from +1 rad with the torque off: speed < 0 (P1: bit 10 set, P2: two's
+    complement). The bus read races the swing, which reverses within a second (a loaded CI
+    run read it rising: 65, positive), so it is repeated, from a new release each time,
+    until a read lands in the fall; a register that never encodes a fall as negative fails
+    after TIMEOUT."""
+    def falling_read() -> bool:
+        emulator.set_position(3, 1.0)
+        wait_for(lambda: emulator.truth()[3]["velocity"] < -0.05, "the pendulum falling",
+                 TIMEOUT)
+        if emulator.protocol == 1:
+            raw, result, _ = link.ph.read2ByteTxRx(link.port, 3, 38)
+            return result == sdk.COMM_SUCCESS and bool(raw & 0x400) and raw & 0x3FF > 0
         raw, result, _ = link.ph.read4ByteTxRx(link.port, 3, 128)
-        assert result == sdk.COMM_SUCCESS and raw >= 1 << 31  # two's complement negative
-    assert emulator.truth()[3]["velocity"] < 0.0
+        return result == sdk.COMM_SUCCESS and raw >= 1 << 31  # two's complement negative
+
+    wait_for(falling_read, "a read of the speed register during the fall, negative", TIMEOUT)
 
 
 def test_startup_error_quotes_stderr() -> None:
