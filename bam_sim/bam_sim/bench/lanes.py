@@ -89,6 +89,7 @@ from bam_sim.models.elastoplastic.model import (
     stribeck_near,
     stribeck_sliding,
 )
+from bam_sim.models.kernel_inlining import into_rollouts
 from bam_sim.models.model_registry import EP_FIRST, M1, M2, M3, M4, M5, M6, FrictionModel
 from bam_sim.models.servo.actuators import (
     C_DAMPING,
@@ -151,7 +152,7 @@ def general_only(population: np.ndarray, voltage: bool) -> bool:
                 or (population[:, P.HB_PERIOD] > 0.0).any())
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def _voltage_law(lanes: np.ndarray, law: tuple, limit: float, q: np.ndarray, dq: np.ndarray,
                  target: np.ndarray, tau: np.ndarray) -> None:
     """τ_m of every lane under the voltage law (12, 13), the firmware's current window
@@ -164,7 +165,7 @@ def _voltage_law(lanes: np.ndarray, law: tuple, limit: float, q: np.ndarray, dq:
         tau[b] = voltage_torque(kt, resistance, duty * supply, dq[b])
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def _motor_torques(family: int, replay: bool, lanes: np.ndarray, law: tuple, q: np.ndarray,
                    dq: np.ndarray, target: np.ndarray, command: tuple, tau: np.ndarray) -> None:
     """τ_m of every lane into ``tau``: the servo law at the firmware's target, or the
@@ -206,7 +207,7 @@ def _motor_torques(family: int, replay: bool, lanes: np.ndarray, law: tuple, q: 
             tau[b] = tau[b] if lane_enabled[b] else 0.0
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def _advance(model: int, family: int, replay: bool, lanes: np.ndarray, c: np.ndarray,
              kp: float, load_inertia: float, gravity_torque: float, q: np.ndarray,
              dq: np.ndarray, target: np.ndarray, tau: np.ndarray, factor: np.ndarray,
@@ -225,7 +226,7 @@ def _advance(model: int, family: int, replay: bool, lanes: np.ndarray, c: np.nda
     budget_joints(model, lanes, load_inertia, gravity_torque, q, dq, tau, factor, dt)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def budget_joints(model: int, lanes: np.ndarray, load_inertia: float, gravity_torque: float,
                   q: np.ndarray, dq: np.ndarray, tau: np.ndarray, factor: np.ndarray,
                   dt: float) -> None:
@@ -242,7 +243,7 @@ def budget_joints(model: int, lanes: np.ndarray, load_inertia: float, gravity_to
                                     tau_e, limit, dt)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def _advance_ep(model: int, family: int, replay: bool, lanes: np.ndarray, c: np.ndarray,
                 kp: float, load_inertia: float, gravity_torque: float, q: np.ndarray,
                 dq: np.ndarray, e: np.ndarray, target: np.ndarray, tau: np.ndarray,
@@ -272,7 +273,7 @@ def _advance_ep(model: int, family: int, replay: bool, lanes: np.ndarray, c: np.
         _ep_stribeck(EP_LOAD, lanes, load_inertia, q, dq, e, tau, tau_e, f, near, dt)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def _ep_closed_form(form: int, lanes: np.ndarray, load_inertia: float, q: np.ndarray,
                     dq: np.ndarray, e: np.ndarray, tau: np.ndarray, tau_e: np.ndarray,
                     dt: float) -> None:
@@ -285,7 +286,7 @@ def _ep_closed_form(form: int, lanes: np.ndarray, load_inertia: float, q: np.nda
                                       tau[b], tau_e[b], f, dt)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def _ep_stribeck(form: int, lanes: np.ndarray, load_inertia: float, q: np.ndarray,
                  dq: np.ndarray, e: np.ndarray, tau: np.ndarray, tau_e: np.ndarray,
                  f: np.ndarray, near: np.ndarray, dt: float) -> None:
@@ -315,7 +316,7 @@ def _ep_stribeck(form: int, lanes: np.ndarray, load_inertia: float, q: np.ndarra
                                       tau[b], tau_e[b], f[b], dt)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def _job(job: int, n_logs: int, sets: int, lengths: np.ndarray) -> tuple:
     """(log, block, its first set, its sets, the log's length) of job ``job``."""
     j = job % n_logs
@@ -324,7 +325,7 @@ def _job(job: int, n_logs: int, sets: int, lengths: np.ndarray) -> tuple:
     return j, block, first, min(BLOCK, sets - first), lengths[j]
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def _delays(lanes: np.ndarray, dt: float, delay: np.ndarray) -> bool:
     """Each lane's command delay in ticks into ``delay``; whether any lane has one."""
     for b in range(BLOCK):
@@ -332,7 +333,7 @@ def _delays(lanes: np.ndarray, dt: float, delay: np.ndarray) -> bool:
     return delay.max() > 0.0
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def _commands(goal: np.ndarray, enabled: np.ndarray, control: np.ndarray, k: int,
               scratch: tuple) -> tuple:
     """The command of step k of a log (``goal``, ``enabled``, ``control``) as
@@ -355,7 +356,7 @@ def _commands(goal: np.ndarray, enabled: np.ndarray, control: np.ndarray, k: int
     return delayed, goal[k], on, control[k], lane_goal, lane_enabled, lane_control
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def _lane(delayed: bool, lane_values: np.ndarray, value: float, b: int) -> float:
     """Lane b's goal or control: its own with the latency group, else the log's. In a
     lane loop ``delayed`` is the same every turn: the compiler takes the test out of the
@@ -363,7 +364,7 @@ def _lane(delayed: bool, lane_values: np.ndarray, value: float, b: int) -> float
     return lane_values[b] if delayed else value
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def _observe(q: np.ndarray, k: int, j: int, first: int, width: int, recorded: np.ndarray,
              out_q: np.ndarray, total: np.ndarray) -> None:
     """Entry k of log j: |q − q_recorded| summed into ``total``, q stored into ``out_q``
@@ -376,7 +377,7 @@ def _observe(q: np.ndarray, k: int, j: int, first: int, width: int, recorded: np
             out_q[first + b, j, k] = q[b]
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def _commands_of(latency: bool, lanes: np.ndarray, dt: float) -> tuple:
     """A job's (delayed, delay, goal, enable, control) arrays for :func:`_commands`:
     ``latency`` is the kernel's (a literal), ``delayed`` whether a lane of the block has
@@ -387,7 +388,7 @@ def _commands_of(latency: bool, lanes: np.ndarray, dt: float) -> tuple:
     return delayed, delay, lane_goal, lane_enabled, lane_control
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def _bam_job(latency, job, model, family, sets, lanes, consts, kp, load_inertia, gravity_torque,
              q0, dq0, goal, enabled, control, lengths, dt, replay, recorded, out_q, errors):
     """Job ``job`` of :func:`lanes_kernel` (``latency`` False) or

@@ -15,14 +15,16 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from bam_sim.models.kernel_inlining import into_rollouts
 
-@nb.njit(cache=True, inline="always")
+
+@nb.njit(cache=True, inline=into_rollouts)
 def delay_ticks(latency_command: float, latency_reading: float, dt: float) -> float:
     """L/Δt: the ticks a rollout's commands come late (module docstring)."""
     return (latency_command + latency_reading) / dt
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def delayed_command(goal: np.ndarray, enabled: np.ndarray, control: np.ndarray, k: int,
                     delay: float) -> tuple[float, bool, float]:
     """(goal, enable, control) acting at step k with the commands ``delay`` ticks late.

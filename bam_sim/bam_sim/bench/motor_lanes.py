@@ -77,6 +77,7 @@ from bam_sim.models.dcmotor.motor_model import (
     torque_request,
     uses_motor,
 )
+from bam_sim.models.kernel_inlining import into_rollouts
 from bam_sim.models.model_registry import LUGRE_ID, M1, M2, M3, M4, M5, M6, FrictionModel
 from bam_sim.models.servo.actuators import (
     C_DAMPING,
@@ -127,7 +128,7 @@ def _rows_and_states(family: int, model: int, population: np.ndarray, c: np.ndar
         work[FACTOR, b] = 1.0  # M1, M3: never written, never read
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def _block_flags(rows: np.ndarray) -> tuple[bool, bool]:
     """Whether a lane of the block has a bristle (σ0 > 0), a cogging torque (A ≠ 0)."""
     lugre = cogged = False
@@ -137,7 +138,7 @@ def _block_flags(rows: np.ndarray) -> tuple[bool, bool]:
     return lugre, cogged
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def _inputs(mode: int, family: int, lanes: np.ndarray, c: np.ndarray, kp: float, q: np.ndarray,
             dq: np.ndarray, target: np.ndarray, control: float, work: np.ndarray) -> None:
     """The dcmotor's inputs of every lane (pos, ff, voltage; ``motor_torque``'s cases, one
@@ -166,7 +167,7 @@ def _inputs(mode: int, family: int, lanes: np.ndarray, c: np.ndarray, kp: float,
             work[U_VOLT, b] = duty * supply
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def _electrical(d: np.ndarray, state: np.ndarray, q: np.ndarray, dq: np.ndarray,
                 work: np.ndarray, dt: float) -> None:
     """Slew, integral, drive voltage, R(T), the thermal ODE and the current of every lane
@@ -206,7 +207,7 @@ def _electrical(d: np.ndarray, state: np.ndarray, q: np.ndarray, dq: np.ndarray,
         state[D.S_CURRENT, b] = current if te > 0.0 else i
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def _libm(lugre: bool, cogged: bool, d: np.ndarray, state: np.ndarray, q: np.ndarray,
           dq: np.ndarray, work: np.ndarray, dt: float) -> None:
     """The C library's calls of the motor's step, one lane at a time: the bristle's a, ż
@@ -224,7 +225,7 @@ def _libm(lugre: bool, cogged: bool, d: np.ndarray, state: np.ndarray, q: np.nda
             work[COG, b] = D.cogging(d[D.P_COG_A, b], d[D.P_COG_N, b], d[D.P_COG_PHASE, b], q[b])
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def _torques(mode: int, d: np.ndarray, state: np.ndarray, dq: np.ndarray, work: np.ndarray,
              dt: float) -> None:
     """Cogging and LuGre's (9b) added after the clip, the bristle advanced (11), the current
@@ -246,7 +247,7 @@ def _torques(mode: int, d: np.ndarray, state: np.ndarray, dq: np.ndarray, work: 
             state[D.S_CURRENT, b] = 0.0
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def _advance(model: int, family: int, mode: int, lanes: np.ndarray, rows: np.ndarray,
              c: np.ndarray, kp: float, load_inertia: float, gravity_torque: float,
              q: np.ndarray, dq: np.ndarray, target: np.ndarray, state: np.ndarray,
@@ -272,7 +273,7 @@ def _advance(model: int, family: int, mode: int, lanes: np.ndarray, rows: np.nda
                       work[FACTOR], dt)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def _score_temperature(k: int, recorded: np.ndarray, rows: np.ndarray, state: np.ndarray,
                        total: np.ndarray) -> int:
     """Entry k of a log's recorded temperature (NaN: missing): |T_sim − T_recorded| of each

@@ -65,13 +65,14 @@ from bam_sim.models import vector_math
 from bam_sim.models.bam.friction import applied_friction, friction_budget
 from bam_sim.models.dcmotor.motor_model import motor_torque
 from bam_sim.models.elastoplastic.model import ep_step
+from bam_sim.models.kernel_inlining import into_rollouts
 from bam_sim.models.model_registry import EP_FIRST, LUGRE_ID
 from bam_sim.models.servo.laws import _clip, servo_torque, torque_from_control
 
 MAX_VELOCITY = 100.0  # rad/s, velocity clip of the published implementation
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def _motor(family: int, p: np.ndarray, c: np.ndarray, kp: float, q: float, dq: float,
            goal: float, enabled: bool, replay: bool, control: float) -> tuple[float, float]:
     """(τ_m, control): the servo law, or the recorded ``control`` with ``replay``."""
@@ -81,7 +82,7 @@ def _motor(family: int, p: np.ndarray, c: np.ndarray, kp: float, q: float, dq: f
     return servo_torque(family, p, c, kp, q, dq, goal, enabled)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def step(
     model: int,
     family: int,
@@ -110,7 +111,7 @@ def step(
     return q_next, dq_next, tau_m, applied
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def _budget_joint(model: int, p: np.ndarray, inertia: float, gravity_torque: float, q: float,
                   dq: float, tau_m: float, dt: float) -> tuple[float, float]:
     """Lines (4)-(5), (1) and the integration of Algorithm 1 for a motor torque τ_m."""
@@ -119,13 +120,13 @@ def _budget_joint(model: int, p: np.ndarray, inertia: float, gravity_torque: flo
     return budget_update(inertia, q, dq, tau_m, tau_e, budget, dt)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def external_torque(gravity_torque: float, q: float, q_offset: float) -> float:
     """τ_e = −m·g·l·sin(q + q_offset) (Alg. 1, line 2), with the vectorizable sine."""
     return -gravity_torque * vector_math.sin(q + q_offset)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def budget_update(inertia: float, q: float, dq: float, tau_m: float, tau_e: float,
                   budget: float, dt: float) -> tuple[float, float]:
     """(q_k+1, q̇_k+1): lines (4)-(5), (1) and the integration, given the friction budget."""
@@ -136,7 +137,7 @@ def budget_update(inertia: float, q: float, dq: float, tau_m: float, tau_e: floa
     return q_next, dq_next
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def step_ep(
     model: int,
     family: int,
@@ -166,7 +167,7 @@ def step_ep(
     return q_next, dq_next, e_next, tau_m, applied
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def _ep_joint(model: int, p: np.ndarray, inertia: float, gravity_torque: float, q: float,
               dq: float, e: float, tau_m: float, dt: float) -> tuple[float, float, float]:
     """The elasto-plastic friction and the semi-implicit Euler joint for a motor torque τ_m."""
@@ -174,14 +175,14 @@ def _ep_joint(model: int, p: np.ndarray, inertia: float, gravity_torque: float, 
     return ep_update(model, p, inertia, q, dq, e, tau_m, tau_e, dt)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def libm_external_torque(gravity_torque: float, q: float, q_offset: float) -> float:
     """τ_e with the C library's sine, as the elasto-plastic and LuGre references
     (``simulate_joint``, MuJoCo) compute it."""
     return -gravity_torque * np.sin(q + q_offset)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def ep_update(model: int, p: np.ndarray, inertia: float, q: float, dq: float, e: float,
               tau_m: float, tau_e: float, dt: float) -> tuple[float, float, float]:
     """(q_k+1, q̇_k+1, e_k): the elasto-plastic friction (Algorithm 1 of Cisneros et
@@ -191,7 +192,7 @@ def ep_update(model: int, p: np.ndarray, inertia: float, q: float, dq: float, e:
     return q_next, dq_next, e_next
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def ep_joint_update(inertia: float, q: float, dq: float, tau_m: float, tau_e: float, f: float,
                     dt: float) -> tuple[float, float]:
     """(q_k+1, q̇_k+1): the semi-implicit Euler joint under τ_m + τ_e − f, as
@@ -200,7 +201,7 @@ def ep_joint_update(inertia: float, q: float, dq: float, tau_m: float, tau_e: fl
     return q + dt * dq_next, dq_next
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def _lugre_joint(p: np.ndarray, inertia: float, gravity_torque: float, q: float, dq: float,
                  force: float, dt: float) -> tuple[float, float]:
     """MuJoCo's Euler step of the joint under the actuator force (LuGre included)."""
@@ -208,7 +209,7 @@ def _lugre_joint(p: np.ndarray, inertia: float, gravity_torque: float, q: float,
     return lugre_update(p[P.LG_S2], inertia, q, dq, force, tau_e, dt)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def lugre_update(sigma2: float, inertia: float, q: float, dq: float, force: float, tau_e: float,
                  dt: float) -> tuple[float, float]:
     """(q_k+1, q̇_k+1): MuJoCo's Euler step under the actuator force and τ_e.
@@ -222,7 +223,7 @@ def lugre_update(sigma2: float, inertia: float, q: float, dq: float, force: floa
     return q + dt * dq_next, dq_next
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def step_motor(
     model: int,
     family: int,
@@ -264,7 +265,7 @@ def step_motor(
     return q_next, dq_next, e, tau_m, applied, current
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def step_any(
     model: int,
     family: int,

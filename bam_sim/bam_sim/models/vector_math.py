@@ -33,6 +33,7 @@ import math
 import numba as nb
 
 from bam_sim.models.elastoplastic.float_ops import bits_float, float_bits
+from bam_sim.models.kernel_inlining import into_rollouts
 
 _PIO2_HI = 1.5707963267341256  # π/2 = hi + mid + lo; hi has 33 significant bits
 _PIO2_MID = 6.077100506506192e-11
@@ -44,7 +45,7 @@ _SQRT2 = math.sqrt(2.0)
 _TINY = 1e-300  # the smallest argument ln is asked for (x^α at 0 is selected apart)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def sin(x: float) -> float:
     """sin x for |x| < 1.6e6 (module docstring)."""
     kd = x * (2.0 / math.pi) + _SHIFT
@@ -63,7 +64,7 @@ def sin(x: float) -> float:
     return -value if quadrant >= 2 else value
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def exp(z: float) -> float:
     """eᶻ, z clamped to [−700, 700] (module docstring)."""
     z = min(max(z, -700.0), 700.0)
@@ -77,7 +78,7 @@ def exp(z: float) -> float:
     return p * bits_float((float_bits(kd) - float_bits(_SHIFT) + 1023) << 52)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def log(x: float) -> float:
     """ln x for normal x > 0 (module docstring)."""
     bits = float_bits(x)
@@ -95,7 +96,7 @@ def log(x: float) -> float:
     return e * _LN2_HI + (e * _LN2_LO + ln_m)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def power(x: float, alpha: float) -> float:
     """x^α for x ≥ 0 (0 at x = 0), as e^(α·ln x)."""
     value = exp(alpha * log(max(x, _TINY)))

@@ -167,7 +167,7 @@ def _update(ints, params, consts, work, rows, motor_state, qpos, qvel, qfrc_smoo
         work[i, W_BUDGET] = budget
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _update_elastoplastic(i, form, p, work, tau_m, tau_e, dq, control, ctrl, act,
                           frictionloss, damping, dof, dt):
     """An ep_* joint: f of Algorithm 1 applied with τ_m through the motor, no friction row."""
@@ -186,7 +186,7 @@ def _update_elastoplastic(i, form, p, work, tau_m, tau_e, dq, control, ctrl, act
     work[i, W_BUDGET] = friction_level(form, p, tau_m, tau_e, dq)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _update_lugre(i, p, work, tau_m, lugre, tau_e, dq, control, ctrl, act, frictionloss,
                   damping, dof):
     """A LuGre joint: the dcmotor's force (motor and LuGre (9b)) through the motor, σ2 as

@@ -44,20 +44,21 @@ import numpy as np
 
 from bam_sim.models import parameter_vector as P
 from bam_sim.models import vector_math
+from bam_sim.models.kernel_inlining import into_rollouts
 from bam_sim.models.model_registry import M1, M2, M3, M4, M6
 
 # A set's friction coefficients (the parameter_vector names in the docstring's symbols).
 Coefficients = namedtuple("Coefficients", "kv kc kcs kl kls km ke kms kes kmq keq vs alpha")
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def coefficients(p: np.ndarray) -> Coefficients:
     """The friction coefficients of parameter vector ``p``."""
     return Coefficients(p[P.KV], p[P.KC], p[P.KCS], p[P.KL], p[P.KLS], p[P.KM], p[P.KE],
                         p[P.KMS], p[P.KES], p[P.KMQ], p[P.KEQ], p[P.VS], p[P.ALPHA])
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def lane_coefficients(lanes: np.ndarray, i: int) -> Coefficients:
     """The friction coefficients of lane ``i`` of ``lanes[parameter, set]``."""
     return Coefficients(lanes[P.KV, i], lanes[P.KC, i], lanes[P.KCS, i], lanes[P.KL, i],
@@ -66,13 +67,13 @@ def lane_coefficients(lanes: np.ndarray, i: int) -> Coefficients:
                         lanes[P.ALPHA, i])
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def stribeck(k: Coefficients, dq: float) -> float:
     """Stribeck factor exp(−|q̇/v_s|^α) of equations (6), (8)-(10); 1 at rest."""
     return vector_math.exp(-vector_math.power(abs(dq / k.vs), k.alpha))
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def quadratic_term(k: Coefficients, tau_m: float, tau_e: float) -> float:
     """Q of equation (10), with the published opposite-sign condition."""
     if tau_m * tau_e >= 0.0:
@@ -82,14 +83,14 @@ def quadratic_term(k: Coefficients, tau_m: float, tau_e: float) -> float:
     return k.kmq * tau_m * tau_m
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def budget(model: int, k: Coefficients, tau_m: float, tau_e: float, dq: float) -> float:
     """Friction budget τ_f^m(τ_m, τ_e, q̇) ≥ 0 of model ``model`` (1..6), coefficients ``k``."""
     s = 1.0 if model == M1 or model == M3 else stribeck(k, dq)
     return stribeck_budget(model, k, tau_m, tau_e, dq, s)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def stribeck_budget(model: int, k: Coefficients, tau_m: float, tau_e: float, dq: float,
                     s: float) -> float:
     """:func:`budget` given the Stribeck factor ``s`` = :func:`stribeck` (k, q̇), unused
@@ -117,7 +118,7 @@ def friction_budget(model: int, p: np.ndarray, tau_m: float, tau_e: float, dq: f
     return budget(model, coefficients(p), tau_m, tau_e, dq)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def applied_friction(tau_stop: float, budget: float) -> float:
     """Equation (5): the stopping torque limited to ±budget.
 

@@ -60,6 +60,7 @@ import numpy as np
 
 from bam_sim.common.errors import BamError
 from bam_sim.models.dcmotor.groups import thermal_pair
+from bam_sim.models.kernel_inlining import into_rollouts
 
 # ---- parameter layout (float64 vector) --------------------------------------
 P_R = 0            # resistance R0 at the reference temperature (Ω)
@@ -122,18 +123,18 @@ MAXVAL = 1e10      # mjMAXVAL: larger controls count as bad
 
 
 # ---- numba kernels ----------------------------------------------------------
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def _clip(x: float, lo: float, hi: float) -> float:
     # mju_clip's exact form (np.clip is not available on scalars in nopython).
     return lo if x < lo else (hi if x > hi else x)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def _max(a: float, b: float) -> float:
     return a if a > b else b
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def _min(a: float, b: float) -> float:
     return a if a < b else b
 
@@ -161,7 +162,7 @@ def ctrl_count(params: np.ndarray) -> int:
     return (spec & 1) + ((spec >> 1) & 1) + ((spec >> 2) & 1) + ((spec >> 3) & 1)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def _prepare(params: np.ndarray, u: float) -> float:
     # ctrlrange clamp of one control (mj_fwdActuation, before anything else).
     if params[P_CTRLLIMITED] != 0.0:
@@ -169,12 +170,12 @@ def _prepare(params: np.ndarray, u: float) -> float:
     return u
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def _bad(u: float) -> bool:
     return u != u or u > MAXVAL or u < -MAXVAL
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def drive_voltage(params: np.ndarray, u_pos: float, u_vel: float, u_ff: float, u_volt: float,
                   length: float, velocity: float, x_i: float) -> float:
     """Terminal voltage v: controller (12)-(13) in torque space, Vmax clip, raw voltage added."""
@@ -185,20 +186,20 @@ def drive_voltage(params: np.ndarray, u_pos: float, u_vel: float, u_ff: float, u
                               velocity, x_i)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def stribeck(params: np.ndarray, velocity: float) -> float:
     """g(ω) = τ_c + (τ_s − τ_c) exp(−(ω/ω_s)²), equation (10) with γ = 2."""
     return stribeck_curve(params[P_FC], params[P_FS], params[P_VS], velocity)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def stribeck_curve(coulomb: float, static: float, speed: float, velocity: float) -> float:
     """g(ω) of equation (10) (γ = 2) for τ_c, τ_s and ω_s given one by one."""
     ratio = velocity / _max(MINVAL, speed)
     return coulomb + (static - coulomb) * math.exp(-ratio * ratio)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def slew_input(rate: float, prev: float, u: float, dt: float) -> tuple[float, float]:
     """(u, ṡ): an input held within ±s·Δt of the previous setpoint, and the setpoint's
     rate (section 2.5.3)."""
@@ -207,7 +208,7 @@ def slew_input(rate: float, prev: float, u: float, dt: float) -> tuple[float, fl
     return u, (u - prev) / dt
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def integral_rate(x_i: float, u_pos: float, length: float, imax: float) -> float:
     """dx_I/dt = u_pos − θ, zeroed outward beyond ±I_max (anti-windup; 0: none)."""
     int_dot = u_pos - length
@@ -219,14 +220,14 @@ def integral_rate(x_i: float, u_pos: float, length: float, imax: float) -> float
     return int_dot
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def integral_update(x_i: float, int_dot: float, imax: float, dt: float) -> float:
     """x_I after the step (Euler), clipped to ±I_max (0: none)."""
     x_i = x_i + int_dot * dt
     return _clip(x_i, -imax, imax) if imax > 0.0 else x_i
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def controller_voltage(controller: bool, kp: float, kd: float, ki: float, r: float, k: float,
                        vmax: float, u_pos: float, u_vel: float, u_ff: float, u_volt: float,
                        length: float, velocity: float, x_i: float) -> float:
@@ -242,46 +243,46 @@ def controller_voltage(controller: bool, kp: float, kd: float, ki: float, r: flo
     return v + u_volt
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def winding_resistance(r0: float, alpha: float, rise: float, ambient: float,
                        reference: float) -> float:
     """R(T) = R0 (1 + α (T + T_a − T0)), equation (8), T the rise above ambient."""
     return r0 * (1.0 + alpha * (rise + ambient - reference))
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def stateless_current(v: float, k: float, velocity: float, r: float) -> float:
     """i = (v − Kθ̇)/R(T), equation (2)."""
     return (v - k * velocity) / r
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def temperature_rate(r: float, i: float, rise: float, rt: float, c: float) -> float:
     """dT/dt = (R(T) i² − T/R_T)/C, the thermal ODE (7)."""
     return (r * i * i - rise / rt) / c
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def bristle_rate(sigma0: float, g: float, z: float, velocity: float) -> tuple[float, float]:
     """(a, ż): dz/dt = a z + θ̇ with a = −σ0|θ̇|/g(θ̇), equation (9a); g of (10)."""
     a = -sigma0 * abs(velocity) / _max(MINVAL, g)
     return a, a * z + velocity
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def bristle_exp(a: float, dt: float) -> float:
     """e^{aΔt} of the bristle's update (11), with the C library's exponential."""
     return math.exp(a * dt)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def bristle_update(a: float, exp_ah: float, z: float, velocity: float, dt: float) -> float:
     """z after the step by the exact zero-order-hold update (11); ``exp_ah`` = e^{aΔt}."""
     int_h = (exp_ah - 1.0) / a if abs(a) > MINVAL else dt
     return exp_ah * z + int_h * velocity
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def current_rate(v: float, r: float, k: float, velocity: float, i: float, te: float,
                  dimax: float) -> float:
     """di/dt of the electrical ODE (4), clipped to ±(di/dt)_max (0: none; section 2.2)."""
@@ -289,20 +290,20 @@ def current_rate(v: float, r: float, k: float, velocity: float, i: float, te: fl
     return _clip(i_dot, -dimax, dimax) if dimax > 0.0 else i_dot
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def current_decay(te: float, dt: float) -> tuple[float, float]:
     """(t_c, 1 − e^{−Δt/t_c}) of the exact update of (4), t_c = max(t_e, MINVAL)."""
     tc = _max(MINVAL, te)
     return tc, 1.0 - math.exp(-dt / tc)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def current_update(i: float, i_dot: float, tc: float, decay: float) -> float:
     """i after the step, (4) integrated exactly over it (zero-order hold)."""
     return i + i_dot * tc * decay
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def stateless_force(k: float, r: float, v: float, velocity: float) -> float:
     """K·i of the stateless current (2): K/R·v − K²/R·θ̇."""
     gain = k / _max(MINVAL, r)
@@ -311,13 +312,13 @@ def stateless_force(k: float, r: float, v: float, velocity: float) -> float:
     return force
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def cogging(amplitude: float, poles: float, phase: float, length: float) -> float:
     """A sin(N_p θ + φ), equation (6)."""
     return amplitude * math.sin(poles * length + phase)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def motor_step(params: np.ndarray, state: np.ndarray, u_pos: float, u_vel: float, u_ff: float,
                u_volt: float, length: float, velocity: float,
                dt: float) -> tuple[float, float, float, float]:

@@ -42,6 +42,7 @@ import numpy as np
 
 from bam_sim.models import parameter_vector as P
 from bam_sim.models.dcmotor import model as D
+from bam_sim.models.kernel_inlining import into_rollouts
 from bam_sim.models.model_registry import LUGRE_ID
 from bam_sim.models.servo.actuators import C_MAX_VOLTAGE, CURRENT, DCMOTOR
 from bam_sim.models.servo.laws import _clip, bridge_voltage, control_law
@@ -110,14 +111,14 @@ def init_state(params: np.ndarray, state: np.ndarray, goal: float, temperature: 
         state[D.S_TEMPERATURE] = temperature - params[D.P_TA]
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def torque_request(kt: float, amps: float) -> float:
     """The dcmotor's ``ff`` input of the current law: the torque k_t·I of the host's
     current I (module docstring)."""
     return kt * amps
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def motor_torque(family: int, p: np.ndarray, c: np.ndarray, pd: np.ndarray, state: np.ndarray,
                  kp: float, q: float, dq: float, goal: float, enabled: bool, replay: bool,
                  control: float, dt: float) -> tuple[float, float, float, float]:

@@ -24,6 +24,7 @@ import numba as nb
 import numpy as np
 
 from bam_sim.models.elastoplastic.float_ops import bits_float, float_bits, fma
+from bam_sim.models.kernel_inlining import into_rollouts
 
 EXP_TABLE_BITS = 10
 _N = 1 << EXP_TABLE_BITS
@@ -53,7 +54,7 @@ def _constants() -> tuple[float, float, float, np.ndarray]:
 EXP_INV_STEP, EXP_STEP_HI, EXP_STEP_LO, _TABLE_BITS = _constants()
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def exp_split(z: float) -> tuple[float, float]:
     """(t, p) with eᶻ = t·(1 + p): t = 2^(k/N) exactly from the table, |p| < 3.4e-4.
 

@@ -42,6 +42,7 @@ import numpy as np
 from bam_sim.models.elastoplastic import lambert_w_table as table
 from bam_sim.models.elastoplastic.fast_exp import ROUND_SHIFT
 from bam_sim.models.elastoplastic.float_ops import float_bits, fma
+from bam_sim.models.kernel_inlining import into_rollouts
 
 E = math.e
 # 1/e split in two doubles: x + INV_E_HI is exact for x near −1/e (Sterbenz), so
@@ -116,7 +117,7 @@ def lambert_w0_branch(q: float) -> float:
     return p * num / den - 1.0
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def lambert_w0_ratio_near(u_est: float, u: float) -> float:
     """W0(x)/x at x = −u/TABLE_SCALE, on the piece nearest u_est.
 

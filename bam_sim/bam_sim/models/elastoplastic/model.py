@@ -77,6 +77,7 @@ from bam_sim.models.elastoplastic.lambert_w import (
     lambert_w0_ratio_near,
 )
 from bam_sim.models.elastoplastic.lambert_w_table import LOG_SPAN as W0_TABLE_LOG_SPAN
+from bam_sim.models.kernel_inlining import into_rollouts
 
 EP_CV, EP_STRIBECK, EP_RATIONAL, EP_LOAD = 0, 1, 2, 3
 FORM_NAMES = {EP_CV: "Coulomb-viscous", EP_STRIBECK: "Stribeck", EP_RATIONAL: "rational",
@@ -94,7 +95,7 @@ INV_E = 1.0 / math.e
 # --------------------------------------------------------------------------
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def phi_z_coulomb_viscous(x: float, Z: float, F: float, D: float) -> float:
     """Φ_Z of the Coulomb-viscous function Φ(x) = F·sgn(x) + D·x (19), eq. (20)."""
     ax = abs(x)
@@ -109,10 +110,10 @@ def phi_z_coulomb_viscous(x: float, Z: float, F: float, D: float) -> float:
 NEAR_SLIDE = W0_TABLE_LOG_SPAN - 1.0
 
 
-# The Φ_Z and the small steps are inlined into their callers: a call's overhead is a
-# sizeable part of the table path's cost, and a loop over SIMD lanes (bench.lanes)
-# vectorizes only what has no call left in it.
-@nb.njit(cache=True, inline="always")
+# The Φ_Z and the small steps are inlined into the rollout kernels (kernel_inlining): a
+# call's overhead is a sizeable part of the table path's cost, and a loop over SIMD lanes
+# (bench.lanes) vectorizes only what has no call left in it.
+@nb.njit(cache=True, inline=into_rollouts)
 def phi_z_stribeck(x: float, Z: float, F_S: float, F_C: float, v_S: float, D: float) -> float:
     """Φ_Z of the Stribeck function (21) with α = 1, eqs. (24)-(30).
 
@@ -136,14 +137,14 @@ def phi_z_stribeck(x: float, Z: float, F_S: float, F_C: float, v_S: float, D: fl
     return stribeck_sliding(x, Z, F_S, F_C, v_S, D)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def stribeck_near(ax: float, Z: float, F_S: float, F_C: float, v_S: float, D: float) -> bool:
     """Whether a sliding |x| is below NEAR_SLIDE (or the set has no stiction): the
     case of :func:`phi_z_stribeck_near`, not of :func:`stribeck_sliding`."""
     return ax < fma(NEAR_SLIDE, v_S * fma(Z, D, 1.0), Z * F_S) or F_S - F_C <= 0.0
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def stribeck_sliding(x: float, Z: float, F_S: float, F_C: float, v_S: float, D: float) -> float:
     """(27) on the table path, for |x| beyond NEAR_SLIDE (:func:`phi_z_stribeck`).
 
@@ -194,7 +195,7 @@ def phi_z_stribeck_near(x: float, Z: float, F_S: float, F_C: float, v_S: float,
     return math.copysign((F_C + D * ax) / A - v_S * w / Z, x)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def phi_z_rational(x: float, Z: float, F_S: float, F_C: float, v_S: float, D: float) -> float:
     """Φ_Z of the rational function (33), coefficients (39)-(42), roots (43)-(48).
 
@@ -244,7 +245,7 @@ def phi(form: int, x: float, F_S: float, F_C: float, v_S: float, D: float) -> fl
 # --------------------------------------------------------------------------
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def compliance(K: float, B: float, T: float) -> float:
     """Z = 1/(K·T + B), eq. (12)."""
     return 1.0 / (K * T + B)
@@ -255,14 +256,14 @@ def compliance(K: float, B: float, T: float) -> float:
 EpCoefficients = namedtuple("EpCoefficients", "K B kc kcs kl kls vs kv")
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def ep_coefficients(p: np.ndarray) -> EpCoefficients:
     """The elasto-plastic coefficients of parameter vector ``p``."""
     return EpCoefficients(p[EP_K], p[EP_B], p[EP_KC], p[EP_KCS], p[EP_KL], p[EP_KLS],
                           p[EP_VS], p[EP_KV])
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def ep_lane_coefficients(lanes: np.ndarray, i: int) -> EpCoefficients:
     """The elasto-plastic coefficients of lane ``i`` of ``lanes[parameter, set]``."""
     return EpCoefficients(lanes[EP_K, i], lanes[EP_B, i], lanes[EP_KC, i], lanes[EP_KCS, i],
@@ -275,7 +276,7 @@ def friction_levels(form: int, p: np.ndarray, tau_m: float, tau_e: float) -> tup
     return levels(form, ep_coefficients(p), tau_m, tau_e)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def levels(form: int, k: EpCoefficients, tau_m: float, tau_e: float) -> tuple[float, float]:
     """:func:`friction_levels` of coefficients ``k``."""
     if form == EP_CV:
@@ -287,7 +288,7 @@ def levels(form: int, k: EpCoefficients, tau_m: float, tau_e: float) -> tuple[fl
     return k.kc + k.kcs, k.kc
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def phi_z(form: int, x: float, Z: float, F_S: float, F_C: float, v_S: float, D: float) -> float:
     """Dispatch to the Φ_Z of ``form`` (``EP_LOAD`` is the Stribeck form at its levels)."""
     if form == EP_CV:
@@ -308,7 +309,7 @@ def friction_level(form: int, p: np.ndarray, tau_m: float, tau_e: float, speed: 
     return abs(phi(form, abs(speed), F_S, F_C, p[EP_VS], p[EP_KV]))
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def hypothetical_velocity(u: float, e_prev: float, Z: float, K: float) -> float:
     """v*_k = u_k + Z·K·e_{k−1}, eq. (13): the velocity reached without friction."""
     return u + Z * K * e_prev
@@ -325,7 +326,7 @@ def ep_step(form: int, p: np.ndarray, T: float, u: float, e_prev: float,
     return ep_step_of(form, ep_coefficients(p), T, u, e_prev, tau_m, tau_e)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def ep_step_of(form: int, k: EpCoefficients, T: float, u: float, e_prev: float,
                tau_m: float, tau_e: float) -> tuple[float, float]:
     """:func:`ep_step` of coefficients ``k``."""
@@ -335,7 +336,7 @@ def ep_step_of(form: int, k: EpCoefficients, T: float, u: float, e_prev: float,
     return f, deflection(Z, k.B, e_prev, f, T)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def deflection(Z: float, B: float, e_prev: float, f: float, T: float) -> float:
     """e_k = Z·(B·e_k−1 + f_k·T), eq. (18)."""
     return Z * (B * e_prev + f * T)

@@ -80,6 +80,7 @@ import numpy as np
 
 from bam_sim.models import parameter_vector as P
 from bam_sim.models.dcmotor.hbridge import average_current
+from bam_sim.models.kernel_inlining import into_rollouts
 from bam_sim.models.servo.actuators import (  # the family ids and constant layout
     C_DAMPING,
     C_DUTY_GAIN,
@@ -91,13 +92,13 @@ from bam_sim.models.servo.actuators import (  # the family ids and constant layo
 )
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def _clip(x: float, lo: float, hi: float) -> float:
     # np.clip is not available on scalars in nopython mode.
     return lo if x < lo else (hi if x > hi else x)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def control_law(
     family: int, p: np.ndarray, c: np.ndarray, kp: float, q: float, dq: float, goal: float
 ) -> float:
@@ -108,7 +109,7 @@ def control_law(
     return current_law(kp, c[C_DAMPING], p[P.I_HEAT], q, dq, goal)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def current_law(kp: float, damping: float, heat_limit: float, q: float, dq: float,
                 goal: float) -> float:
     """The current law's PD command, clipped to ±I_heat (14)."""
@@ -116,7 +117,7 @@ def current_law(kp: float, damping: float, heat_limit: float, q: float, dq: floa
     return _clip(current, -heat_limit, heat_limit)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def firmware_duty(p: np.ndarray, c: np.ndarray, kp: float, q: float, dq: float,
                   goal: float) -> float:
     """The voltage law's PWM duty (12), with the STS ratio and the XL330's current window."""
@@ -124,7 +125,7 @@ def firmware_duty(p: np.ndarray, c: np.ndarray, kp: float, q: float, dq: float,
                     c[C_MAX_DUTY], p[P.KT], p[P.R], q, dq, goal)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def duty_law(duty_gain: float, ratio: float, limit: float, supply: float, max_duty: float,
              kt: float, resistance: float, q: float, dq: float, goal: float) -> float:
     """:func:`firmware_duty` from its values: ``duty_gain`` = kp·k_duty, ``ratio`` the STS
@@ -138,7 +139,7 @@ def duty_law(duty_gain: float, ratio: float, limit: float, supply: float, max_du
     return _clip(duty, -max_duty, max_duty)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def input_voltage(family: int, p: np.ndarray, c: np.ndarray, kp: float, q: float, dq: float,
                   goal: float, enabled: bool) -> float:
     """The input voltage a voltage-law servo's bus reports: V_s, sagged while it drives.
@@ -151,7 +152,7 @@ def input_voltage(family: int, p: np.ndarray, c: np.ndarray, kp: float, q: float
     return supply_voltage(p, c, firmware_duty(p, c, kp, q, dq, goal), dq)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def supply_voltage(p: np.ndarray, c: np.ndarray, duty: float, dq: float) -> float:
     """V_in at a duty and joint velocity: the bench's V_s, sagged with the supply group."""
     nominal = c[C_SUPPLY]
@@ -163,13 +164,13 @@ def supply_voltage(p: np.ndarray, c: np.ndarray, duty: float, dq: float) -> floa
     return _clip(sagged, p[P.SUPPLY_VMIN], nominal)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def firmware_target(p: np.ndarray, target: float, goal: float, dt: float) -> float:
     """The STS firmware's target after one tick toward ``goal`` (the goal itself elsewhere)."""
     return slew(p[P.TARGET_RATE], target, goal, dt)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def slew(rate: float, target: float, goal: float, dt: float) -> float:
     """:func:`firmware_target` at slew rate ``rate`` (rad/s; none unless > 0)."""
     if not rate > 0.0:
@@ -177,7 +178,7 @@ def slew(rate: float, target: float, goal: float, dt: float) -> float:
     return _clip(goal, target - rate * dt, target + rate * dt)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def bridge_voltage(p: np.ndarray, c: np.ndarray, control: float, dq: float) -> float:
     """Mean terminal voltage of the voltage law's bridge for a commanded U = duty·V_in.
 
@@ -194,7 +195,7 @@ def bridge_voltage(p: np.ndarray, c: np.ndarray, control: float, dq: float) -> f
                                           period)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def torque_from_control(
     family: int, p: np.ndarray, c: np.ndarray, control: float, dq: float, enabled: bool
 ) -> float:
@@ -208,14 +209,14 @@ def torque_from_control(
     return current_torque(kt, resistance, c[C_MAX_VOLTAGE], p[P.I_HEAT], control, dq)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def voltage_torque(kt: float, resistance: float, volts: float, dq: float) -> float:
     """τ_m = k_t/R·U − k_t²/R·q̇ (13) for the bridge's mean terminal voltage U."""
     back_emf = kt * kt / resistance * dq
     return kt / resistance * volts - back_emf
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def current_torque(kt: float, resistance: float, max_voltage: float, heat_limit: float,
                    control: float, dq: float) -> float:
     """τ_m = k_t·I for a current command, within I_heat and the supply's limit (14, 15)."""
@@ -225,7 +226,7 @@ def current_torque(kt: float, resistance: float, max_voltage: float, heat_limit:
     return _clip(kt * current, -limit - back_emf, limit - back_emf)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, inline=into_rollouts)
 def servo_torque(
     family: int,
     p: np.ndarray,
