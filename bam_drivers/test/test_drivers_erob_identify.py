@@ -22,8 +22,12 @@ mrad. The fitted model reproduces the emulator when its validation MAE is
 within FLOOR_MARGIN (1.5 mrad) of that floor (measured: 0.8-0.9 mrad above).
 The margin has teeth: on the same data the truth with k_t 10 % off scores
 4-6 mrad, the published M4 set 3 mrad, M1 20 mrad; assuming the arm follows
-its goal, 0.4 rad. The motor constant k_t comes back within 10 % (measured
-within 2 %).
+its goal, 0.4 rad. The motor constant k_t trades with the armature and the
+load-dependent friction on two 4 s training runs: idle within 2 %, but a run
+beside two busy loops fitted it 12 % high with its set 0.8 mrad on validation,
+0.3 mrad from the emulator's own. It is checked for what a fault of the
+driver's units or scaling would do to it (a factor of 1.5 or more, which the
+fit would otherwise absorb): within 25 % (as test_drivers_identify.CONSTANTS).
 """
 
 from __future__ import annotations
@@ -97,4 +101,4 @@ def test_a_recording_through_the_erob_driver_identifies_the_emulator(tmp_path):
     assert floor < 0.02, report  # the recording itself is sound
     assert fitted_mae <= floor + FLOOR_MARGIN, report
     assert follow > 10 * (floor + FLOOR_MARGIN), report  # the runs do move the arm
-    assert fitted.values["kt"] == pytest.approx(truth["kt"], rel=0.1), report
+    assert fitted.values["kt"] == pytest.approx(truth["kt"], rel=0.25), report
