@@ -50,6 +50,7 @@ from bam_sim.bench.trajectory import command_log
 from bam_sim.models import parameter_vector as P
 from bam_sim.models.elastoplastic.validity import lugre_violation
 from bam_sim.models.files.parameter_file import published
+from bam_sim.models.model_registry import resolve_model
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo.actuators import get_actuator
 
@@ -165,13 +166,13 @@ def main() -> None:
     datas = [mujoco.MjData(models[0]) for _ in range(threads)]
 
     def ours():
-        return batch_rollout("lugre", full, batch)
+        return batch_rollout(resolve_model("lugre"), full, batch)
 
     def theirs():
         return mujoco.rollout.rollout(models, datas, state0, controls)[0]
 
     def ours_m6():
-        return batch_rollout("m6", m6, m6_batch)
+        return batch_rollout(resolve_model("m6"), m6, m6_batch)
 
     q_ours, state, _ = ours(), theirs(), ours_m6()  # compiled, memory touched
     q_mujoco = state[:, :, 1].reshape(args.population, args.logs, -1)

@@ -33,7 +33,7 @@ from bam_identify.data.synthetic import elastoplastic_example
 from bam_sim.bench.bench_log import LogBatch
 from bam_sim.bench.rollouts import batch_mae, batch_violation
 from bam_sim.models.files.parameter_file import published
-from bam_sim.models.model_registry import EP_MODELS
+from bam_sim.models.model_registry import EP_MODELS, resolve_model
 from bam_sim.models.parameter_vector import INDEX
 
 HERE = Path(__file__).resolve().parent
@@ -57,12 +57,12 @@ def measure(populations: dict[str, np.ndarray], batch: LogBatch, threads: int,
     """Seconds of one batched evaluation per model, ``repeats`` times, models in turns."""
     numba.set_num_threads(threads)
     for model, pop in populations.items():
-        batch_mae(model, pop, batch)  # compiled already; touches the memory
+        batch_mae(resolve_model(model), pop, batch)  # compiled already; touches the memory
     times: dict[str, list[float]] = {model: [] for model in populations}
     for _ in range(repeats):
         for model, pop in populations.items():
             start = time.perf_counter()
-            batch_mae(model, pop, batch)
+            batch_mae(resolve_model(model), pop, batch)
             times[model].append(time.perf_counter() - start)
     return times
 
@@ -93,7 +93,8 @@ def main() -> None:
     batch = LogBatch.pack(logs, published(ACTUATOR, "m1").actuator)
     populations = {m: population(m, args.population, SEED) for m in MODELS}
     for model in EP_MODELS:
-        assert np.all(batch_violation(model, populations[model], batch) == 0.0), model
+        violation = batch_violation(resolve_model(model), populations[model], batch)
+        assert np.all(violation == 0.0), model
     steps = args.population * args.logs * args.steps
     cores = numba.config.NUMBA_NUM_THREADS
     print(f"workload: {ACTUATOR}, {args.logs} logs x {args.steps} steps x {args.population} "

@@ -142,7 +142,7 @@ from bam_sim.bench.rollouts import batch_mae, batch_rollout, batch_violation, ro
 from bam_sim.bench.trajectory import PROTOCOL_TRAJECTORIES, command_log
 from bam_sim.common.errors import BamError
 from bam_sim.models.files.parameter_file import published
-from bam_sim.models.model_registry import EP_MODELS
+from bam_sim.models.model_registry import EP_MODELS, resolve_model
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.parameter_vector import INDEX
 from bam_sim.models.servo.actuators import VOLTAGE, get_actuator
@@ -372,18 +372,19 @@ def workloads(args: argparse.Namespace, batch: LogBatch,
     import elastoplastic_rollouts as ep
 
     steps = args.population * args.logs * args.steps
-    out = {m: (lambda m=m: batch_mae(m, populations[m], batch), steps) for m in MODELS}
+    out = {m: (lambda m=m: batch_mae(resolve_model(m), populations[m], batch), steps)
+           for m in MODELS}
     late = latency_population(populations["m6"], batch.dt, SEED)
-    out[LATENCY] = (lambda: batch_mae("m6", late, batch), steps)
+    out[LATENCY] = (lambda: batch_mae(resolve_model("m6"), late, batch), steps)
     for model in EP_MODELS:
         pop = ep.population(model, args.population, ep.SEED)
-        if np.any(batch_violation(model, pop, batch) > 0.0):
+        if np.any(batch_violation(resolve_model(model), pop, batch) > 0.0):
             raise SystemExit(f"{model}: a set violates condition (14) or the coupling limit")
-        out[model] = (lambda m=model, pop=pop: batch_mae(m, pop, batch), steps)
+        out[model] = (lambda m=model, pop=pop: batch_mae(resolve_model(m), pop, batch), steps)
     dc_logs = dc.make_logs(args.logs, args.steps, dc.SEED)
     dc_batch = LogBatch.pack(dc_logs, ParameterSet.build("dcmotor", "lugre", dc.BASE).actuator)
     dc_pop = dc.make_population(dc.BASE, args.population, dc.SEED, 0)
-    out[DCMOTOR] = (lambda: batch_rollout("lugre", dc_pop, dc_batch), steps)
+    out[DCMOTOR] = (lambda: batch_rollout(resolve_model("lugre"), dc_pop, dc_batch), steps)
     return out
 
 
@@ -398,7 +399,7 @@ imported = time.perf_counter()
 p = published("mx64", "m6")
 log = BenchLog(bench=Bench(1.0, 0.1), kp=8.0, dt=0.005, goal=np.zeros(50),
                enabled=np.ones(50), position=np.zeros(50))
-batch_mae("m6", p.vector(), LogBatch.pack([log], p.actuator))
+batch_mae(p.model, p.vector(), LogBatch.pack([log], p.actuator))
 print(imported - start, time.perf_counter() - imported)
 """
 
@@ -512,7 +513,7 @@ def _compare(reference: tuple[dict, dict], ours: dict, populations: dict,
                "method": throughput.get("method"), "models": {}}
     for model in MODELS:
         ref_rate = throughput["models"][model]["log_steps_per_s"]
-        ours_q = batch_rollout(model, populations[model][:1], batch)[0]
+        ours_q = batch_rollout(resolve_model(model), populations[model][:1], batch)[0]
         ref_q = np.array(rollouts["models"][model]["sets"][0]["positions"])
         gap = float(np.max(np.abs(ours_q - ref_q)))
         ratio = ours[model]["log_steps_per_s_all_cores"] / ref_rate

@@ -22,6 +22,7 @@ from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import batch_mae, batch_violation
 from bam_sim.common.errors import BamError
 from bam_sim.models.files.parameter_file import load, save
+from bam_sim.models.model_registry import resolve_model
 
 pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
 
@@ -73,7 +74,7 @@ def test_round_trip_recovers_the_truth(noisy_logs):
     assert f_s == pytest.approx(t["friction_base"] + t["friction_stribeck"], rel=0.1)
     assert v["friction_viscous"] == pytest.approx(t["friction_viscous"], rel=0.1)
     everything = LogBatch.pack(train + validation, truth.actuator)
-    assert batch_violation("ep_stribeck", space.population_of([v]), everything)[0] == 0.0
+    assert batch_violation(space.model, space.population_of([v]), everything)[0] == 0.0
 
 
 def test_invalid_candidates_are_scored_not_simulated(noisy_logs):
@@ -88,7 +89,7 @@ def test_invalid_candidates_are_scored_not_simulated(noisy_logs):
     objective = Objective(space, train)
     scores = objective(space.population_of([good, bad_14, worse_14, unstable]))
     batch = LogBatch.pack(train, truth.actuator)
-    simulated = batch_mae("ep_stribeck", space.population_of([good]), batch) @ objective.weights
+    simulated = batch_mae(space.model, space.population_of([good]), batch) @ objective.weights
     assert scores[0] == simulated[0]
     assert np.all(scores[1:] > INFEASIBLE)
     assert scores[1] < scores[2]  # ranked by how far they are from (14)
@@ -119,7 +120,7 @@ def test_m_model_scores_are_unchanged(noisy_logs):
     m4 = values_of(published("mx64", "m4"), space)
     objective = Objective(space, train)
     batch = LogBatch.pack(train, objective.batch.actuator)
-    direct = batch_mae("m4", space.population_of([m4]), batch) @ objective.weights
+    direct = batch_mae(resolve_model("m4"), space.population_of([m4]), batch) @ objective.weights
     assert objective(space.population_of([m4]))[0] == direct[0]
 
 

@@ -40,7 +40,7 @@ from bam_sim.models.elastoplastic.model import (
 )
 from bam_sim.models.elastoplastic.validity import check_step, ep_form, max_load, violation
 from bam_sim.models.files.parameter_file import dump_yaml, load, parse_yaml, published, save
-from bam_sim.models.model_registry import EP_MODELS, FRICTION_MODELS
+from bam_sim.models.model_registry import EP_MODELS, FRICTION_MODELS, resolve_model
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo import actuators
 
@@ -144,9 +144,9 @@ def test_batched_rollout_equals_single_bit_for_bit(model, replay):
                              control=recorded.control, supply_voltage=14.0 + 0.5 * i))
     batch = LogBatch.pack(logs, act)
     pop = population_of(params, lanes.BLOCK + 5, SEED)  # a full block of lanes, a partial
-    assert np.all(batch_violation(model, pop, batch) == 0.0)
-    q = batch_rollout(model, pop, batch, replay)
-    mae = batch_mae(model, pop, batch, replay)
+    assert np.all(batch_violation(resolve_model(model), pop, batch) == 0.0)
+    q = batch_rollout(resolve_model(model), pop, batch, replay)
+    mae = batch_mae(resolve_model(model), pop, batch, replay)
     for i, row in enumerate(pop):
         values = {name: float(row[P.INDEX[name]]) for name in params.values}
         one = ParameterSet.build("mx64", model, values)
@@ -276,11 +276,11 @@ def test_invalid_sets_are_refused_before_any_simulation():
     assert "0.005 s" in message
     batch = LogBatch.pack([log], params.actuator)
     with pytest.raises(BamError, match=r"\(14\)"):
-        batch_mae("ep_stribeck", np.stack([params.vector(), bad.vector()]),
+        batch_mae(resolve_model("ep_stribeck"), np.stack([params.vector(), bad.vector()]),
                   LogBatch.pack([BenchLog(log.bench, 8.0, DT, log.goal, log.enabled,
                                           position=log.goal)], params.actuator))
     with pytest.raises(BamError, match="sticking is unstable"):
-        batch_rollout("ep_stribeck", params.replace(contact_damping=50.0).vector(), batch)
+        batch_rollout(params.model, params.replace(contact_damping=50.0).vector(), batch)
     # (14) bounds T from below: r ≈ 1.98 lies between K·T + B at 1 ms (1.05) and 5 ms (2.85).
     coarse = params.replace(dtheta_stribeck=0.04)
     with pytest.raises(BamError, match=r"\(14\)"):
@@ -315,7 +315,7 @@ def test_violation_agrees_with_the_core_checks(model):
 def test_m_models_are_never_checked():
     m6 = published("mx64", "m6")
     log = command_log("lift_drop", Bench(1.0, 0.15), 8.0, DT, duration=1.0)
-    assert batch_violation("m6", m6.vector(), LogBatch.pack([log], m6.actuator)) == 0.0
+    assert batch_violation(m6.model, m6.vector(), LogBatch.pack([log], m6.actuator)) == 0.0
 
 
 # -- diagrams and parameter files -------------------------------------------------------------

@@ -82,8 +82,8 @@ def test_lanes_equal_the_single_rollout_to_the_last_bit(actuator, model, replay)
     batch = LogBatch.pack(logs, base.actuator)
     pop = population(actuator, model, rng)
     assert lanes.eligible(resolve_model(model), base.actuator.family, pop, voltage=False)
-    positions = batch_rollout(model, pop, batch, replay=replay)
-    errors = batch_errors(model, pop, batch, replay=replay)[0]
+    positions = batch_rollout(resolve_model(model), pop, batch, replay=replay)
+    errors = batch_errors(resolve_model(model), pop, batch, replay=replay)[0]
     for i, vec in enumerate(pop):
         params = base.replace(**from_vector(vec, list(base.values)))
         for j, log in enumerate(logs):
@@ -118,7 +118,7 @@ def test_sets_with_latency_in_lanes_equal_the_single_rollout_to_the_last_bit(act
                      for d in pop[:lanes.BLOCK, P.LATENCY_COMMAND]
                      + pop[:lanes.BLOCK, P.LATENCY_READING]}) == 2]
     assert mixed  # the case the select in _motor_torques is for
-    positions = batch_rollout("m6", pop, batch, replay=replay)
+    positions = batch_rollout(resolve_model("m6"), pop, batch, replay=replay)
     names = sorted({*base.values, "latency.command", "latency.reading"})
     for i, vec in enumerate(pop):
         params = base.replace(**from_vector(vec, names))
@@ -142,8 +142,9 @@ def test_lanes_and_the_general_kernel_agree_on_the_mae_to_the_last_bit():
     logs = logs_of("mx64", rng)
     batch = LogBatch.pack(logs, published("mx64", "m6").actuator)
     pop = population("mx64", "m6", rng)
-    in_lanes = batch_errors("m6", pop, batch)[0]
-    general = batch_errors("m6", pop, batch, voltage=True)[0]  # voltage: the general kernel
+    in_lanes = batch_errors(resolve_model("m6"), pop, batch)[0]
+    # voltage: the general kernel
+    general = batch_errors(resolve_model("m6"), pop, batch, voltage=True)[0]
     np.testing.assert_array_equal(in_lanes, general)
 
 
@@ -181,7 +182,7 @@ def test_an_empty_population_gives_empty_results():
     batch = LogBatch.pack(logs, published("mx64", "m6").actuator)
     empty = np.zeros((0, P.N_PARAMS))
     assert not lanes.eligible(resolve_model("m6"), 0, empty, voltage=False)
-    assert batch_errors("m6", empty, batch)[0].shape == (0, len(logs))
+    assert batch_errors(resolve_model("m6"), empty, batch)[0].shape == (0, len(logs))
 
 
 def test_other_models_and_voltage_scores_go_to_the_general_kernel():
@@ -296,7 +297,7 @@ def test_motor_lanes_equal_the_single_rollout_to_the_last_bit(actuator, model, r
     batch = LogBatch.pack(logs, base.actuator)
     pop = motor_population(base, rng)
     assert motor_lanes.eligible(base.model, base.actuator.family, pop, voltage=False)
-    positions = batch_rollout(model, pop, batch, replay=replay)
+    positions = batch_rollout(resolve_model(model), pop, batch, replay=replay)
     for i, vec in enumerate(pop):
         params = set_of(base, vec)
         for j, log in enumerate(logs):
@@ -315,8 +316,9 @@ def test_motor_lanes_and_the_general_kernel_agree_on_both_maes_to_the_last_bit(a
     logs = motor_logs(base, rng)
     batch = LogBatch.pack(logs, base.actuator)
     pop = motor_population(base, rng)
-    in_lanes = batch_errors(model, pop, batch, replay=replay)
-    general = batch_errors(model, pop, batch, replay=replay, voltage=True)  # general kernel
+    in_lanes = batch_errors(resolve_model(model), pop, batch, replay=replay)
+    # voltage: the general kernel
+    general = batch_errors(resolve_model(model), pop, batch, replay=replay, voltage=True)
     np.testing.assert_array_equal(in_lanes[0], general[0])
     np.testing.assert_array_equal(in_lanes[1], general[1])
     thermal = pop[:, P.TH_R] > 0.0

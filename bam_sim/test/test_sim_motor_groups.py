@@ -26,6 +26,7 @@ from bam_sim.common.errors import BamError
 from bam_sim.models import parameter_vector as P
 from bam_sim.models.elastoplastic.validity import lugre_violation
 from bam_sim.models.files.parameter_file import dump_yaml, parse_yaml, published
+from bam_sim.models.model_registry import resolve_model
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo.actuators import get_actuator
 
@@ -200,9 +201,9 @@ def test_batched_rollouts_equal_single_rollouts_and_do_not_depend_on_threads():
     before = numba.get_num_threads()
     try:
         numba.set_num_threads(1)
-        one = batch_rollout("lugre", population, batch)
+        one = batch_rollout(resolve_model("lugre"), population, batch)
         numba.set_num_threads(before)
-        many = batch_rollout("lugre", population, batch)
+        many = batch_rollout(resolve_model("lugre"), population, batch)
     finally:
         numba.set_num_threads(before)
     np.testing.assert_array_equal(one, many)
@@ -222,16 +223,18 @@ def test_temperature_error_is_scored_against_the_recorded_temperature():
     offset = 0.7  # K: the recording reads that much above the model, from the start on
     log = BenchLog(cmd.bench, cmd.kp, cmd.dt, cmd.goal, cmd.enabled, position=sim.position,
                    temperature=sim.temperature + offset)
-    mae, mae_t, _ = batch_errors("m1", params.vector(), LogBatch.pack([log], params.actuator))
+    mae, mae_t, _ = batch_errors(params.model, params.vector(),
+                                 LogBatch.pack([log], params.actuator))
     # the rollout starts from the recorded (offset) temperature: the error decays from
     # `offset` as the rise converges; it stays within (0, offset]
     assert 0.0 < mae_t[0, 0] <= offset and mae[0, 0] < 1e-3
     exact = BenchLog(cmd.bench, cmd.kp, cmd.dt, cmd.goal, cmd.enabled, position=sim.position,
                      temperature=sim.temperature)
-    _, zero, _ = batch_errors("m1", params.vector(), LogBatch.pack([exact], params.actuator))
+    _, zero, _ = batch_errors(params.model, params.vector(),
+                              LogBatch.pack([exact], params.actuator))
     assert zero[0, 0] == 0.0
     no_thermal = published("mx64", "m1")
-    _, none, _ = batch_errors("m1", no_thermal.vector(),
+    _, none, _ = batch_errors(resolve_model("m1"), no_thermal.vector(),
                               LogBatch.pack([exact], no_thermal.actuator))
     assert np.isnan(none[0, 0])
 

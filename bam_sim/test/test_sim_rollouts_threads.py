@@ -77,7 +77,7 @@ def positions() -> dict[str, np.ndarray]:
         population = base * rng.uniform(0.95, 1.05, (SETS, base.size))
         logs = [command_log(name, Bench(mass, length), kp, duration=2.0)
                 for name, mass, length, kp in LOGS]
-        out[model] = batch_rollout(model, population, LogBatch.pack(logs, params.actuator))
+        out[model] = batch_rollout(params.model, population, LogBatch.pack(logs, params.actuator))
     return out
 
 
@@ -94,6 +94,7 @@ _CHILD = """
 import sys
 import numba
 import numpy as np
+from bam_sim.models.model_registry import resolve_model
 assert numba.config.CPU_NAME is None, numba.config.CPU_NAME  # the host's own build
 sys.path.insert(0, sys.argv[2])
 from test_sim_rollouts_threads import on_threads

@@ -13,6 +13,7 @@ from bam_sim.bench.rollouts import batch_mae, batch_rollout, rollout
 from bam_sim.bench.trajectory import TRAJECTORIES, command_log
 from bam_sim.common.errors import BamError
 from bam_sim.models.files.parameter_file import published
+from bam_sim.models.model_registry import resolve_model
 from bam_sim.models.parameter_vector import from_vector
 
 pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
@@ -50,8 +51,8 @@ def test_batched_rollouts_equal_single_rollouts(actuator, model, replay):
     logs = bench_logs(actuator, rng)
     batch = LogBatch.pack(logs, published(actuator, model).actuator)
     pop = population(actuator, model, rng)
-    positions = batch_rollout(model, pop, batch, replay=replay)
-    errors = batch_mae(model, pop, batch, replay=replay)
+    positions = batch_rollout(resolve_model(model), pop, batch, replay=replay)
+    errors = batch_mae(resolve_model(model), pop, batch, replay=replay)
     for i, vec in enumerate(pop):
         base = published(actuator, model)
         params = base.replace(**from_vector(vec, list(base.values)))
@@ -83,10 +84,10 @@ def test_results_do_not_depend_on_thread_count():
     threads = numba.get_num_threads()
     try:
         numba.set_num_threads(1)
-        one = batch_mae("m5", pop, batch)
+        one = batch_mae(resolve_model("m5"), pop, batch)
     finally:
         numba.set_num_threads(threads)
-    np.testing.assert_array_equal(one, batch_mae("m5", pop, batch))
+    np.testing.assert_array_equal(one, batch_mae(resolve_model("m5"), pop, batch))
 
 
 def test_supply_voltage_of_the_log_is_used():
@@ -108,15 +109,15 @@ def test_bad_batches_are_clear_errors():
         LogBatch.pack([logs[0], other], act)
     no_control = BenchLog(bench=logs[0].bench, kp=8.0, dt=logs[0].dt, goal=logs[0].goal,
                           enabled=logs[0].enabled, name="cmd")
+    m1 = published("mx64", "m1")
     with pytest.raises(BamError, match="log 'cmd' has no recorded control"):
-        batch_rollout("m1", published("mx64", "m1").vector(), LogBatch.pack([no_control], act),
-                      replay=True)
+        batch_rollout(m1.model, m1.vector(), LogBatch.pack([no_control], act), replay=True)
     with pytest.raises(BamError, match="no recorded positions"):
-        batch_mae("m1", published("mx64", "m1").vector(), LogBatch.pack([no_control], act))
-    bad = published("mx64", "m1").vector()
+        batch_mae(m1.model, m1.vector(), LogBatch.pack([no_control], act))
+    bad = m1.vector()
     bad[0] = np.nan
     with pytest.raises(BamError, match="non-finite"):
-        batch_mae("m1", bad, LogBatch.pack(logs, act))
+        batch_mae(m1.model, bad, LogBatch.pack(logs, act))
 
 
 def test_nan_in_a_log_names_the_entry():

@@ -68,7 +68,7 @@ from bam_sim.models.dcmotor.motor_model import (
     uses_motor,
 )
 from bam_sim.models.elastoplastic.validity import check_step, violation
-from bam_sim.models.model_registry import FrictionModel, resolve_model
+from bam_sim.models.model_registry import FrictionModel
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo import actuators
 from bam_sim.models.servo.laws import (
@@ -292,17 +292,16 @@ def _population(population: np.ndarray) -> np.ndarray:
     return population
 
 
-def batch_violation(model: FrictionModel | str, population: np.ndarray,
+def batch_violation(model: FrictionModel, population: np.ndarray,
                     batch: LogBatch) -> np.ndarray:
     """0 for each set that may run on every log of ``batch``, else how far it is from it.
 
     Condition (14) and the coupling limit of the ``ep_*`` models at the batch's
     step, for the smallest inertia and the largest load of its logs (0 for M1..M6).
     """
-    mdl = resolve_model(model)
     population = _population(population)
     inertia = batch.load_inertia.min() + population[:, P.ARMATURE]
-    return violation(mdl, batch.actuator, population, batch.dt, inertia,
+    return violation(model, batch.actuator, population, batch.dt, inertia,
                      float(batch.gravity_torque.max()),
                      float(batch.consts[:, actuators.C_SUPPLY].max()))
 
@@ -356,7 +355,7 @@ def _run_batch(mdl: FrictionModel, population: np.ndarray, batch: LogBatch, repl
     return errors, errors_t, errors_v
 
 
-def batch_rollout(model: FrictionModel | str, population: np.ndarray, batch: LogBatch,
+def batch_rollout(model: FrictionModel, population: np.ndarray, batch: LogBatch,
                   replay: bool = False, checked: bool = False) -> np.ndarray:
     """Positions q[set, log, entry] for every parameter set and log (padding left 0).
 
@@ -365,12 +364,12 @@ def batch_rollout(model: FrictionModel | str, population: np.ndarray, batch: Log
     """
     population = _population(population)
     out = np.zeros((population.shape[0], len(batch), batch.goal.shape[1]))
-    _run_batch(resolve_model(model), population, batch, replay, np.empty((0, 0)), out,
+    _run_batch(model, population, batch, replay, np.empty((0, 0)), out,
                checked=checked)
     return out
 
 
-def batch_errors(model: FrictionModel | str, population: np.ndarray, batch: LogBatch,
+def batch_errors(model: FrictionModel, population: np.ndarray, batch: LogBatch,
                  replay: bool = False, voltage: bool = False,
                  checked: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(position MAE[set, log] in rad, temperature MAE[set, log] in K, input-voltage
@@ -385,11 +384,11 @@ def batch_errors(model: FrictionModel | str, population: np.ndarray, batch: LogB
     missing = [i for i, log in enumerate(batch.logs) if log.position is None]
     if missing:
         raise BamError(f"log {missing[0]} has no recorded positions to compute an error against")
-    return _run_batch(resolve_model(model), population, batch, replay, batch.position,
+    return _run_batch(model, population, batch, replay, batch.position,
                       np.empty((0, 0, 0)), voltage, checked)
 
 
-def batch_mae(model: FrictionModel | str, population: np.ndarray, batch: LogBatch,
+def batch_mae(model: FrictionModel, population: np.ndarray, batch: LogBatch,
               replay: bool = False) -> np.ndarray:
     """Mean absolute position error MAE[set, log] against the recorded positions."""
     return batch_errors(model, population, batch, replay)[0]
