@@ -31,9 +31,14 @@ SIM_NODES = ("bam_sim.nodes.pendulum_node:PendulumNode", "bam_sim.nodes.arm_node
 DRIVER = "bam_drivers.nodes.serial_servo_node:SerialServoNode"
 EROB = "bam_drivers.nodes.erob_node:ErobNode"
 EXTRA = {DRIVER: ("/diagnostics",), EROB: ("/diagnostics",)}
+# Both drivers wait for their emulator however long a loaded host takes to answer
+# (connect_timeout 0): a first connection given up after 10 s is the driver's answer to
+# absent hardware, not what these tests check.
+DRIVER_PARAMETERS = {"connect_timeout": 0.0}
 # The eRob driver as its own tests run it on a busy host: a 5 ms frame timeout, the loop
 # and the emulator's threads at SCHED_FIFO priority 20 (root makes the namespace anyway).
-EROB_PARAMETERS = {"rate": 500.0, "frame_timeout": 0.005, "thread_priority": 20}
+EROB_PARAMETERS = {**DRIVER_PARAMETERS, "rate": 500.0, "frame_timeout": 0.005,
+                   "thread_priority": 20}
 
 
 @contextmanager
@@ -42,7 +47,7 @@ def _hardware(target: str):
     if target == DRIVER:
         client = pytest.importorskip("bam_drivers.emulators.client")
         with client.EmulatorProcess() as emulator:
-            yield {"port": emulator.port}
+            yield {**DRIVER_PARAMETERS, "port": emulator.port}
         return
     client = pytest.importorskip("bam_drivers.emulators.ethercat_client")
     try:
@@ -162,12 +167,24 @@ def test_every_actuator_node_publishes_one_message_layout(graph):
                 return joint, states
         return None
 
+    failed = getattr(sim, "failed", None)  # a driver's: set when it gave up
+
+    def why() -> str:
+        """What was received, and the driver's link and loop (a hang's evidence)."""
+        counts = {k.__name__: len(v) for k, v in received.items()}
+        if failed is None:
+            return f"received {counts}"
+        return (f"received {counts}; {sim.get_name()}: loop alive {sim._loop.alive}, "
+                f"link {sim._supervisor.link.state!r}, {sim._supervisor.link.stats}")
+
     executor = SingleThreadedExecutor(context=probe.context)
     executor.add_node(probe)
     try:
         deadline = time.monotonic() + 120.0  # catches a hang only: discovery on a loaded machine
         while not (received[BenchInfo] and pair()):
-            assert time.monotonic() < deadline, {k.__name__: len(v) for k, v in received.items()}
+            # A driver that gave up says why at once, not after the deadline.
+            assert failed is None or not failed.is_set(), sim.failure
+            assert time.monotonic() < deadline, why()
             executor.spin_once(timeout_sec=0.05)
     finally:
         executor.remove_node(probe)
