@@ -12,11 +12,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+import yaml
+from robot_recordings import ACTION, STATE, write_lerobot
 
 from bam_identify.data.legacy_logs import write_legacy_log
 from bam_identify.data.synthetic import paper_like_set
 from bam_sim.models.files.parameter_file import published
+from bam_sim.mujoco_arm.shipped_arms import arm_spec
 
 # The fit's command line, with a listener on numba's "numba:compile" events: a dispatcher
 # found in the cache loads without one (numba.core.dispatcher.Dispatcher.compile).
@@ -61,4 +65,24 @@ def test_a_fit_on_the_build_compiles_nothing(logs, tmp_path, groups):
                          text=True, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr
     assert (tmp_path / "m6.yaml").is_file() and (tmp_path / "report" / "report.md").is_file()
+    assert "compiled: nothing" in run.stdout, run.stdout
+
+
+def test_a_robot_fit_on_the_build_compiles_nothing(tmp_path):
+    """The robot fit's rollouts (MuJoCo stepped from the kernel, a recording per call)."""
+    joints = tmp_path / "joints.yaml"
+    joints.write_text(yaml.safe_dump({"joints": [
+        {"joint": name, "actuator": "sts3215", "gain": 32, "reading": {"column": i}}
+        for i, name in enumerate(("shoulder", "elbow"))]}))
+    goal = np.repeat(np.random.default_rng(0).uniform(-1.0, 1.0, (4, 2)), 15, axis=0)
+    dataset = write_lerobot(tmp_path / "dataset", "v3.0", [{STATE: goal, ACTION: goal}] * 2,
+                            30.0, names=["shoulder.pos", "elbow.pos"])
+    argv = ["--robot", str(arm_spec("feetech").mjcf), "--joints", str(joints),
+            "--lerobot", str(dataset), "--models", "m1", "m4", "--trials", "20",
+            "--output", str(tmp_path / "{actuator}_{model}.yaml"),
+            "--report", str(tmp_path / "report"), "--quiet"]
+    run = subprocess.run([sys.executable, "-c", PROGRAM, *argv], capture_output=True,
+                         text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert (tmp_path / "sts3215_m4.yaml").is_file()
     assert "compiled: nothing" in run.stdout, run.stdout

@@ -158,3 +158,17 @@ def test_a_wrong_robot_request_is_refused_in_one_line(robot, tmp_path, capsys, a
                                   "--output", tmp_path / "{actuator}_{model}.yaml"], capsys)
     assert code == 2
     assert phrase in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_richer_model_starts_from_the_simpler_one_fitted(robot, tmp_path, capsys) -> None:
+    """`--models m1 m3`: M3 starts where M1 ended (its set reproduces M1's exactly), so on
+    the training recordings it ends no worse, whatever the budget; the start is recorded."""
+    folder, mjcf, joints, dataset, floor, truth = robot
+    code, _, err = run(fit_main, [
+        "--robot", mjcf, "--joints", joints, "--lerobot", dataset, "--models", "m1", "m3",
+        "--trials", 300, "--output", tmp_path / "{actuator}_{model}.yaml",
+        "--report", tmp_path / "report", "--quiet"], capsys)
+    assert code == 0, err
+    m1, m3 = (load(tmp_path / f"sts3215_{m}.yaml").provenance for m in ("m1", "m3"))
+    assert m3["warm_start"] == "m1" and "warm_start" not in m1
+    assert m3["train_mae"] <= m1["train_mae"]

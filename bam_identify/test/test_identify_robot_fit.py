@@ -122,3 +122,19 @@ def test_bench_logs_read_as_the_one_joint_robot_score_as_the_bench_does() -> Non
     other = dataclasses.replace(log, bench=Bench(log.bench.mass * 2, log.bench.length))
     with pytest.raises(BamError, match="benches or steps"):
         bench_robot([log, other], get_actuator("mx64"))
+
+
+def test_a_population_scores_the_same_on_one_thread_or_several() -> None:
+    """Candidates roll out on threads, each on its own copy of the robot: the residuals of
+    a population are the same to the bit whatever the threads and the order."""
+    truth = published("sts3215", "m1")
+    space = RobotSpace.build(JOINTS, resolve_model("m1"), {})
+    train = recordings(truth)[:2]
+    rng = np.random.default_rng(2)
+    middle = {n: 0.5 * (lo + hi) for n, (lo, hi) in space.bounds.items()}
+    candidates = [{n: v * rng.uniform(0.8, 1.2) for n, v in middle.items()} for _ in range(5)]
+    population = space.population_of(candidates)
+    one = RobotObjective(space, arm_model(), train, threads=1).residuals(population)
+    three = RobotObjective(space, arm_model(), train, threads=3)
+    np.testing.assert_array_equal(three.residuals(population), one)
+    np.testing.assert_array_equal(three.residuals(population[::-1]), one[::-1])

@@ -11,7 +11,8 @@ and logs float64 C arrays, flags bools. So one call of each entry point that Pyt
 calls compiles it for every use: the single and batched rollouts on each of their paths
 (SIMD lanes, lanes with latency, the DC-motor lanes, the general kernel), the bench
 stepper of the pendulum node, the monitor and the emulators (with and without the DC-motor
-model), the MuJoCo arm's servo update, and the drive/backdrive diagram. Kernels a call
+model), the MuJoCo arm's servo update and its steps (one, and a robot recording's
+rollout), and the drive/backdrive diagram. Kernels a call
 compiles inside another (``_pair``, ``_last_entry``, the models' functions) are cached
 with it. A test runs a fit on the build and asserts that nothing compiles.
 """
@@ -89,6 +90,8 @@ def _arm() -> None:
     arm = load_arm("dynamixel")
     arm.step(1)
     arm.state()
+    n = arm.n_joints  # a robot fit's rollout: one kernel call per recording
+    arm.follow(np.zeros((1, n)), np.ones((1, n), dtype=bool), np.ones(1, dtype=np.int64))
 
 
 def _diagram() -> None:

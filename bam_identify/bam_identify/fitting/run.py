@@ -29,7 +29,7 @@ from bam_identify.fitting.plan import FitPlan, ModelPlan, plan_fit
 from bam_identify.fitting.report import ModelResult
 from bam_identify.fitting.selection import Candidate, append_selection, select
 from bam_identify.fitting.sensitivity import sensitivity
-from bam_identify.fitting.space import NESTED_IN, SearchSpace, nested_start
+from bam_identify.fitting.space import SearchSpace, best_nested, nested_start
 from bam_sim.bench.bench_log import BenchLog
 from bam_sim.common.cancellation import Cancellation, Cancelled
 from bam_sim.common.output_paths import write_new
@@ -107,10 +107,9 @@ def _settings(job: FitJob, model: ModelPlan, base: ModelResult | None) -> FitSet
 
 def _warm_start(job: FitJob, model: str, results: list[ModelResult]) -> ModelResult | None:
     """The best nested simpler model fitted so far, to start from (None: start cold)."""
-    simpler = [r for r in results if r.model in NESTED_IN.get(model, ())]
-    if job.no_warm_start or not simpler:
-        return None
-    return min(simpler, key=lambda r: r.train_mae)
+    by_name = {r.model: r for r in results}
+    best = best_nested(model, {name: r.train_mae for name, r in by_name.items()})
+    return None if job.no_warm_start or best is None else by_name[best]
 
 
 def _fit_one(space: SearchSpace, logs: list[BenchLog], settings: FitSettings, quiet: bool,

@@ -169,6 +169,13 @@ NESTED_IN = {"m2": ("m1",), "m3": ("m1",), "m4": ("m2", "m3", "m1"),
              "ep_load": ("ep_stribeck",)}
 
 
+def best_nested(model: str, train_mae: dict[str, float]) -> str | None:
+    """Of the models fitted (their training MAE by name), the best one nested in ``model``:
+    a warm start for it (None when none was fitted)."""
+    simpler = [m for m in train_mae if m in NESTED_IN.get(model, ())]
+    return min(simpler, key=train_mae.__getitem__) if simpler else None
+
+
 def nested_start(space: SearchSpace, fitted: dict[str, float]) -> dict[str, float]:
     """A starting point for ``space`` that reproduces a fitted simpler model.
 

@@ -4,15 +4,21 @@ The score of a candidate is the mean absolute error between simulated and record
 readings over every joint and sample of every recording (rad), the measure of the
 bench fit (paper section V-B) with the robot in place of the pendulum. A rollout that
 diverges (a reading not finite) scores infinity.
+
+The candidates of a population roll out on threads, each with its own copy of the
+robot (a rollout is one kernel call that releases the GIL, :meth:`bam_sim.mujoco_arm.
+servo_arm.ServoArm.follow`); a candidate's readings do not depend on the thread.
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import mujoco
+import numba
 import numpy as np
 
 from bam_identify.robot.space import RobotSpace
@@ -35,7 +41,7 @@ class RobotObjective:
 
     def __init__(self, space: RobotSpace, model: mujoco.MjModel,
                  recordings: list[RobotRecording], cancel: Cancellation | None = None,
-                 identification_integrator: bool = False) -> None:
+                 identification_integrator: bool = False, threads: int | None = None) -> None:
         if not recordings:
             raise BamError("no training recordings to identify from")
         for rec in recordings:
@@ -48,20 +54,24 @@ class RobotObjective:
         middle = {n: 0.5 * (lo + hi) for n, (lo, hi) in space.bounds.items()}
         sets = space.parameter_sets(middle, {})
         joint_sets = [sets[j.servo_type] for j in space.joints.joints]
-        self.arm = bind(copy.copy(model), space.joints, joint_sets, identification_integrator)
+        # One robot per thread (None: numba's, which `fit --jobs` sets).
+        threads = max(1, numba.get_num_threads() if threads is None else int(threads))
+        self.arms = [bind(copy.copy(model), space.joints, joint_sets, identification_integrator)
+                     for _ in range(threads)]
         self.batch = Lengths(np.array([rec.position.size for rec in recordings]))
         self.replay, self.voltage_weight, self.scores_temperature = False, 0.0, False
         self.evaluations = 0
 
-    def simulate(self, vectors: np.ndarray) -> list[np.ndarray]:
+    def simulate(self, vectors: np.ndarray, thread: int = 0) -> list[np.ndarray]:
         """Simulated readings of every recording (each (T, n)) for one candidate's
-        vectors (n_joints, N_PARAMS)."""
-        self.arm.set_parameters(vectors)
+        vectors (n_joints, N_PARAMS), on the robot of ``thread``."""
+        arm = self.arms[thread]
+        arm.set_parameters(vectors)
         offsets = vectors[:, P.Q_OFFSET]
         out = []
         for rec in self.recordings:
             self.cancel.check()
-            out.append(rollout(self.arm, rec, offsets))
+            out.append(rollout(arm, rec, offsets))
         return out
 
     def residuals(self, population: np.ndarray) -> np.ndarray:
@@ -69,10 +79,20 @@ class RobotObjective:
         joints: one row (sum of T·n) per candidate of ``population`` (m, n_joints, N_PARAMS)."""
         population = np.asarray(population, dtype=np.float64)
         rows = np.empty((population.shape[0], int(self.batch.lengths.sum())))
-        for i, vectors in enumerate(population):
-            simulated = self.simulate(vectors)
-            rows[i] = np.concatenate([(q - rec.position).ravel()
-                                      for q, rec in zip(simulated, self.recordings, strict=True)])
+
+        def share(thread: int) -> None:
+            for i in range(thread, len(population), len(self.arms)):
+                simulated = self.simulate(population[i], thread)
+                rows[i] = np.concatenate([(q - rec.position).ravel() for q, rec in
+                                          zip(simulated, self.recordings, strict=True)])
+
+        threads = min(len(self.arms), len(population))
+        if threads <= 1:
+            share(0)
+        else:
+            with ThreadPoolExecutor(threads) as pool:
+                for done in [pool.submit(share, t) for t in range(threads)]:
+                    done.result()  # a worker's exception (a stop) raised here
         self.evaluations += len(population)
         return rows
 

@@ -29,7 +29,7 @@ from bam_identify.fitting.fit import FitResult, FitSettings, run_search
 from bam_identify.fitting.provenance import version
 from bam_identify.fitting.report import check_report_folder
 from bam_identify.fitting.run import save_fit
-from bam_identify.fitting.space import parse_assignments
+from bam_identify.fitting.space import best_nested, parse_assignments
 from bam_identify.robot.objective import RobotObjective
 from bam_identify.robot.space import RobotSpace
 from bam_sim.common.cancellation import Cancellation
@@ -127,7 +127,10 @@ def fit_robot(args, cancel: Cancellation) -> str:
     check_report_folder(args.report, args.force)
     data = load_robot(args, cancel)
     model = load_model(data.mjcf)
-    results = [_fit_model(args, data, model, name, cancel) for name in args.models]
+    results: list[RobotResult] = []
+    for name in args.models:
+        results.append(_fit_model(args, data, model, name, cancel, _warm_start(args, name,
+                                                                               results)))
     _write_report(args.report, data, results, args.force)
     lines = [f"{r.model}: train MAE {r.train_mae.mean():.4g} rad" +
              ("" if r.validation_mae is None else
@@ -135,7 +138,16 @@ def fit_robot(args, cancel: Cancellation) -> str:
     return "\n".join([*lines, f"report: {args.report / 'report.md'}"])
 
 
-def _fit_model(args, data: RobotData, model, name: str, cancel: Cancellation) -> RobotResult:
+def _warm_start(args, model: str, results: list[RobotResult]) -> RobotResult | None:
+    """The best nested simpler model fitted so far, to start from (None: start cold): the
+    richer model then ends no worse than it on the training recordings."""
+    by_name = {r.model: r for r in results}
+    best = best_nested(model, {name: r.fitted.train_mae for name, r in by_name.items()})
+    return None if args.no_warm_start or best is None else by_name[best]
+
+
+def _fit_model(args, data: RobotData, model, name: str, cancel: Cancellation,
+               base: RobotResult | None) -> RobotResult:
     mdl = resolve_model(name)
     if mdl.elastoplastic:
         raise BamError(f"--models {name}: a robot fit runs M1..M6 and lugre; the elasto-plastic "
@@ -145,14 +157,15 @@ def _fit_model(args, data: RobotData, model, name: str, cancel: Cancellation) ->
         raise BamError(f"--groups {unsupported[0]}: {ROBOT_LACKS[unsupported[0]]}")
     space = RobotSpace.build(data.joints, mdl, parse_assignments(args.set), tuple(args.groups),
                              not args.no_offset)
-    objective = RobotObjective(space, model, data.train, cancel)
+    objective = RobotObjective(space, model, data.train, cancel, threads=args.jobs)
     # A stored study is recorded, resumed or shared by workers as a bench fit's is.
     study = args.study or f"bam_robot_{mdl.name}_seed{args.seed}"
     if args.study and len(args.models) > 1:
         study = f"{args.study}_{mdl.name}"
     settings = FitSettings(trials=args.trials, seed=args.seed, popsize=args.popsize,
                            target=args.target_mae, storage=args.storage, study_name=study,
-                           shares=args.workers, polish=not args.no_polish)
+                           shares=args.workers, polish=not args.no_polish,
+                           start=space.nested_start(base.fitted.values) if base else None)
     fingerprint = {"robot": str(data.mjcf), "model": mdl.name, "data": objective.fingerprint(),
                    "bounds": {k: list(v) for k, v in space.bounds.items()},
                    "seed": args.seed}
@@ -171,6 +184,8 @@ def _fit_model(args, data: RobotData, model, name: str, cancel: Cancellation) ->
         check = RobotObjective(space, model, data.validation, cancel)
         validation_mae = check.per_joint(vectors).mean(axis=0)
     provenance = _provenance(args, data, mdl.name, fitted)
+    if base is not None:
+        provenance["warm_start"] = base.model
     sets = space.parameter_sets(fitted.values, provenance)
     outputs = [save_fit(params, Path(str(args.output).format(actuator=kind, model=mdl.name)),
                         args.force, fitted.interrupted) for kind, params in sets.items()]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bam_identify.fitting.space import Q_OFFSET_BOUNDS, SearchSpace, UnitBox
+from bam_identify.fitting.space import Q_OFFSET_BOUNDS, SearchSpace, UnitBox, nested_start
 from bam_sim.models import parameter_vector as P
 from bam_sim.models.model_registry import FrictionModel
 from bam_sim.models.parameter_set import ParameterSet
@@ -66,6 +66,13 @@ class RobotSpace(UnitBox):
     def population_of(self, sets: list[dict[str, float]]) -> np.ndarray:
         """The parameter vectors of sets given by name (free values only)."""
         return self.population(np.array([[s[n] for n in self.names] for s in sets]))
+
+    def nested_start(self, fitted: dict[str, float]) -> dict[str, float]:
+        """A start that reproduces a fitted simpler model of the same robot: each type's
+        :func:`~bam_identify.fitting.space.nested_start`, the offsets found kept."""
+        start = {f"{name}{SEPARATOR}{k}": v for name, space in self.types.items()
+                 for k, v in nested_start(space, _own(fitted, name)).items()}
+        return {**start, **{k: fitted[k] for k in self.bounds if k not in start and k in fitted}}
 
     def parameter_sets(self, values: dict[str, float], provenance: dict) -> dict[str, ParameterSet]:
         """Each servo type's identified set (offsets apart: see :meth:`offsets`)."""

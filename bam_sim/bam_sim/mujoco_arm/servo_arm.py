@@ -11,7 +11,9 @@ the *previous* step (τ_e and τ_f come out of the same constraint solve)::
     τ_e = qfrc_smooth − τ_m,prev + K_v,prev·q̇_prev + qfrc_constraint − f_friction,own
 
 i.e. gravity, bias, springs, applied forces, other actuators, contacts and
-limits, without the servo's own motor, damping and friction row.
+limits, without the servo's own motor, damping and friction row. ``step(n)`` runs
+the n steps in one kernel call that steps MuJoCo itself
+(:mod:`bam_sim.mujoco_arm.native_step`), else from Python: the same positions.
 
 MuJoCo's friction constraint is soft: at rest inside the box the joint creeps
 at q̇ = (1 − d)/d · d_max·t_c/2 · w0·τ. ServoArm makes it as stiff as MuJoCo
@@ -69,6 +71,8 @@ from bam_sim.models.model_registry import EP_FIRST, LUGRE_ID
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo import actuators
 from bam_sim.models.servo import laws as servo
+from bam_sim.mujoco_arm.native_step import constraint_rows, native_step
+from bam_sim.mujoco_arm.native_step import step as mj_step
 
 FRICTION_DOF = int(mujoco.mjtConstraint.mjCNSTR_FRICTION_DOF)
 # Stiffest friction constraint MuJoCo accepts (see the module docstring).
@@ -217,6 +221,40 @@ def _half_step(ints, work, qpos, qvel, dt):
         qpos[ints[i, I_QADR]] += 0.5 * dt * (qvel[ints[i, I_DADR]] - work[i, W_PREV_DQ])
 
 
+@nb.njit(cache=True, nogil=True)
+def _steps(n, half_step, access, model, data, ints, params, consts, work, rows, motor_state,
+           qpos, qvel, qfrc_smooth, qfrc_constraint, ctrl, frictionloss, damping, dt):
+    """``n`` steps of :meth:`ServoArm.step` in one call: MuJoCo stepped from the kernel
+    (:mod:`bam_sim.mujoco_arm.native_step`), the GIL released."""
+    for _ in range(n):
+        efc_type, efc_id, efc_force = constraint_rows(access, data)
+        _update(ints, params, consts, work, rows, motor_state, qpos, qvel, qfrc_smooth,
+                qfrc_constraint, efc_type, efc_id, efc_force, ctrl, frictionloss, damping, dt)
+        mj_step(access, model, data)
+        if half_step:
+            _half_step(ints, work, qpos, qvel, dt)
+
+
+@nb.njit(cache=True, nogil=True)
+def _follow(goals, enables, counts, out, half_step, access, model, data, ints, params, consts,
+            work, rows, motor_state, qpos, qvel, qfrc_smooth, qfrc_constraint, ctrl,
+            frictionloss, damping, dt):
+    """:meth:`ServoArm.follow` in one call: goal k held for counts[k] steps, the servo
+    joints' positions into out[k + 1]."""
+    n = ints.shape[0]
+    for i in range(n):
+        out[0, i] = qpos[ints[i, I_QADR]]
+    for k in range(counts.size):
+        for i in range(n):
+            work[i, W_GOAL] = goals[k, i]
+            work[i, W_ENABLE] = 1.0 if enables[k, i] else 0.0
+        _steps(counts[k], half_step, access, model, data, ints, params, consts, work, rows,
+               motor_state, qpos, qvel, qfrc_smooth, qfrc_constraint, ctrl, frictionloss,
+               damping, dt)
+        for i in range(n):
+            out[k + 1, i] = qpos[ints[i, I_QADR]]
+
+
 @nb.njit(cache=True)
 def _servo_outputs(ints, params, consts, work, rows, motor_state, qpos, qvel, dt, out_tau,
                    out_control):
@@ -363,6 +401,8 @@ class ServoArm:
         d, m = self.data, self.model
         self._views = (d.qpos, d.qvel, d.qfrc_smooth, d.qfrc_constraint)
         self._outputs = (d.ctrl, m.dof_frictionloss, m.dof_damping)
+        # MuJoCo stepped from the kernel, else from Python (the positions are the same).
+        self._native = native_step()
         self.reset()
 
     @classmethod
@@ -497,19 +537,46 @@ class ServoArm:
         ctrl, frictionloss, damping = self._outputs
         dt = m.opt.timestep
         rows, motor_state = self._rows, self._motor_state
-        if self._half_step:
-            for _ in range(n):
-                _update(ints, params, consts, work, rows, motor_state, qpos, qvel, smooth,
-                        constraint, d.efc_type, d.efc_id, d.efc_force, ctrl, frictionloss,
-                        damping, dt)
-                mujoco.mj_step(m, d)
-                _half_step(ints, work, qpos, qvel, dt)
+        if self._native is not None:
+            _steps(n, self._half_step, self._native, m._address, d._address, ints, params,
+                   consts, work, rows, motor_state, qpos, qvel, smooth, constraint, ctrl,
+                   frictionloss, damping, dt)
             return
-        for _ in range(n):
+        for _ in range(n):  # where the native step is not available (another MuJoCo)
             _update(ints, params, consts, work, rows, motor_state, qpos, qvel, smooth,
                     constraint, d.efc_type, d.efc_id, d.efc_force, ctrl, frictionloss, damping,
                     dt)
             mujoco.mj_step(m, d)
+            if self._half_step:
+                _half_step(ints, work, qpos, qvel, dt)
+
+    def follow(self, goals: np.ndarray, enables: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """Positions (K+1, n) of the servo joints, now and after each of K commands: goal
+        row k (rad) with torque enables row k (K, n), held for counts[k] steps (K,).
+        What ``set_command`` then ``step`` per row does, in one kernel call where MuJoCo
+        is stepped natively."""
+        goals = np.ascontiguousarray(goals, dtype=np.float64)
+        enables = np.ascontiguousarray(enables, dtype=np.bool_)
+        counts = np.ascontiguousarray(counts, dtype=np.int64)
+        shape = (counts.size, self.n_joints)
+        if goals.shape != shape or enables.shape != shape or np.any(counts < 0):
+            raise BamError(f"follow takes goals and enables {shape} and counts >= 0 "
+                           f"({counts.size},), got {goals.shape}, {enables.shape}")
+        if not np.all(np.isfinite(goals)):
+            raise BamError("follow: the goals hold non-finite values; give finite numbers")
+        out = np.empty((counts.size + 1, self.n_joints))
+        if self._native is None:
+            out[0] = self.positions
+            for k in range(counts.size):
+                self.set_command(goals=goals[k], torque_enables=enables[k].astype(float))
+                self.step(int(counts[k]))
+                out[k + 1] = self.positions
+            return out
+        m, d = self.model, self.data
+        _follow(goals, enables, counts, out, self._half_step, self._native, m._address,
+                d._address, self._ints, self._params, self._consts, self._work, self._rows,
+                self._motor_state, *self._views, *self._outputs, m.opt.timestep)
+        return out
 
     def state(self) -> ArmState:
         qadr, dadr = self._ints[:, I_QADR], self._ints[:, I_DADR]

@@ -72,16 +72,10 @@ def rollout(arm: ServoArm, recording: RobotRecording, offsets: np.ndarray) -> np
     """
     offsets = np.asarray(offsets, dtype=np.float64)
     steps = sample_steps(recording, arm.dt)
-    out = np.empty_like(recording.position)
     arm.set_command(gains=recording.gain)
     arm.reset(q=recording.position[0] - offsets)
-    out[0] = arm.positions + offsets
-    for k in range(len(recording) - 1):
-        arm.set_command(goals=recording.goal[k] - offsets,
-                        torque_enables=recording.enabled[k].astype(float))
-        arm.step(int(steps[k + 1] - steps[k]))
-        out[k + 1] = arm.positions + offsets
-    return out
+    return arm.follow(recording.goal[:-1] - offsets, recording.enabled[:-1],
+                      np.diff(steps)) + offsets
 
 
 def simulated_recording(arm: ServoArm, name: str, time: np.ndarray, goal: np.ndarray,
