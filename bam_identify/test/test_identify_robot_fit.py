@@ -138,3 +138,17 @@ def test_a_population_scores_the_same_on_one_thread_or_several() -> None:
     three = RobotObjective(space, arm_model(), train, threads=3)
     np.testing.assert_array_equal(three.residuals(population), one)
     np.testing.assert_array_equal(three.residuals(population[::-1]), one[::-1])
+
+
+def test_a_candidate_that_makes_mujoco_diverge_scores_infinity() -> None:
+    """MuJoCo resets a simulation whose acceleration is not finite and goes on; the
+    readings after it are not the candidate's, so the candidate scores as diverged."""
+    truth = published("sts3215", "m1")
+    space = RobotSpace.build(JOINTS, resolve_model("m1"), {})
+    objective = RobotObjective(space, arm_model(), recordings(truth)[:1], threads=1)
+    good = np.stack([truth.vector()] * 2)
+    bad = good.copy()
+    bad[:, P.KT], bad[:, P.ARMATURE] = 50.0, 1e-6  # an explicit step far past stability
+    scores = objective(np.stack([good, bad]))
+    assert np.isfinite(scores[0]) and scores[1] == np.inf
+    assert objective.arms[0].diverged  # the last rollout was the bad candidate's

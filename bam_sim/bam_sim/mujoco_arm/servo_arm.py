@@ -589,6 +589,12 @@ class ServoArm:
                         control, tau)
 
     @property
+    def diverged(self) -> bool:
+        """Whether MuJoCo found an acceleration not finite since the last :meth:`reset`
+        (it then resets the data itself and goes on: what follows is not this arm's)."""
+        return bool(self.data.warning[mujoco.mjtWarning.mjWARN_BADQACC].number)
+
+    @property
     def positions(self) -> np.ndarray:
         """q (rad) of each servo joint, in joint order (a copy)."""
         return self.data.qpos[self._ints[:, I_QADR]]

@@ -66,7 +66,8 @@ def sample_steps(recording: RobotRecording, dt: float) -> np.ndarray:
 
 def rollout(arm: ServoArm, recording: RobotRecording, offsets: np.ndarray) -> np.ndarray:
     """Simulated readings (T, n) of ``recording`` on ``arm`` (its joints in map order):
-    from rest at the first reading, under the recorded goals, gains and enables.
+    from rest at the first reading, under the recorded goals, gains and enables; NaN
+    where the simulation diverged (MuJoCo reset it on its way).
 
     ``offsets`` (n,): each joint's reading at q = 0, rad.
     """
@@ -74,8 +75,11 @@ def rollout(arm: ServoArm, recording: RobotRecording, offsets: np.ndarray) -> np
     steps = sample_steps(recording, arm.dt)
     arm.set_command(gains=recording.gain)
     arm.reset(q=recording.position[0] - offsets)
-    return arm.follow(recording.goal[:-1] - offsets, recording.enabled[:-1],
-                      np.diff(steps)) + offsets
+    readings = arm.follow(recording.goal[:-1] - offsets, recording.enabled[:-1],
+                          np.diff(steps)) + offsets
+    if arm.diverged:
+        readings[:] = np.nan
+    return readings
 
 
 def simulated_recording(arm: ServoArm, name: str, time: np.ndarray, goal: np.ndarray,
