@@ -138,8 +138,11 @@ def test_cst_torque_reaches_the_joint_and_a_silent_master_trips_the_watchdog(lin
     assert truth[1]["target_torque"] == torque
     expected = torque / 1000 * model.rated_torque_mnm / 1000 / model.motor_kt
     assert truth[1]["control"] == pytest.approx(expected, rel=1e-6)
-    # The master stops sending: after 100 ms the ESC trips, the drive stops its torque.
-    truth = wait_truth(line, lambda t: t[1]["watchdog_trips"] >= 1, "SM watchdog")
+    # The master stops sending: after 100 ms the ESC trips, the drive stops its torque. The
+    # count is the emulator's whole life: an earlier test's OP left idle for 100 ms before
+    # the next master took over (a loaded machine) tripped it already.
+    before = truth[1]["watchdog_trips"]
+    truth = wait_truth(line, lambda t: t[1]["watchdog_trips"] > before, "SM watchdog")
     assert truth[1]["al_state"] == "SAFE-OP + ERROR" and truth[1]["al_code"] == 0x001B
     assert not truth[1]["torque_enable"] and truth[1]["control"] == 0.0
     assert truth[1]["error_code"] == cia402.COMMUNICATION_LOST  # 0x6007 default: fault
