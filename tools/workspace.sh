@@ -326,7 +326,10 @@ print(" ".join(k for k in d if f.get(k)))'
 #   numerics-generic  the numerics tests, numba for a generic x86-64 in a fresh cache and
 #                     numpy's SIMD dispatch off;
 #   properties        generated bad input; its examples are children forked from pytest,
-#                     so it runs in a process of its own, never one that ran DDS.
+#                     so it runs in a process of its own, never one that ran DDS;
+#   heavy             the few CPU-bound tests of a minute or so (marker heavy), moved off the
+#                     all pass, which the live pass waits for (this core had minutes to spare:
+#                     it ended two minutes into the live pass, which ran 7.8 min).
 # Sets SIDE_PID (the subshell).
 start_side_core() {
   local cores core cache simd
@@ -335,7 +338,7 @@ start_side_core() {
   cache="$(mktemp -d)"
   simd="$(numpy_dispatch_targets)"
   CORE_STATUS="$(mktemp)"
-  say "numerics-generic and properties passes pinned on core $core, beside the others:" \
+  say "numerics-generic, properties and heavy passes pinned on core $core, beside the others:" \
       "numba for a generic x86-64, numpy's SIMD dispatch off (${simd:-none}); their" \
       "reports follow the live pass's"
   (
@@ -352,6 +355,10 @@ start_side_core() {
     NUMBA_NUM_THREADS="$cores" run_pytest properties "$@" -m properties -q --durations=10 \
       >/dev/null 2>&1 || status=$?
     echo "properties $status" >>"$CORE_STATUS"
+    status=0
+    NUMBA_NUM_THREADS="$cores" run_pytest heavy "$@" -m heavy -q --durations=10 \
+      >/dev/null 2>&1 || status=$?
+    echo "heavy $status" >>"$CORE_STATUS"
   ) &
   SIDE_PID=$!
   trap 'pkill -P "$SIDE_PID" 2>/dev/null; kill "$SIDE_PID" 2>/dev/null || true' EXIT
@@ -370,7 +377,7 @@ finish_side_core() {
     failure_summary "$name" "$pass"
     [ "$status" -ne 0 ] || status=$pass
   done <"$CORE_STATUS"
-  [ "$found" -ge 2 ] || { say "a pass of the last core ended without a status"; status=1; }
+  [ "$found" -ge 3 ] || { say "a pass of the last core ended without a status"; status=1; }
   rm -f "$CORE_STATUS"
   return "$status"
 }
@@ -389,11 +396,11 @@ cmd_docs() {
 }
 
 # test [PYTEST ARGS...]: ruff, the docs, then pytest: with arguments one pass, as given. Without
-# (make test, CI) four passes:
-#   all       every test but properties and live;
+# (make test, CI) five passes:
+#   all       every test but properties, live and heavy;
 #   live      the tests that talk to processes, DDS, buses or signals (marker live), the
 #             drivers' and the others' at once (run_live);
-#   numerics-generic, properties  on the last core, beside both (start_side_core).
+#   numerics-generic, properties, heavy  on the last core, beside both (start_side_core).
 # Stopping every executable many times is a benchmark (make soak), not a pass of the gate.
 cmd_test() {
   enter_workspace
@@ -412,7 +419,8 @@ cmd_test() {
   else
     # --durations: the slowest tests named in every pass's log (CI has a time budget).
     start_side_core "${tests[@]}"
-    run_pytest all "${tests[@]}" -m "not properties and not live" --durations=25 || status=$?
+    run_pytest all "${tests[@]}" -m "not properties and not live and not heavy" \
+      --durations=25 || status=$?
     run_live "${tests[@]}" || pass=$?
     [ "$status" -ne 0 ] || status=$pass
     pass=0

@@ -47,9 +47,15 @@ emulator's set with that k_t/R alone missed the 3 counts by 0.6 mrad; an earlier
 R 11.5 % high. How well the fit reproduces held-out runs is the claim; the constants are
 checked for what a fault of the driver's units, gains or scaling would do to them, which
 the fit would otherwise absorb into them (a factor of 1.5 or more): within CONSTANTS (25 %)
-of the emulator's (measured within 12 %). Its target slew rate, faster than these
-trajectories' goals, is not seen. The friction terms trade off against each other on two
-training runs and are not checked.
+of the emulator's (measured within 12 %). The STS3215's target slew rate, faster than these
+trajectories' goals, is not seen, and is held at the emulator's value (UNSEEN): free, the
+fit used it as one more knob for what a 5 ms simulation of a 1 ms emulator leaves over
+(the emulator's own set scores 0.0027 rad on a recording simulated at 1 ms, 0.0043 rad at
+5 ms). Free, of 16 recordings with a busy loop on each core, one validated 4.4 mrad above
+the floor plus 3 counts (an idle CI run's, 1.6 mrad) and the next came within 1.1 mrad of
+that bound, with a slew rate of 3.0 rad/s for the emulator's 5.2; held, that recording
+validates 0.2 mrad above the floor, the three worst at most 0.6 mrad above it.
+The friction terms trade off against each other on two training runs and are not checked.
 """
 
 from __future__ import annotations
@@ -109,6 +115,8 @@ RATE = 200.0  # Hz, the driver's cycle
 # states (a busy host stalling it), else recorded again, RECORDINGS times at most.
 CLEAN = 0.75
 RECORDINGS = 3
+# What these recordings cannot fix, held at the emulator's value (module docstring).
+UNSEEN = ("max_velocity",)
 # The motor constants' band: a unit or scaling fault is a factor of 1.5 or more, the trade
 # with friction on two training runs up to 12 % (module docstring).
 CONSTANTS = 0.25
@@ -179,17 +187,18 @@ def test_a_recording_through_the_driver_identifies_the_emulator(tmp_path, monkey
     monkeypatch.setattr(plausibility, "HOLE_MIN", math.inf)
     train, validation = clean_recording(tmp_path, bus, actuator, model, gains, mass)
 
-    space = SearchSpace.build(actuator, model)
+    truth = published(actuator, model).values
+    space = SearchSpace.build(actuator, model, fixed={k: truth[k] for k in UNSEEN if k in truth})
     fitted = identify(space, train, FitSettings(trials=1500, seed=0))
     fitted_mae = mae(space, validation, fitted.values)
-
-    truth = published(actuator, model).values
     truth = {k: truth[k] for k in space.names if k in truth}
     floor = mae(space, validation, truth)
     follow = float(np.average([np.mean(np.abs(log.goal - log.position)) for log in validation],
                               weights=[len(log) for log in validation]))
     report = (f"validation MAE: fitted {model} {fitted_mae:.4f} rad, the emulator's "
-              f"{floor:.4f} rad, following the goal {follow:.4f} rad")
+              f"{floor:.4f} rad, following the goal {follow:.4f} rad; training MAE: fitted "
+              f"{mae(space, train, fitted.values):.4f} rad, the emulator's "
+              f"{mae(space, train, truth):.4f} rad")
     assert floor < 0.03, report  # the recording itself is sound
     assert fitted_mae <= floor + FLOOR_MARGIN, report
     assert follow > 10 * (floor + FLOOR_MARGIN), report  # the runs do move the arm

@@ -104,9 +104,11 @@ def test_goals_and_gains_are_applied(rigs, protocol):
         rig = rigs(emulator.port, servo_model=model)
         rig.wait_ready()
         rig.command(goals=[0.3], enables=[True], gains=[12.0])
-        rig.wait_for(lambda: emulator.truth()[1]["gain"] == 12.0, "gain 12")
+        # The driver writes goal and gain before it turns the torque on, possibly
+        # over several bus cycles: wait for the last of them, then check them all.
+        rig.wait_for(lambda: emulator.truth()[1]["torque_enable"], "torque on")
         truth = emulator.truth()[1]
-        assert truth["goal"] == pytest.approx(0.3, abs=COUNT) and truth["torque_enable"]
+        assert truth["goal"] == pytest.approx(0.3, abs=COUNT) and truth["gain"] == 12.0
         assert truth["registers"]["p_gain"] == 12 * table.gain_per_kp
         rig.position_command(-0.4)
         rig.wait_for(lambda: abs(emulator.truth()[1]["goal"] + 0.4) <= COUNT, "goal -0.4")

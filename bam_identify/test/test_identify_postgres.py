@@ -20,6 +20,8 @@ from bam_sim.models.files.parameter_file import load, published
 FIT = "from bam_identify.cli import fit_main; raise SystemExit(fit_main())"
 WORK = "from bam_identify.campaign_cli import campaign_main; raise SystemExit(campaign_main())"
 
+pytestmark = pytest.mark.heavy  # about a minute of worker processes: CI's last core
+
 
 @pytest.fixture(scope="module")
 def postgres(tmp_path_factory):
