@@ -327,9 +327,10 @@ print(" ".join(k for k in d if f.get(k)))'
 #                     numpy's SIMD dispatch off;
 #   properties        generated bad input; its examples are children forked from pytest,
 #                     so it runs in a process of its own, never one that ran DDS;
-#   heavy             the few CPU-bound tests of a minute or so (marker heavy), moved off the
-#                     all pass, which the live pass waits for (this core had minutes to spare:
-#                     it ended two minutes into the live pass, which ran 7.8 min).
+#   heavy             the CPU-bound tests of a minute or so (marker heavy: the distributed
+#                     fits on PostgreSQL), moved off the all pass, which the live pass waits
+#                     for (this core had minutes to spare: it ended two minutes into the live
+#                     pass, which ran 7.8 min).
 # Sets SIDE_PID (the subshell).
 start_side_core() {
   local cores core cache simd

@@ -42,7 +42,6 @@ def noisy_logs():
     return truth, logs[:8], logs[8:]
 
 
-@pytest.mark.heavy  # about a minute: CI's last core
 def test_round_trip_recovers_the_truth(noisy_logs):
     """Fitted back from noisy logs until it scores as well as the truth on the training
     logs (their noise floor): the validation MAE at the truth's (noise floor), the

@@ -54,9 +54,12 @@ def logs(tmp_path_factory) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("groups", [(), ("latency",)], ids=["plain", "latency"])
-def test_a_fit_on_the_build_compiles_nothing(logs, tmp_path, groups):
-    argv = ["--logs", str(logs), "--actuator", "mx64", "--models", "m1", "m6",
+@pytest.mark.parametrize(("models", "groups"),
+                         [(("m1", "m6"), ()), (("m1", "m6"), ("latency",)),
+                          (("ep_stribeck",), ())],
+                         ids=["plain", "latency", "elasto-plastic"])
+def test_a_fit_on_the_build_compiles_nothing(logs, tmp_path, models, groups):
+    argv = ["--logs", str(logs), "--actuator", "mx64", "--models", *models,
             "--trials", "40", "--output", str(tmp_path / "{model}.yaml"),
             "--report", str(tmp_path / "report"), "--quiet"]
     if groups:
@@ -64,7 +67,8 @@ def test_a_fit_on_the_build_compiles_nothing(logs, tmp_path, groups):
     run = subprocess.run([sys.executable, "-c", PROGRAM, *argv], capture_output=True,
                          text=True, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert (tmp_path / "m6.yaml").is_file() and (tmp_path / "report" / "report.md").is_file()
+    assert (tmp_path / f"{models[-1]}.yaml").is_file()
+    assert (tmp_path / "report" / "report.md").is_file()
     assert "compiled: nothing" in run.stdout, run.stdout
 
 

@@ -9,12 +9,13 @@ numba compiles a kernel once per tuple of argument types, and the kernels' types
 depend on the model, the actuator or the data: models and families are ints, parameters
 and logs float64 C arrays, flags bools. So one call of each entry point that Python code
 calls compiles it for every use: the single and batched rollouts on each of their paths
-(SIMD lanes, lanes with latency, the DC-motor lanes, the general kernel), the bench
-stepper of the pendulum node, the monitor and the emulators (with and without the DC-motor
-model), the MuJoCo arm's servo update and its steps (one, and a robot recording's
-rollout), and the drive/backdrive diagram. Kernels a call
-compiles inside another (``_pair``, ``_last_entry``, the models' functions) are cached
-with it. A test runs a fit on the build and asserts that nothing compiles.
+(SIMD lanes, lanes with latency, the elasto-plastic lanes and their validity check, the
+DC-motor lanes, the general kernel), the bench stepper of the pendulum node, the monitor
+and the emulators (with and without the DC-motor model), the MuJoCo arm's servo update and
+its steps (one, and a robot recording's rollout), the drive/backdrive diagram and the fit
+report's elasto-plastic joint. Kernels a call compiles inside another (``_pair``,
+``_last_entry``, the models' functions) are cached with it. A test runs fits on the
+build (M1..M6, latency, elasto-plastic) and asserts that nothing compiles.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from bam_sim.bench.rollouts import batch_errors, rollout
 from bam_sim.bench.stepper import BenchStepper
 from bam_sim.bench.trajectory import command_log
 from bam_sim.models.files.parameter_file import published
+from bam_sim.models.model_registry import get_model
 from bam_sim.models.parameter_set import ParameterSet
 
 # A set through the DC-motor model: the thermal group on a published M1 (MX-64, 25 °C).
@@ -71,6 +73,26 @@ def _batch(params: ParameterSet, voltage: bool = False) -> None:
     batch_errors(params.model, population, batch, voltage=voltage)
 
 
+def _elastoplastic() -> ParameterSet:
+    """An ``ep_stribeck`` set: the published M2's motor, the registry's friction defaults
+    (only the types matter; the set passes the validity check its kernel runs first)."""
+    m2 = published("mx64", "m2")
+    model = get_model("ep_stribeck")
+    values = {**model.defaults(m2.actuator.scales),
+              **{name: m2.values[name] for name in m2.actuator.motor_bounds}}
+    return ParameterSet.build(m2.actuator, model, values, {"source": "bam_sim.precompile"})
+
+
+def _elastoplastic_joint() -> None:
+    """The fit report's pre-sliding curve: the 1-DOF elasto-plastic joint."""
+    from bam_sim.models.elastoplastic.model import ElastoPlasticParams, simulate_joint
+    from bam_sim.models.elastoplastic.validity import ep_form
+
+    params = _elastoplastic()
+    ep = ElastoPlasticParams.from_vector(ep_form(params.model), params.vector(), 0.0)
+    simulate_joint(ep, 0.005, 0.05, np.zeros(3))
+
+
 def _single() -> None:
     log = _logs(1)[0]
     rollout(_m1(), log)
@@ -105,6 +127,9 @@ def _diagram() -> None:
 WORK: dict[str, Callable[[], None]] = {
     # one process: both call the per-log loop, compiled once for the two
     "general kernel and single rollout": lambda: (_batch(_m1(), voltage=True), _single()),
+    # measured: 43 s of a first ep_* fit's compiling, when it was missing here
+    "elasto-plastic lanes and joint": lambda: (_batch(_elastoplastic()),
+                                               _elastoplastic_joint()),
     "SIMD lanes": lambda: _batch(_m1()),
     "lanes with latency": lambda: _batch(published("mx64", "m6").replace(**LATENCY)),
     "DC-motor lanes": lambda: _batch(_m1().replace(**THERMAL)),
