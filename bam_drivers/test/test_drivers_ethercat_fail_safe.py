@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -124,6 +125,18 @@ def test_a_namespace_left_by_a_killed_emulator_is_reused_and_a_live_one_refused(
         assert not os.path.exists(f"/var/run/netns/bam_ecat_{interface}")  # a clean stop
     finally:
         first.stop()
+
+
+def test_a_clean_stop_leaves_nothing_behind():
+    """Namespace, veth, control socket and its folder go; so does the lock file of a
+    default interface name (bamec<pid>: no other emulator asks for it)."""
+    with emulator() as emu:
+        interface, control = emu.interface, emu.control
+        lock = os.path.join(tempfile.gettempdir(), f"bam_ecat_{interface}.lock")
+        assert os.path.exists(lock) and os.path.exists(control)
+    assert not os.path.exists(f"/var/run/netns/bam_ecat_{interface}")
+    assert not os.path.exists(os.path.dirname(control))
+    assert not os.path.exists(lock)
 
 
 def test_an_interface_that_is_not_an_emulators_veth_is_left_alone():

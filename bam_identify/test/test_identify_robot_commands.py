@@ -148,7 +148,7 @@ def test_a_bag_of_the_robot_reads_as_the_dataset_does(robot, tmp_path, capsys) -
     (["--robot", "{mjcf}", "--joints", "{joints}", "--lerobot", "{dataset}", "--models",
       "ep_cv"], "elasto-plastic models are identified on the bench"),
     (["--robot", "{mjcf}", "--joints", "{joints}", "--lerobot", "{dataset}", "--groups",
-      "latency"], "--groups latency: the robot's rollouts apply each goal at its stamp"),
+      "thermal"], "--groups thermal: robot recordings carry no winding temperature"),
 ])
 def test_a_wrong_robot_request_is_refused_in_one_line(robot, tmp_path, capsys, args,
                                                       phrase) -> None:

@@ -30,6 +30,7 @@ from bam_sim.common.errors import BamError
 from bam_sim.models import parameter_vector as P
 from bam_sim.models.files.parameter_file import published
 from bam_sim.models.model_registry import resolve_model
+from bam_sim.mujoco_arm import mujoco_warnings
 from bam_sim.mujoco_arm.shipped_arms import arm_spec
 from bam_sim.robot.joint_map import joint_map
 from bam_sim.robot.rollout import bind, simulated_recording
@@ -46,7 +47,7 @@ def arm_model() -> mujoco.MjModel:
     return model
 
 
-def recordings(truth) -> list:
+def recordings(truth, latency: float = 0.0) -> list:
     arm = bind(arm_model(), JOINTS, [truth, truth])
     rng = np.random.default_rng(1)
     n = 200  # 4 s at 50 Hz, a new pair of goals every 0.5 s
@@ -54,7 +55,8 @@ def recordings(truth) -> list:
     for r in range(3):
         goal = np.repeat(rng.uniform(-1.2, 1.2, (n // 25, 2)), 25, axis=0)
         out.append(simulated_recording(arm, f"steps{r}", np.arange(n) * 0.02, goal,
-                                       np.full(2, 32.0), OFFSETS, tick=TICK))
+                                       np.full(2, 32.0), OFFSETS, tick=TICK,
+                                       latency=np.full(2, latency)))
     return out
 
 
@@ -99,6 +101,36 @@ def test_what_the_data_fix_is_recovered(fitted) -> None:
     assert found["sts3215/friction_base"] == pytest.approx(truth["friction_base"], rel=0.1)
 
 
+def test_the_command_latency_is_identified_on_the_robot() -> None:
+    """Recordings whose goals act 23 ms late (4.6 of the model's 5 ms steps): the latency
+    group's L_c, the only value searched, is found within a step, and the set with it
+    meets the quantization floor that the same set without it misses by far.
+
+    Within a step, not better: the STS firmware slews its target toward the goal at
+    max_velocity, so a goal that has moved by more than a step's slew (26 mrad at 5 ms)
+    starts the target at full rate in the step it arrives in, whatever its share of that
+    step. On these steps of goals the MAE is flat at the floor for L from 20 to about
+    24.5 ms (measured: 0.25 ticks; 1.4 at 24.9 ms, 5.6 at 25 ms and at 19 ms)."""
+    truth = published("sts3215", "m1")
+    latency = 0.023
+    recs = recordings(truth, latency)
+    joints = joint_map({"joints": [
+        {"joint": j, "actuator": "sts3215", "gain": 32, "offset": float(o)}
+        for j, o in zip(JOINTS.names, OFFSETS, strict=True)]})
+    held = {k: v for k, v in truth.values.items() if k != "q_offset"}
+    space = RobotSpace.build(joints, resolve_model("m1"), held, ("latency",), False)
+    assert space.names == ["sts3215/latency.command"]
+    objective = RobotObjective(space, arm_model(), recs)
+    scores = objective(space.population_of([{"sts3215/latency.command": latency},
+                                            {"sts3215/latency.command": 0.0}]))
+    assert scores[0] < 0.35 * TICK < 5 * 0.35 * TICK < scores[1]
+    result = run_search(space, objective, FitSettings(trials=200, seed=0),
+                        {"data": objective.fingerprint()}, True)
+    step = float(arm_model().opt.timestep)
+    assert result.values["sts3215/latency.command"] == pytest.approx(latency, abs=step)
+    assert result.train_mae <= 1.05 * scores[0]
+
+
 def test_bench_logs_read_as_the_one_joint_robot_score_as_the_bench_does() -> None:
     """A bench log through bench_robot and the robot objective with the published
     integrator: the truth's MAE is the MuJoCo pendulum's distance to Algorithm 1
@@ -140,15 +172,28 @@ def test_a_population_scores_the_same_on_one_thread_or_several() -> None:
     np.testing.assert_array_equal(three.residuals(population[::-1]), one[::-1])
 
 
-def test_a_candidate_that_makes_mujoco_diverge_scores_infinity() -> None:
+def test_a_candidate_that_makes_mujoco_diverge_scores_infinity_silently(tmp_path, monkeypatch,
+                                                                         capfd) -> None:
     """MuJoCo resets a simulation whose acceleration is not finite and goes on; the
-    readings after it are not the candidate's, so the candidate scores as diverged."""
+    readings after it are not the candidate's, so the candidate scores as diverged, and is
+    counted. Silenced (as for a search), MuJoCo still counts the divergence but prints no
+    warning and writes no MUJOCO_LOG.TXT where the fit runs; after the block it warns
+    again as before."""
+    monkeypatch.chdir(tmp_path)
     truth = published("sts3215", "m1")
     space = RobotSpace.build(JOINTS, resolve_model("m1"), {})
     objective = RobotObjective(space, arm_model(), recordings(truth)[:1], threads=1)
     good = np.stack([truth.vector()] * 2)
     bad = good.copy()
     bad[:, P.KT], bad[:, P.ARMATURE] = 50.0, 1e-6  # an explicit step far past stability
-    scores = objective(np.stack([good, bad]))
+    with mujoco_warnings.silenced():
+        scores = objective(np.stack([good, bad]))
     assert np.isfinite(scores[0]) and scores[1] == np.inf
     assert objective.arms[0].diverged  # the last rollout was the bad candidate's
+    assert objective.diverged == 1
+    assert "WARNING" not in "".join(capfd.readouterr())
+    assert not (tmp_path / "MUJOCO_LOG.TXT").exists()
+    objective(bad[None])  # the hook restored: MuJoCo's own warning and log again
+    assert "Nan, Inf or huge value in QACC" in "".join(capfd.readouterr())
+    assert (tmp_path / "MUJOCO_LOG.TXT").exists()
+    assert objective.diverged == 2

@@ -107,13 +107,15 @@ def _steppers() -> None:
 
 
 def _arm() -> None:
+    from bam_sim.mujoco_arm import mujoco_warnings  # its C hook, compiled at import
     from bam_sim.mujoco_arm.shipped_arms import load_arm
 
     arm = load_arm("dynamixel")
     arm.step(1)
     arm.state()
     n = arm.n_joints  # a robot fit's rollout: one kernel call per recording
-    arm.follow(np.zeros((1, n)), np.ones((1, n), dtype=bool), np.ones(1, dtype=np.int64))
+    with mujoco_warnings.silenced():
+        arm.follow(np.zeros((1, n)), np.ones((1, n), dtype=bool), np.ones(1, dtype=np.int64))
 
 
 def _diagram() -> None:

@@ -10,6 +10,8 @@ identification integrator.
 
 from __future__ import annotations
 
+import dataclasses
+
 import mujoco
 import numpy as np
 import pytest
@@ -23,7 +25,7 @@ from bam_sim.models.files.parameter_file import published
 from bam_sim.mujoco_arm.shipped_arms import arm_spec, pendulum_mjcf
 from bam_sim.robot.joint_map import joint_map, load_joint_map
 from bam_sim.robot.recording import RobotRecording
-from bam_sim.robot.rollout import bind, rollout
+from bam_sim.robot.rollout import bind, latencies, rollout
 
 PENDULUM = {"joints": [{"joint": "pendulum", "actuator": "mx64", "gain": 8}]}
 
@@ -40,7 +42,7 @@ def recording_of(log) -> RobotRecording:
 def robot_positions(log, params, identification: bool) -> np.ndarray:
     model = mujoco.MjModel.from_xml_string(pendulum_mjcf(log.bench, timestep=log.dt))
     arm = bind(model, joint_map(PENDULUM), [params], identification)
-    return rollout(arm, recording_of(log), np.zeros(1))[:, 0]
+    return rollout(arm, recording_of(log), np.zeros(1), latencies(params.vector()[None]))[:, 0]
 
 
 @pytest.mark.parametrize("trajectory", list(TRAJECTORIES))
@@ -56,6 +58,42 @@ def test_the_bench_as_a_one_joint_robot_follows_algorithm1(trajectory: str) -> N
     published_integrator = robot_positions(log, params, identification=True)
     reference = bench_rollout(params, log).position
     assert np.mean(np.abs(published_integrator - reference)) <= MAX_MAE
+
+
+@pytest.mark.parametrize("latency", [0.004, 0.0123])  # s: within a tick, then 2.46 ticks
+def test_the_latency_delays_the_goals_as_on_the_bench(latency: float) -> None:
+    """The latency group on the one-joint robot (the goals cut at each switch, the step a
+    switch falls inside on the average of both goals) against the bench's rollout of the
+    same set (the goal interpolated between ticks): the identification integrator's bound,
+    where the latency itself moves the arm by many times that."""
+    bench, kp = BENCHES["mx64"]
+    params = published("mx64", "m1").replace(**{"latency.command": latency})
+    log = command_log("lift_drop", bench, kp, dt=0.005)
+    delayed = robot_positions(log, params, identification=True)
+    np.testing.assert_array_less(np.mean(np.abs(delayed - bench_rollout(params, log).position)),
+                                 MAX_MAE)
+    plain = robot_positions(log, published("mx64", "m1"), identification=True)
+    assert np.mean(np.abs(delayed - plain)) > 3 * MAX_MAE
+
+
+def test_a_latency_of_whole_samples_is_the_recording_with_its_goals_shifted() -> None:
+    """Goals late by two sample periods: bit for bit the rollout of the goals two samples
+    later (the first goal held before them), per joint (the arm's two joints apart)."""
+    spec = arm_spec("feetech")
+    joints = joint_map({"joints": [{"joint": j.joint, "actuator": j.actuator, "gain": 32}
+                                   for j in spec.joints]})
+    model = mujoco.MjModel.from_xml_path(str(spec.mjcf))
+    arm = bind(model, joints, [published("sts3215", "m1")] * 2)
+    n, every = 120, 5  # samples, MuJoCo steps apart
+    goal = np.random.default_rng(1).uniform(-0.5, 0.5, (n // 10, 2)).repeat(10, axis=0)
+    rec = RobotRecording("steps", np.arange(n) * every * arm.dt, np.zeros((n, 2)), goal,
+                         np.full(2, 32.0), np.ones((n, 2), bool))
+    late = rollout(arm, rec, np.zeros(2), np.array([2 * every * arm.dt, 0.0]))
+    shifted = goal.copy()
+    shifted[2:, 0], shifted[:2, 0] = goal[:-2, 0], goal[0, 0]
+    again = rollout(arm, dataclasses.replace(rec, goal=shifted), np.zeros(2))
+    np.testing.assert_array_equal(late, again)
+    assert np.abs(late - rollout(arm, rec, np.zeros(2))).max() > 0.02  # measured 0.048
 
 
 def test_an_offset_moves_the_reading_and_the_goal_together() -> None:

@@ -17,8 +17,9 @@ CAP_SYS_ADMIN); without it the emulator prints one line saying so on stderr
 and exits with code 3 (:data:`NO_NAMESPACE`). The interface is the emulator's
 while it runs: a lock file (``bam_ecat_<interface>.lock`` in the temporary
 directory, released by the kernel however the process ends) refuses a second
-emulator on it, naming the first; a namespace and veth of that name left by
-an emulator that died (SIGKILL) are removed at start, with one line on stderr.
+emulator on it, naming the first (the file of a default name, ``bamec<pid>``, goes
+with a clean stop: no other emulator asks for it); a namespace and veth of that name
+left by an emulator that died (SIGKILL) are removed at start, with one line on stderr.
 A name that is not a network interface name, or an interface that exists and
 is not an emulator's veth, is refused (exit code 2).
 
@@ -56,6 +57,7 @@ Dynamixel emulator; this module adds the veth link, the slaves and their faults.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import select
@@ -185,6 +187,7 @@ class VethLink:
     def __init__(self, interface: str | None = None) -> None:
         pid = os.getpid()
         self.interface = check_interface_name(interface or f"bamec{pid}")
+        self._own_name = interface is None  # named after this process: no next holder
         self.namespace = f"bam_ecat_{self.interface}"
         self.peer = f"bames{pid}"
         self._lock: int | None = None
@@ -193,7 +196,7 @@ class VethLink:
     def claim(self) -> None:
         """Make the interface this process's: lock it (BamError naming a live holder), then
         remove what a dead emulator left on it (one line on stderr)."""
-        path = os.path.join(tempfile.gettempdir(), f"bam_ecat_{self.interface}.lock")
+        path = self._lock_path()
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -231,10 +234,16 @@ class VethLink:
                   + f" left by an emulator that died (process {previous}); reusing the names",
                   file=sys.stderr, flush=True)
 
+    def _lock_path(self) -> str:
+        return os.path.join(tempfile.gettempdir(), f"bam_ecat_{self.interface}.lock")
+
     def release(self) -> None:
         if self._lock is not None:
-            os.close(self._lock)  # the flock goes with it; the file stays for the next one
-            self._lock = None
+            if self._own_name:  # a name no other emulator asks for: leave no file behind
+                with contextlib.suppress(OSError):
+                    os.unlink(self._lock_path())
+            os.close(self._lock)  # the flock goes with it; a given name's file stays for
+            self._lock = None     # the next emulator on it
 
     def create(self) -> None:
         try:

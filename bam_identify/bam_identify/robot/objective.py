@@ -26,7 +26,7 @@ from bam_sim.common.cancellation import Cancellation
 from bam_sim.common.errors import BamError
 from bam_sim.models import parameter_vector as P
 from bam_sim.robot.recording import RobotRecording
-from bam_sim.robot.rollout import bind, rollout, sample_steps
+from bam_sim.robot.rollout import bind, latencies, rollout, sample_steps
 
 
 @dataclass(frozen=True)
@@ -61,17 +61,18 @@ class RobotObjective:
         self.batch = Lengths(np.array([rec.position.size for rec in recordings]))
         self.replay, self.voltage_weight, self.scores_temperature = False, 0.0, False
         self.evaluations = 0
+        self.diverged = 0  # candidates whose rollout made MuJoCo diverge (scored infinite)
 
     def simulate(self, vectors: np.ndarray, thread: int = 0) -> list[np.ndarray]:
         """Simulated readings of every recording (each (T, n)) for one candidate's
         vectors (n_joints, N_PARAMS), on the robot of ``thread``."""
         arm = self.arms[thread]
         arm.set_parameters(vectors)
-        offsets = vectors[:, P.Q_OFFSET]
+        offsets, latency = vectors[:, P.Q_OFFSET], latencies(vectors)
         out = []
         for rec in self.recordings:
             self.cancel.check()
-            out.append(rollout(arm, rec, offsets))
+            out.append(rollout(arm, rec, offsets, latency))
         return out
 
     def residuals(self, population: np.ndarray) -> np.ndarray:
@@ -100,7 +101,9 @@ class RobotObjective:
         """(MAE in rad, violation 0) of each candidate; infinity where a rollout diverged."""
         rows = self.residuals(population)
         mae = np.abs(rows).sum(axis=1) / rows.shape[1]
-        return np.where(np.isfinite(mae), mae, np.inf), np.zeros(len(mae))
+        finite = np.isfinite(mae)
+        self.diverged += int(np.count_nonzero(~finite))
+        return np.where(finite, mae, np.inf), np.zeros(len(mae))
 
     def __call__(self, population: np.ndarray) -> np.ndarray:
         return self.score(population)[0]

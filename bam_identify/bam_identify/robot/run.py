@@ -39,14 +39,13 @@ from bam_sim.models import parameter_vector as P
 from bam_sim.models.files.parameter_file import load
 from bam_sim.models.model_registry import resolve_model
 from bam_sim.models.parameter_set import ParameterSet
+from bam_sim.mujoco_arm import mujoco_warnings
 from bam_sim.robot.joint_map import JointMap, load_joint_map
 from bam_sim.robot.recording import RobotRecording
-from bam_sim.robot.rollout import bind, load_model, rollout
+from bam_sim.robot.rollout import bind, latencies, load_model, rollout
 
 # Optional groups a robot fit does not identify yet, and why.
 ROBOT_LACKS = {
-    "latency": "the robot's rollouts apply each goal at its stamp; identify the command "
-               "latency on the bench (fit --logs/--bags) and hold it",
     "thermal": "robot recordings carry no winding temperature to fit it on",
 }
 
@@ -119,6 +118,7 @@ class RobotResult:
     train_mae: np.ndarray  # (joints,)
     validation_mae: np.ndarray | None
     outputs: list[Path]
+    diverged: int = 0  # candidates of the search that made MuJoCo diverge
     export_note: str = ""
 
 
@@ -134,7 +134,8 @@ def fit_robot(args, cancel: Cancellation) -> str:
     _write_report(args.report, data, results, args.force)
     lines = [f"{r.model}: train MAE {r.train_mae.mean():.4g} rad" +
              ("" if r.validation_mae is None else
-              f", validation MAE {r.validation_mae.mean():.4g} rad") for r in results]
+              f", validation MAE {r.validation_mae.mean():.4g} rad") + _diverged(r)
+             for r in results]
     return "\n".join([*lines, f"report: {args.report / 'report.md'}"])
 
 
@@ -172,8 +173,9 @@ def _fit_model(args, data: RobotData, model, name: str, cancel: Cancellation,
     progress = None if args.quiet else _Progress(f"{mdl.name} ({len(space.names)} parameters)",
                                                  args.trials)
     try:
-        fitted = run_search(space, objective, settings, fingerprint, True,
-                            progress, cancel)
+        with mujoco_warnings.silenced():  # counted in objective.diverged, said once below
+            fitted = run_search(space, objective, settings, fingerprint, True,
+                                progress, cancel)
     finally:
         if progress is not None:
             progress.close()
@@ -190,7 +192,12 @@ def _fit_model(args, data: RobotData, model, name: str, cancel: Cancellation,
     outputs = [save_fit(params, Path(str(args.output).format(actuator=kind, model=mdl.name)),
                         args.force, fitted.interrupted) for kind, params in sets.items()]
     return RobotResult(mdl.name, fitted, sets, space.offsets(fitted.values), train_mae,
-                       validation_mae, outputs)
+                       validation_mae, outputs, objective.diverged)
+
+
+def _diverged(result: RobotResult) -> str:
+    return (f"; MuJoCo diverged on {result.diverged} candidate(s), scored infinite"
+            if result.diverged else "")
 
 
 def _provenance(args, data: RobotData, model: str, fitted: FitResult) -> dict:
@@ -245,6 +252,7 @@ def _summary(result: RobotResult, joints: JointMap) -> dict:
                      "offset": result.offsets[j]} for i, j in enumerate(joints.names)}
     return {"joints": per_joint, "trials": result.fitted.trials,
             "seconds": result.fitted.seconds, "interrupted": result.fitted.interrupted,
+            "diverged_candidates": result.diverged,
             "sets": {k: s.values for k, s in result.sets.items()},
             "outputs": [str(p) for p in result.outputs]}
 
@@ -320,8 +328,9 @@ def eval_robot(args, cancel: Cancellation) -> str:
     sets = _sets_per_joint(joints, args.params)
     recordings, _ = read_recordings(joints, args.bags, args.lerobot, cancel)
     arm = bind(model, joints, sets)
-    mae = np.array([np.abs(rollout(arm, rec, joints.offsets) - rec.position).mean(axis=0)
-                    for rec in recordings])
+    latency = latencies(np.stack([s.vector() for s in sets]))
+    mae = np.array([np.abs(rollout(arm, rec, joints.offsets, latency) - rec.position)
+                    .mean(axis=0) for rec in recordings])
     lines = [f"{'joint':<16} {'MAE (rad)':>10}"]
     lines += [f"{j:<16} {mae[:, i].mean():>10.4g}" for i, j in enumerate(joints.names)]
     lines.append(f"{'all':<16} {mae.mean():>10.4g}  ({len(recordings)} recordings)")

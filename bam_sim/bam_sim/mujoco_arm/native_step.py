@@ -102,12 +102,19 @@ def step(access, model, data):
 
 
 @functools.cache
+def mujoco_library() -> ctypes.CDLL | None:
+    """The ``libmujoco`` the bindings loaded (None where it is not beside them)."""
+    libraries = sorted(Path(mujoco.__file__).parent.glob("libmujoco.so*"))
+    return ctypes.CDLL(str(libraries[0])) if libraries else None
+
+
+@functools.cache
 def native_step() -> NativeStep | None:
     """The addresses and offsets, checked on a probe; None where they cannot be trusted."""
-    libraries = sorted(Path(mujoco.__file__).parent.glob("libmujoco.so*"))
-    if not libraries:
+    library = mujoco_library()
+    if library is None:
         return None
-    address = ctypes.cast(ctypes.CDLL(str(libraries[0])).mj_step, ctypes.c_void_p).value
+    address = ctypes.cast(library.mj_step, ctypes.c_void_p).value
     model = mujoco.MjModel.from_xml_string(_PROBE)
     data = mujoco.MjData(model)
     data.qvel[0] = 10.0  # into the limit: a limit row beside the friction row
