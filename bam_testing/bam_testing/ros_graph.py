@@ -8,6 +8,7 @@ installed module. Nodes run on a private context (:mod:`bam_testing.ros_context`
 from __future__ import annotations
 
 import os
+import queue
 import subprocess
 import sys
 import threading
@@ -131,6 +132,7 @@ class Spinner:
         self.executor = executor
         self._timeout = timeout
         self._stop = threading.Event()
+        self._tasks: queue.SimpleQueue = queue.SimpleQueue()
         self.thread = threading.Thread(target=self._spin, daemon=True)
 
     def start(self) -> Spinner:
@@ -140,6 +142,29 @@ class Spinner:
     def _spin(self) -> None:
         while not self._stop.is_set():
             self.executor.spin_once(timeout_sec=0.05)
+            while not self._tasks.empty():
+                task, done, failure = self._tasks.get()
+                try:
+                    task()
+                except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread
+                    failure.append(exc)
+                finally:
+                    done.set()
+
+    def between_spins(self, task: Callable[[], None]) -> None:
+        """Run ``task`` in the spinning thread between two spins, and wait for it: a node
+        removed and destroyed from another thread while the executor waits on its entities
+        raised InvalidHandle in the spinning thread (seen on an idle CI run)."""
+        if not self.thread.is_alive():
+            task()
+            return
+        done, failure = threading.Event(), []
+        self._tasks.put((task, done, failure))
+        if not done.wait(self._timeout):
+            raise TimeoutError(f"the spinning thread did not take a task within "
+                               f"{self._timeout:g} s")
+        if failure:
+            raise failure[0]
 
     def close(self) -> None:
         """Stop spinning, join the thread, shut the executor down (idempotent)."""
@@ -309,8 +334,11 @@ class ActuatorProbe:
             self.wait_for(lambda: messages, what)
             yield messages
         finally:
-            self.executor.remove_node(late)
-            late.destroy_node()
+            def leave() -> None:
+                self.executor.remove_node(late)
+                late.destroy_node()
+
+            self.spinner.between_spins(leave)
 
 
 class SimProbe(ActuatorProbe):
