@@ -18,7 +18,7 @@
 #   test [ARGS...]   ruff check, the documentation built strictly (cmd_docs), then
 #                    pytest over every package's test/ folder (ARGS go to pytest);
 #                    without ARGS in passes (see cmd_test): the live tests under load,
-#                    the numerics again for a generic CPU
+#                    the numerics again with numpy's SIMD dispatch off
 #   docs [ARGS...]   build the documentation site into site/ with mkdocs, strict
 #                    (ARGS go to mkdocs build)
 #   lock             re-resolve requirements.in into requirements.lock
@@ -318,40 +318,38 @@ print(" ".join(k for k in d if f.get(k)))'
 }
 
 # The passes that need no free core, in the background, pinned on the last core from the
-# start of the tests: CPU-bound (numba compiling cold, rollouts, generated inputs), they run
-# beside the all pass, then beside the live pass, which meets a core taken for most of
-# its run (the CPU of a loaded robot or CI host); side by side they save CI their minutes.
+# start of the tests: CPU-bound (rollouts, fits, generated inputs), they run beside the all
+# pass, then beside the live pass, which meets a core taken for most of its run (the CPU of a
+# loaded robot or CI host); side by side they save CI their minutes.
 # The gate's proof under full load is separate: three CI runs with a busy loop on each
 # core (issue 36).
-#   numerics-generic  the numerics tests, numba for a generic x86-64 in a fresh cache and
-#                     numpy's SIMD dispatch off;
-#   properties        generated bad input; its examples are children forked from pytest,
-#                     so it runs in a process of its own, never one that ran DDS;
-#   heavy             the CPU-bound tests of a minute or so (marker heavy: the distributed
-#                     fits on PostgreSQL), moved off the all pass, which the live pass waits
-#                     for (this core had minutes to spare: it ended two minutes into the live
-#                     pass, which ran 7.8 min).
+#   numerics-baseline  the numerics tests again with numpy's SIMD dispatch off, as on another
+#                      CPU (what moved an optimizer's path between machines). numba's kernels
+#                      are the host's: compiled for a generic x86-64 they give the same bits
+#                      (the heavy test of test_sim_rollouts_threads.py checks it; the pass
+#                      that recompiled every kernel generic took 6.5 min, 5 of them compiling);
+#   properties         generated bad input; its examples are children forked from pytest,
+#                      so it runs in a process of its own, never one that ran DDS;
+#   heavy              the CPU-bound tests of a minute or so (marker heavy: the distributed
+#                      fits on PostgreSQL, the generic build's compile), moved off the all
+#                      pass, which the live pass waits for.
 # Sets SIDE_PID (the subshell).
 start_side_core() {
-  local cores core cache simd
+  local cores core simd
   cores="$(nproc)"
   core=$(( cores - 1 ))
-  cache="$(mktemp -d)"
   simd="$(numpy_dispatch_targets)"
   CORE_STATUS="$(mktemp)"
-  say "numerics-generic, properties and heavy passes pinned on core $core, beside the others:" \
-      "numba for a generic x86-64, numpy's SIMD dispatch off (${simd:-none}); their" \
-      "reports follow the live pass's"
+  say "numerics-baseline, properties and heavy passes pinned on core $core, beside the" \
+      "others: numpy's SIMD dispatch off (${simd:-none}); their reports follow the live pass's"
   (
     taskset -pc "$core" "$BASHPID" >/dev/null
     local status=0
     # numba sizes its pool from the affinity: the thread tests' two threads kept
-    NUMBA_NUM_THREADS="$cores" NUMBA_CPU_NAME=generic NUMBA_CACHE_DIR="$cache" \
-      NPY_DISABLE_CPU_FEATURES="$simd" \
-      run_pytest numerics-generic "$@" -m numerics -q --durations=25 >/dev/null 2>&1 \
-      || status=$?
-    rm -rf "$cache"
-    echo "numerics-generic $status" >>"$CORE_STATUS"
+    NUMBA_NUM_THREADS="$cores" NPY_DISABLE_CPU_FEATURES="$simd" \
+      run_pytest numerics-baseline "$@" -m "numerics and not heavy" -q --durations=25 \
+      >/dev/null 2>&1 || status=$?
+    echo "numerics-baseline $status" >>"$CORE_STATUS"
     status=0
     NUMBA_NUM_THREADS="$cores" run_pytest properties "$@" -m properties -q --durations=10 \
       >/dev/null 2>&1 || status=$?
@@ -401,7 +399,7 @@ cmd_docs() {
 #   all       every test but properties, live and heavy;
 #   live      the tests that talk to processes, DDS, buses or signals (marker live), the
 #             drivers' and the others' at once (run_live);
-#   numerics-generic, properties, heavy  on the last core, beside both (start_side_core).
+#   numerics-baseline, properties, heavy  on the last core, beside both (start_side_core).
 # Stopping every executable many times is a benchmark (make soak), not a pass of the gate.
 cmd_test() {
   enter_workspace

@@ -39,7 +39,7 @@ def run(main, args, capsys):
     return code, captured.out, captured.err
 
 
-@pytest.mark.numerics  # CI reruns it with NUMBA_CPU_NAME=generic
+@pytest.mark.numerics  # CI reruns it with numpy's SIMD dispatch off
 def test_fit_from_a_bag_recovers_the_truth(bag, tmp_path, capsys):
     out = tmp_path / "m4.yaml"
     code, stdout, _ = run(fit_main, ["--bags", bag, "--models", "m4", "--trials", 6000,

@@ -23,7 +23,7 @@ from bam_sim.bench.trajectory import get_trajectory
 from bam_sim.common.errors import BamError
 from bam_sim.models.files.parameter_file import load, save
 
-pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+pytestmark = pytest.mark.numerics  # CI reruns these with numpy's SIMD dispatch off
 
 SEED = 3
 NOISE = 5e-4  # rad, Gaussian noise of the recorded positions

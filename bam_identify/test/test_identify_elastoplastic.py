@@ -24,7 +24,7 @@ from bam_sim.common.errors import BamError
 from bam_sim.models.files.parameter_file import load, save
 from bam_sim.models.model_registry import resolve_model
 
-pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+pytestmark = pytest.mark.numerics  # CI reruns these with numpy's SIMD dispatch off
 
 
 def values_of(params, space: SearchSpace) -> dict[str, float]:

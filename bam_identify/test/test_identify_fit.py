@@ -15,7 +15,7 @@ from bam_sim.common.errors import BamError
 from bam_sim.models.files.parameter_file import published
 from bam_sim.models.parameter_set import ParameterSet
 
-pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+pytestmark = pytest.mark.numerics  # CI reruns these with numpy's SIMD dispatch off
 
 
 @pytest.fixture(scope="module")

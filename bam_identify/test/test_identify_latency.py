@@ -16,7 +16,7 @@ from bam_identify.fitting.objective import Objective
 from bam_identify.fitting.space import SearchSpace
 from bam_sim.models.files.parameter_file import load, published
 
-pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+pytestmark = pytest.mark.numerics  # CI reruns these with numpy's SIMD dispatch off
 
 DELAY = 0.012  # s: 2.4 ticks of the 5 ms logs
 

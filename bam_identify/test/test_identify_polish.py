@@ -13,7 +13,7 @@ from bam_identify.fitting.polish import LevenbergMarquardt
 from bam_identify.fitting.space import SearchSpace
 from bam_sim.models.files.parameter_file import published
 
-pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+pytestmark = pytest.mark.numerics  # CI reruns these with numpy's SIMD dispatch off
 
 
 class Counted:

@@ -17,7 +17,7 @@ from bam_sim.bench.stepper import BenchStepper
 from bam_sim.bench.trajectory import command_log
 from bam_sim.models.files.parameter_file import published
 
-pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+pytestmark = pytest.mark.numerics  # CI reruns these with numpy's SIMD dispatch off
 
 DT = 0.005  # s, the logs' step
 STEP = 2.0 * math.pi / 4096  # rad, the MX-64's encoder step

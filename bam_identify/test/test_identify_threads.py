@@ -22,7 +22,7 @@ from bam_identify.data.synthetic import elastoplastic_example, paper_like_set
 from bam_identify.fitting.fit import FitSettings, identify
 from bam_identify.fitting.space import SearchSpace
 
-pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+pytestmark = pytest.mark.numerics  # CI reruns these with numpy's SIMD dispatch off
 
 # Noisy ep_stribeck logs (the elasto-plastic branch and the feasibility scoring) and
 # enough trials for CMA-ES to take many generations and the polish to run.

@@ -16,7 +16,7 @@ from bam_sim.bench.trajectory import command_log
 from bam_sim.common.errors import BamError
 from bam_sim.models.files.parameter_file import published
 
-pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+pytestmark = pytest.mark.numerics  # CI reruns these with numpy's SIMD dispatch off
 
 DT = 0.005
 

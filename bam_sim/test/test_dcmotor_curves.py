@@ -13,7 +13,7 @@ from bam_sim.models.dcmotor import curves as C
 from bam_sim.models.dcmotor import model as D
 from bam_sim.models.dcmotor.model import DCMotor
 
-pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+pytestmark = pytest.mark.numerics  # CI reruns these with numpy's SIMD dispatch off
 
 LUGRE = 'lugre="400 0.6 0.03 0.06 0.2"'  # σ0, σ1, τ_c, τ_s, ω_s
 MOTOR = ('resistance="1.5" motorconst="0.1" inductance="0.003" saturation="0.25" '

@@ -15,7 +15,7 @@ from bam_sim.models.model_registry import FRICTION_MODELS as REGISTRY
 from bam_sim.models.model_registry import get_model
 from bam_sim.models.parameter_vector import to_vector
 
-pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+pytestmark = pytest.mark.numerics  # CI reruns these with numpy's SIMD dispatch off
 
 
 @pytest.fixture

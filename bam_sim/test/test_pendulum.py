@@ -17,7 +17,7 @@ from bam_sim.models.files.parameter_file import published
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo.laws import servo_torque
 
-pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+pytestmark = pytest.mark.numerics  # CI reruns these with numpy's SIMD dispatch off
 
 
 def constant_log(bench, kp, dt, n, goal, enabled, q0, dq0=0.0):

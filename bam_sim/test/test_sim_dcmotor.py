@@ -19,7 +19,7 @@ from bam_sim.common.errors import BamError
 from bam_sim.models.dcmotor import model as dc
 from bam_sim.models.dcmotor.model import DCMotor
 
-pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+pytestmark = pytest.mark.numerics  # CI reruns these with numpy's SIMD dispatch off
 
 DT = 0.001
 STEPS = 1500

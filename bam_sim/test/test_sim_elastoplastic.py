@@ -35,7 +35,7 @@ from bam_sim.models.elastoplastic.model import (
 )
 from bam_sim.models.elastoplastic.model import phi_z_stribeck_near as phi_z_stribeck_near
 
-pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+pytestmark = pytest.mark.numerics  # CI reruns these with numpy's SIMD dispatch off
 
 T_PAPER = 1.0e-3
 Z_PAPER = 1.0 / 55.0  # (12): 1/(5000·0.001 + 50)

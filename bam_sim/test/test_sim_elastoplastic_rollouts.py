@@ -44,7 +44,7 @@ from bam_sim.models.model_registry import EP_MODELS, FRICTION_MODELS, resolve_mo
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo import actuators
 
-pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+pytestmark = pytest.mark.numerics  # CI reruns these with numpy's SIMD dispatch off
 
 DT = 0.005
 def bench_of(actuator: str) -> Bench:

@@ -10,7 +10,7 @@ import pytest
 
 from bam_sim.models.elastoplastic.fast_exp import EXP_FLOOR, EXP_TABLE_BITS, exp_split, exp_table
 
-pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+pytestmark = pytest.mark.numerics  # CI reruns these with numpy's SIMD dispatch off
 
 
 def grid() -> list[float]:

@@ -16,7 +16,7 @@ from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo import actuators
 from bam_sim.models.servo.laws import bridge_voltage, torque_from_control
 
-pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+pytestmark = pytest.mark.numerics  # CI reruns these with numpy's SIMD dispatch off
 
 PERIOD = 5.0e-5  # s, a 20 kHz PWM
 

@@ -21,7 +21,7 @@ from bam_sim.models.elastoplastic.lambert_w import (
     lambert_w0_ratio_near,
 )
 
-pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+pytestmark = pytest.mark.numerics  # CI reruns these with numpy's SIMD dispatch off
 
 REL = 1.0e-14
 EM1 = -math.exp(-1.0)  # the double nearest −1/e (just below it)

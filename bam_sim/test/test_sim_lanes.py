@@ -42,7 +42,7 @@ from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.parameter_vector import from_vector
 from bam_sim.models.servo.actuators import get_actuator
 
-pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+pytestmark = pytest.mark.numerics  # CI reruns these with numpy's SIMD dispatch off
 
 # Every law the lanes take: drive/brake voltage (MX-64), its firmware current window
 # (XL330), the STS firmware's ratio and slew (STS3215), the current law (eRob).

@@ -30,7 +30,7 @@ from bam_sim.models.model_registry import resolve_model
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo.actuators import get_actuator
 
-pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+pytestmark = pytest.mark.numerics  # CI reruns these with numpy's SIMD dispatch off
 
 DT = 0.005
 MASS, LENGTH = 1.0, 0.15

@@ -16,7 +16,7 @@ from bam_sim.models.files.parameter_file import published
 from bam_sim.models.model_registry import resolve_model
 from bam_sim.models.parameter_vector import from_vector
 
-pytestmark = pytest.mark.numerics  # CI reruns these with NUMBA_CPU_NAME=generic
+pytestmark = pytest.mark.numerics  # CI reruns these with numpy's SIMD dispatch off
 
 
 def bench_logs(actuator: str, rng: np.random.Generator, n_logs: int = 6) -> list[BenchLog]:
