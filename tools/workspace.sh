@@ -252,16 +252,21 @@ cmd_run() {
 # that the failures can be repeated on stderr at the end (a CI that keeps only part of
 # a long stdout still shows which tests failed). Returns pytest's status; "no test
 # selected" (5) counts as a failure: a pass that selects nothing has lost its marker.
+# Each pass claims serial ports in a lock folder of its own (BAM_LOCK_DIR): passes run side
+# by side, and a pseudo-terminal number one pass's driver holds across a vanished port's
+# reopen went to the other pass's next emulator, whose driver was refused (a loaded CI run).
 run_pytest() {
-  local name="$1" status
+  local name="$1" status locks
   shift
   local log="$ROOT/log/pytest-$name.log"
   mkdir -p "$ROOT/log"
+  locks="$(mktemp -d)"
   say "pytest ($name pass) $*"
   set +e
-  python -m pytest "$@" 2>&1 | tee "$log"
+  BAM_LOCK_DIR="$locks" python -m pytest "$@" 2>&1 | tee "$log"
   status=${PIPESTATUS[0]}
   set -e
+  rm -rf "$locks"
   failure_summary "$name" "$status"
   return "$status"
 }

@@ -23,6 +23,7 @@ from rclpy.parameter import Parameter
 from bam_drivers.emulators.client import EmulatorProcess
 from bam_drivers.nodes.feetech_node import FeetechNode
 from bam_drivers.nodes.serial_servo_node import SerialServoNode
+from bam_drivers.serial_servo import port_lock
 from bam_drivers.serial_servo.bus import SerialServoBus
 from bam_drivers.serial_servo.supervisor import SerialServoSupervisor
 from bam_drivers.supervisor import RETRY_MAX, RETRY_MIN, ConfigurationError
@@ -284,6 +285,32 @@ def test_a_port_closed_to_be_reopened_stays_this_drivers():
         second.open()
         assert second.is_open
         second.release()
+
+
+def test_drivers_with_their_own_lock_folders_do_not_exclude_each_other(tmp_path,
+                                                                       monkeypatch):
+    """BAM_LOCK_DIR: a claim in one folder refuses a second driver with the same folder,
+    and not one with another (two test sessions at once, a container). Claims are taken
+    on a path that is no tty: the lock file is all a claim is."""
+    port = str(tmp_path / "ttyClaimed")
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+    monkeypatch.setenv(port_lock.LOCK_DIR_VARIABLE, str(tmp_path / "a"))
+    first = port_lock.Claim(port, "Dynamixel")
+    first.take()
+    assert port_lock.lock_file(port).parent == tmp_path / "a"
+    with pytest.raises(ConfigurationError, match=f"is in use by process {os.getpid()} "):
+        port_lock.Claim(port, "Dynamixel").take()
+    monkeypatch.setenv(port_lock.LOCK_DIR_VARIABLE, str(tmp_path / "b"))
+    other = port_lock.Claim(port, "Dynamixel")
+    other.take()  # another folder: not refused
+    other.release()
+    first.release()
+    monkeypatch.setenv(port_lock.LOCK_DIR_VARIABLE, str(tmp_path / "missing"))
+    with pytest.raises(ConfigurationError, match="cannot create the lock file .*missing.*: "
+                                                 "No such file or directory; make its folder "
+                                                 "writable, or name another in BAM_LOCK_DIR"):
+        port_lock.Claim(port, "Dynamixel").take()
 
 
 def open_as_nobody(path: str) -> int:

@@ -19,7 +19,12 @@ Both go with the open tty, and a driver closes its port to reopen it after a los
 So that no second driver takes the bus in that gap (seen under load: a link counted lost
 after 0.5 s without replies, and another driver started then ran the same servos), a
 driver also holds a :class:`Claim` from its first open to its shutdown: an flock on a lock
-file named for the device, in ``/run/lock`` as serial tools do (else the temporary folder).
+file named for the device, in ``/run/lock`` as serial tools do (else the temporary folder;
+``BAM_LOCK_DIR`` names another folder: the drivers that share one folder exclude each
+other, so a container or a test session that gives its own drivers their own folder keeps
+them apart from the host's. Two test sessions at once need that: a pseudo-terminal's
+number is freed when its emulator's port vanishes and goes to the next one opened, and a
+driver of the other session holding it across its reopen refused the newcomer's driver).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from bam_drivers.supervisor import ConfigurationError
 
 CMDLINE_CHARS = 120  # characters of the holder's command line quoted in the refusal
 LOCK_DIRS = ("/run/lock", tempfile.gettempdir())  # where a claim's lock file goes, in order
+LOCK_DIR_VARIABLE = "BAM_LOCK_DIR"  # a folder of claims instead (module docstring)
 
 
 def refused(port: str, kind: str, fd: int) -> ConfigurationError:
@@ -53,7 +59,14 @@ class Claim:
         """Hold the port, once; ConfigurationError naming the driver that holds it."""
         if self._fd is not None:
             return
-        fd = os.open(lock_file(self.port), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        path = lock_file(self.port)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        except OSError as exc:
+            raise ConfigurationError(f"cannot create the lock file {path} of the {self.kind} "
+                                     f"port {self.port}: {exc.strerror}; make its folder "
+                                     f"writable, or name another in {LOCK_DIR_VARIABLE}"
+                                     ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -76,6 +89,9 @@ def lock_file(port: str) -> Path:
     """The lock file of ``port``: named for the device the path leads to (a symlink such as
     /dev/serial/by-id/... or an emulator's link and its /dev/pts/N share one)."""
     name = "bam-" + os.path.realpath(port).strip("/").replace("/", "-") + ".lock"
+    given = os.environ.get(LOCK_DIR_VARIABLE, "")
+    if given:
+        return Path(given) / name
     for folder in LOCK_DIRS:
         if os.access(folder, os.W_OK | os.X_OK):
             return Path(folder) / name
