@@ -9,9 +9,8 @@ Data: the BAM authors' twelve XL330 logs (``../shared/data/real/xl330/``, one 0.
   folder of links to its logs, fitted with ``--validation-kp``.
 * **Recipes.** ``bam_identify fit --models m1 .. m6 --select`` with each group combination
   asked (default: none, ``supply``, ``supply latency``); the models warm-started in turn as
-  fit does, M5's and M6's split of the load friction tied and M6's quadratic terms held
-  (one setup: fitting/priors.py) unless ``--free-load-terms`` is passed here, and the model
-  ``--select`` recommends recorded.
+  fit does, the load terms held (one setup: fitting/priors.py) unless ``--free-load-terms``
+  is passed here, and the model ``--select`` recommends recorded.
 * **Published sets.** The authors' published XL330 M1..M6 (better-actuator-models
   1.0.2) rolled out on each split's validation logs in the reference implementation
   (``reference_real_runner.py`` in ``.venv-ref``, installed by ``setup_reference.sh``)
@@ -254,8 +253,7 @@ def main() -> None:
                      if args.data.is_relative_to(ROOT.parent) else str(args.data),
                      "models": list(MODELS), "group_combinations": args.combinations,
                      "trials_per_model": args.trials, "seed": args.seed, "seeds": 1,
-                     "load_terms": ("searched" if args.free_load_terms
-                                    else "split tied, quadratic held (one setup)"),
+                     "load_terms": "searched" if args.free_load_terms else "held (one setup)",
                      "mae": "pooled over every sample of the held-out logs, simulated control"},
         "splits": splits, "figure": png.name, "environment": environment(),
     })

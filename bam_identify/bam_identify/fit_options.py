@@ -132,10 +132,9 @@ def _search_arguments(parser: argparse.ArgumentParser) -> None:
                         "one standard error of the best, written as {model}=selected (the "
                         "report says why it won)")
     parser.add_argument("--free-load-terms", action="store_true",
-                        help="search every load-dependent friction term even when the "
-                        "training logs hold one mass/length setup (by default M5 and M6 tie "
-                        "K_e to K_m and K_e^s to K_m^s and hold the quadratic terms at 0, "
-                        "the nested M4: one load cannot fix how the load friction splits)")
+                        help="search the load-dependent friction terms even when the training "
+                        "logs hold one mass/length setup (by default they are held at 0, "
+                        "the nested load-free model: one load cannot fix them)")
     parser.add_argument("--no-warm-start", action="store_true",
                         help="start every model from scratch, not from a nested simpler "
                         "model fitted in the same run")

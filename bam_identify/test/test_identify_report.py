@@ -27,14 +27,13 @@ def test_warnings_for_what_the_data_cannot_identify():
     truth = published("mx64", "m4")
     one_setup = [record(truth, Bench(1.0, 0.15), kp, "slow_oscillations", duration=1.0)
                  for kp in (8.0, 8.0)]
-    warnings = identifiability_warnings(one_setup, ["m1", "m6"])
-    assert any("single mass/length setup" in w and "m6" in w for w in warnings)
+    warnings = identifiability_warnings(one_setup, ["m1", "m4"])
+    assert any("single mass/length setup" in w and "m4" in w for w in warnings)
     assert any("no torque-off segment" in w for w in warnings)
     assert any("kp=8" in w for w in warnings)
-    # One setup warns for every model; the split of the load friction only for M5, M6.
-    for models in (["m1", "m2"], ["m3", "m4"]):
-        first = identifiability_warnings(one_setup, models)[0]
-        assert "single mass/length setup" in first and "splits" not in first
+    # One setup warns for every model; the load-dependent terms only for M3..M6.
+    first = identifiability_warnings(one_setup, ["m1", "m2"])[0]
+    assert "single mass/length setup" in first and "load-dependent" not in first
     varied = paper_like_set(truth, 8, duration=3.0)
     assert identifiability_warnings(varied, ["m4"]) == []
 
@@ -45,11 +44,10 @@ def test_one_setup_names_the_fixed_combinations_and_what_to_record():
     act = get_actuator("xl330")
     one_setup = [record(truth, Bench(0.49, 0.1), kp, "lift_drop", duration=2.0)
                  for kp in (100.0, 200.0)]
-    warnings = identifiability_warnings(one_setup, ["m1", "m4", "m6"], (), act)
+    warnings = identifiability_warnings(one_setup, ["m1", "m4"], (), act)
     setup = [w for w in warnings if "single mass/length setup" in w]
     assert len(setup) == 1 and "0.49 kg at 0.1 m" in setup[0]
-    assert "another mass or another length" in setup[0]
-    assert "load friction of m6 splits" in setup[0] and "K_e tied to K_m" in setup[0]
+    assert "another mass or another length" in setup[0] and "m4" in setup[0]
     motor = [w for w in warnings if w.startswith("kt and R are not fixed apart")]
     assert len(motor) == 1
     assert "kt/R" in motor[0] and "kt²/R" in motor[0] and "free swing" in motor[0]

@@ -168,7 +168,6 @@ def _fingerprint(space: SearchSpace, objective: Objective, settings: FitSettings
                 digest.update(np.ascontiguousarray(value).tobytes())
     return {"actuator": space.actuator.name, "model": space.model.name,
             "bounds": {k: list(v) for k, v in space.bounds.items()}, "fixed": space.fixed,
-            **({"tied": space.tied} if space.tied else {}),  # a study stored before ties
             "seed": settings.seed, "restarts": settings.restarts,
             "start": settings.start, "spread": settings.spread, "replay": settings.replay,
             "temperature_weight": settings.temperature_weight, "polish": settings.polish,

@@ -85,7 +85,7 @@ def plan_fit(job: FitJob, cancel: Cancellation | None = None) -> FitPlan:
               for model in models}
     plans = tuple(ModelPlan(model, SearchSpace.build(
         actuator, model, {**defaults, **priors[model.name].values, **held[model.name]},
-        not job.no_offset, job.groups, priors[model.name].tied),
+        not job.no_offset, job.groups),
         outputs[model.name], held[model.name],
         study_name(job, actuator.name, model.name, len(models)), priors[model.name])
         for model in models)

@@ -1,31 +1,26 @@
 """Parameters the training logs cannot fix, held at a documented prior: no overfitting by
 construction.
 
-One mass/length setup still shows the load-dependent friction of M3 and M4 (paper
-equations 7, 8): the gearbox torque |τ_m − τ_e| it scales moves with the angle (gravity)
-and with the duty (the motor), and the joint sticks wherever K_l·|τ_m − τ_e| holds it,
-so K_l and K_l^s are searched. Measured: a simulated MX-64 with the published M4 set, one
-setup, trained at two gains, recovers K_l^s (0.2343 fitted as 0.2342) and validates at the
-third gain at the noise floor (0.0008 rad; 0.0038 rad with the load terms held at 0, as
-this module did before); the real XL330, trained at kp 100 and 200 on its one bench, M3
-validates at kp 400 at 0.045 rad where M1 does 0.069 rad (its plateaus: the joint holds
-still while the duty swings, gravity loading the gears).
+With one mass/length setup in the training logs, the load-dependent friction of M3..M6
+and ``ep_load`` (paper equations 7 to 10: K_l, K_l^s; K_m, K_e and their Stribeck terms;
+the quadratic K_m^q, K_e^q) is fixed only where the model is exact. On a simulated MX-64
+with the published M4 set, one setup, two gains, a search gives K_l^s back (0.2343 as
+0.2342) and validates at the third gain at the noise floor (0.0008 rad; 0.0038 rad held
+at 0, what this prior costs where the model is exact). On the real XL330 at kp 100 and
+200 it does not: what the terms take up moves with which logs are trained, and what they
+carry to kp 400 with it (M3 0.045 rad trained on six of the eight logs, 0.108 rad on all
+eight, where M1 did 0.069 and 0.068; M6 with its split free 0.091 rad): they absorb what
+the model misses at this one load. A second setup is what tells a load term from a
+mismatch that only looks like one here.
 
-How M5 and M6 split that friction between the motor's torque and the load's (K_m against
-K_e, K_m^s against K_e^s, equation 9; at one load the two torques differ only by this one
-inertia's J·q̈ and the friction) and M6's quadratic terms (10) are fixed at one setup only
-where the model is exact: a simulated MX-64 with the published M6 set gives its split
-back (validation 0.0010 rad, 0.0030 rad tied), but on the real XL330 above the free split
-took up what the model misses and M6 validated at 0.091 rad at kp 400, worse than M1.
+So, without a second setup, each load term is held at 0 (:func:`load_priors`): the
+model becomes its nested load-free one (M3 becomes M1; M4, M5 and M6 become M2; ep_load
+becomes ep_stribeck), and since it still nests M1 and starts from the M1 fit, it cannot
+end worse than M1 for want of load data. Not the published set's values: those are
+another unit's, on another bench, and a bias they brought in is one no validation on
+these logs could see; give them with ``--set`` where they are wanted.
 
-So, without a second setup, K_e is tied to K_m and K_e^s to K_m^s (equation 9 with equal
-coefficients is equation 8: M5 becomes M4 on the search) and the quadratic terms are held
-at 0 (M6 becomes M5) (:func:`load_priors`). Each nests the model below it and starts from
-its fit, so it cannot end worse for want of a second load. Not the published set's
-values: those are another unit's, on another bench, and a bias they brought in is one no
-validation on these logs could see; give them with ``--set`` where they are wanted.
-
-``fit --free-load-terms`` searches every term anyway; a value given with ``--set`` wins.
+``fit --free-load-terms`` searches the terms anyway; a value given with ``--set`` wins.
 
 Without a free swing (no torque-off segment in any training log), the viscous friction
 and the motor's back-EMF damp the joint together and only their sum is fixed: searched,
@@ -50,55 +45,48 @@ from bam_sim.models.servo.actuators import Actuator
 if TYPE_CHECKING:
     from bam_sim.bench.bench_log import BenchLog
 
+LOAD_TERMS = (
+    "load_friction_base", "load_friction_stribeck",
+    "load_friction_motor", "load_friction_external",
+    "load_friction_motor_stribeck", "load_friction_external_stribeck",
+    "load_friction_motor_quad", "load_friction_external_quad",
+)
+
 
 @dataclass(frozen=True)
 class Prior:
-    """Values held, or tied to another parameter's, because the training logs cannot fix
-    them: per name, its source ("nested": the model nested in this one; "published M1")
-    and the reason."""
+    """Values held because the training logs cannot fix them: per value, its source
+    ("nested": the load-free model nested in the model; "published M1") and the reason."""
 
     values: dict[str, float] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
     why: dict[str, str] = field(default_factory=dict)
-    tied: dict[str, str] = field(default_factory=dict)  # {tied: the parameter it follows}
 
     @classmethod
-    def of(cls, values: dict[str, float], source: str, reason: str,
-           tied: dict[str, str] | None = None) -> Prior:
-        tied = dict(tied or {})
-        return cls(dict(values), dict.fromkeys([*values, *tied], source),
-                   dict.fromkeys([*values, *tied], reason), tied)
+    def of(cls, values: dict[str, float], source: str, reason: str) -> Prior:
+        return cls(dict(values), dict.fromkeys(values, source), dict.fromkeys(values, reason))
 
     def __add__(self, other: Prior) -> Prior:
         return Prior({**self.values, **other.values}, {**self.sources, **other.sources},
-                     {**self.why, **other.why}, {**self.tied, **other.tied})
+                     {**self.why, **other.why})
 
     def without(self, names) -> Prior:
         """This prior but ``names`` (the values --set gives: those win)."""
-        keep = [k for k in self.why if k not in names]
-        return Prior({k: v for k, v in self.values.items() if k in keep},
-                     {k: self.sources[k] for k in keep}, {k: self.why[k] for k in keep},
-                     {k: v for k, v in self.tied.items() if k in keep})
-
-    def __bool__(self) -> bool:
-        return bool(self.why)
+        keep = [k for k in self.values if k not in names]
+        return Prior({k: self.values[k] for k in keep}, {k: self.sources[k] for k in keep},
+                     {k: self.why[k] for k in keep})
 
     @property
     def reasons(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(self.why.values()))
 
     def provenance(self) -> dict:
-        return {"values": dict(self.values), "tied": dict(self.tied),
-                "sources": dict(self.sources), "reasons": list(self.reasons)}
+        return {"values": dict(self.values), "sources": dict(self.sources),
+                "reasons": list(self.reasons)}
 
 
-LOAD_REASON = ("one mass/length setup in the training logs: the split of the load friction "
-               "between the motor's torque and the load's, and its quadratic terms, are not "
-               "fixed at one load")
-# K_e and K_e^s follow K_m and K_m^s (M5 searched as M4); the quadratic terms held at 0.
-LOAD_TIES = {"load_friction_external": "load_friction_motor",
-             "load_friction_external_stribeck": "load_friction_motor_stribeck"}
-LOAD_HELD = ("load_friction_motor_quad", "load_friction_external_quad")
+LOAD_REASON = ("one mass/length setup in the training logs: the load-dependent friction "
+               "terms are not told apart from what the model misses at this one load")
 SWING_REASON = ("no torque-off segment in the training logs: the viscous friction and the "
                 "back-EMF cannot be separated")
 
@@ -109,16 +97,12 @@ def setups(logs: list[BenchLog]) -> set[tuple[float, float, float]]:
 
 
 def load_priors(logs: list[BenchLog], model: FrictionModel, free: bool = False) -> Prior:
-    """For a fit on ``logs`` of one setup, ``model``'s split load terms tied (K_e = K_m,
-    K_e^s = K_m^s) and its quadratic ones held at 0; none with two setups or more, or
-    ``free`` (the module docstring)."""
-    if free or len(setups(logs)) != 1:
+    """The load terms of ``model`` held at 0 for a fit on ``logs``; none with two setups
+    or more, or ``free`` (the module docstring)."""
+    names = [name for name in model.params if name in LOAD_TERMS]
+    if free or not names or len(setups(logs)) != 1:
         return Prior()
-    held = [name for name in LOAD_HELD if name in model.params]
-    tied = {name: free_name for name, free_name in LOAD_TIES.items() if name in model.params}
-    if not held and not tied:
-        return Prior()
-    return Prior.of(dict.fromkeys(held, 0.0), "nested", LOAD_REASON, tied)
+    return Prior.of(dict.fromkeys(names, 0.0), "nested", LOAD_REASON)
 
 
 def swing_priors(logs: list[BenchLog], actuator: Actuator, model: FrictionModel) -> Prior:

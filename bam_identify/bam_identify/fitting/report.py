@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bam_identify.fitting.priors import LOAD_HELD, LOAD_TIES
+from bam_identify.fitting.priors import LOAD_TERMS
 from bam_sim.bench.bench_log import BenchLog
 from bam_sim.bench.rollouts import rollout
 from bam_sim.common.cancellation import Cancellation
@@ -29,9 +29,8 @@ from bam_sim.models.model_registry import FRICTION_MODELS
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo.actuators import VOLTAGE, Actuator
 
-# The models whose load friction one setup does not fix whole (priors.load_priors).
-LOAD_SPLIT = tuple(m.name for m in FRICTION_MODELS.values()
-                   if set(m.params) & {*LOAD_TIES, *LOAD_HELD})
+# The models with a load-dependent friction term (priors.LOAD_TERMS).
+LOAD_DEPENDENT = tuple(m.name for m in FRICTION_MODELS.values() if set(m.params) & set(LOAD_TERMS))
 # Why a report lacks figures: a stop came before they were drawn (seconds of work a
 # stopped command has no time for). No command draws them afterwards.
 FIGURES_LEFT_OUT = ("figures were left out: the fit was interrupted before they were "
@@ -101,13 +100,12 @@ def _setup_warning(train: list[BenchLog], models: list[str], free_load: bool) ->
         return []
     mass, length, arm = next(iter(setups))
     arm_text = f" and a {arm:g} kg arm" if arm else ""
-    loaded = [m for m in models if m in LOAD_SPLIT]
+    loaded = [m for m in models if m in LOAD_DEPENDENT]
     held = ("searched anyway (--free-load-terms)" if free_load else
-            "K_e tied to K_m, K_e^s to K_m^s and the quadratic terms held at 0, the nested "
-            "M4 (--free-load-terms searches them)")
-    load_terms = (f"; how the load friction of {', '.join(loaded)} splits between the motor's "
-                  f"torque and the load's, and its quadratic terms, are not fixed at one load: "
-                  f"{held}" if loaded else "")
+            "held at 0, the nested load-free model (--free-load-terms searches them)")
+    load_terms = (f"; the load-dependent terms of {', '.join(loaded)} are not told apart "
+                  f"from what the model misses at one load: {held}"
+                  if loaded else "")
     return [f"a single mass/length setup in the training logs ({mass:g} kg at {length:g} m"
             f"{arm_text}): the positions fix the motor torque, the inertia (armature + m·l²) "
             "and the friction only relative to this one load (m·g·l), so an error in the "

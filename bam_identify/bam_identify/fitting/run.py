@@ -160,7 +160,7 @@ def _save_result(plan: FitPlan, model: ModelPlan, settings: FitSettings, fitted:
         record["latency_range"] = [delays["low"], delays["high"]]
     if model.held:
         record["fixed"] = model.held
-    if model.prior:
+    if model.prior.values:
         record["prior"] = model.prior.provenance()
     if base is not None:
         record["warm_start"] = base.model

@@ -17,7 +17,7 @@ robot's space); a richer model starts from the simpler one it nests
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -74,18 +74,14 @@ class SearchSpace(UnitBox):
     model: FrictionModel
     bounds: dict[str, tuple[float, float]]
     fixed: dict[str, float]
-    # Parameters that take another's value ({tied: free}): not searched themselves.
-    tied: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def build(cls, actuator: Actuator | str, model: FrictionModel | str,
               fixed: dict[str, float] | None = None, identify_offset: bool = True,
-              groups: tuple[str, ...] = (), tied: dict[str, str] | None = None) -> SearchSpace:
+              groups: tuple[str, ...] = ()) -> SearchSpace:
         """``groups``: optional groups of the DC-motor model whose parameters are
         identified too (:data:`bam_sim.models.dcmotor.groups.GROUPS`; their other
-        parameters are held at ``fixed``, where the group needs them). ``tied``: a
-        parameter that takes another one's value ({tied: free}; one held by ``fixed``
-        stays held), e.g. K_e = K_m (:mod:`bam_identify.fitting.priors`).
+        parameters are held at ``fixed``, where the group needs them).
 
         ``actuator`` and ``model`` are the registry's objects, or names given on
         the command line or in a file (resolved here, once)."""
@@ -107,12 +103,7 @@ class SearchSpace(UnitBox):
                                f"{act.name}; its parameters are {', '.join(sorted(allowed))}")
             P.check_value(name, value, "--set")
             bounds.pop(name, None)
-        tied = {name: free for name, free in (tied or {}).items() if name not in fixed}
-        for name, free in list(tied.items()):
-            bounds.pop(name, None)
-            if free in fixed:  # following a held value: held at it
-                fixed[name] = fixed[tied.pop(name)]
-        space = cls(act, mdl, bounds, fixed, tied)
+        space = cls(act, mdl, bounds, fixed)
         # A set of the space must be valid as a whole (a group missing what it needs, a
         # held value outside a group's rules): say so now, not after the fit.
         middle = {name: 0.5 * (lo + hi) for name, (lo, hi) in bounds.items()}
@@ -134,8 +125,6 @@ class SearchSpace(UnitBox):
         x = np.atleast_2d(np.asarray(x, dtype=np.float64))
         pop = np.tile(self.base_vector(), (x.shape[0], 1))
         pop[:, self.index] = x
-        for name, free in self.tied.items():
-            pop[:, P.INDEX[name]] = pop[:, P.INDEX[free]]
         return pop
 
     def population_of(self, sets: list[dict[str, float]]) -> np.ndarray:
@@ -143,17 +132,12 @@ class SearchSpace(UnitBox):
         a test's): the fixed values with each set's values put in place."""
         pop = np.tile(self.base_vector(), (len(sets), 1))
         for i, values in enumerate(sets):
-            for name, value in self.with_ties(values).items():
+            for name, value in values.items():
                 pop[i, P.INDEX[name]] = value
         return pop
 
-    def with_ties(self, values: dict[str, float]) -> dict[str, float]:
-        """``values`` with each tied parameter at its free one's value."""
-        return {**values, **{name: values[free] for name, free in self.tied.items()
-                             if free in values}}
-
     def parameter_set(self, values: dict[str, float], provenance: dict) -> ParameterSet:
-        merged = {**self.actuator.fixed, "q_offset": 0.0, **self.fixed, **self.with_ties(values)}
+        merged = {**self.actuator.fixed, "q_offset": 0.0, **self.fixed, **values}
         return ParameterSet.build(self.actuator, self.model, merged, provenance)
 
 
