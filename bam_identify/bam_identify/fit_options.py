@@ -134,7 +134,8 @@ def _search_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--free-load-terms", action="store_true",
                         help="search the load-dependent friction terms even when the training "
                         "logs hold one mass/length setup (by default they are held at 0, "
-                        "the nested load-free model: one load cannot fix them)")
+                        "the nested load-free model: at one load they take up what the "
+                        "model misses)")
     parser.add_argument("--no-warm-start", action="store_true",
                         help="start every model from scratch, not from a nested simpler "
                         "model fitted in the same run")
