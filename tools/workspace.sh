@@ -186,13 +186,27 @@ cmd_build() {
   # CMake looks for ament_cmake, rosidl and the message packages in the venv.
   export CMAKE_PREFIX_PATH="$VENV${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
   cd "$ROOT"
-  # colcon.meta (read from the current directory) holds the per-package args.
-  # status-/desktop_notification-: no progress ticker or notifications (CI logs).
-  colcon build --symlink-install \
-    --event-handlers status- desktop_notification- \
-    "$@"
   refresh_numba_cache
-  precompile
+  if [ $# -gt 0 ]; then
+    colcon_build "$@"
+    precompile
+    return
+  fi
+  # The numerical core first; its kernels then compile while colcon builds the others (the
+  # messages' code generation and C compiler take one core for about 40 s on a fresh clone).
+  colcon_build --packages-select bam_sim
+  precompile &
+  local kernels=$! status=0
+  colcon_build --packages-skip bam_sim || status=$?
+  wait "$kernels" || exit 1  # precompile said why
+  return "$status"
+}
+
+# colcon_build [ARGS...]: colcon build --symlink-install of the workspace. colcon.meta (read
+# from the current directory) holds the per-package args. status-/desktop_notification-: no
+# progress ticker or notifications (CI logs).
+colcon_build() {
+  colcon build --symlink-install --event-handlers status- desktop_notification- "$@"
 }
 
 # numba's on-disk cache (cache=True) checks only the source file of each cached
@@ -222,7 +236,17 @@ precompile() {
     return 0
   fi
   say "compiling the numba kernels into their cache (minutes, once per change of the sources)"
-  (enter_workspace && python -m bam_sim.precompile) || die "precompiling the kernels failed"
+  # bam_sim's own environment script, not install/setup.bash, which a colcon build running
+  # beside (cmd_build) may be writing
+  (
+    enter_underlay
+    set +u
+    COLCON_CURRENT_PREFIX="$ROOT/install/bam_sim"
+    # shellcheck disable=SC1091
+    . "$ROOT/install/bam_sim/share/bam_sim/package.sh"
+    set -u
+    python -m bam_sim.precompile
+  ) || die "precompiling the kernels failed"
   printf '%s\n' "$digest" >"$stamp"
 }
 
@@ -331,7 +355,8 @@ print(" ".join(k for k in d if f.get(k)))'
 #   numerics-baseline  the numerics tests again with numpy's SIMD dispatch off, as on another
 #                      CPU (what moved an optimizer's path between machines). numba's kernels
 #                      are the host's: compiled for a generic x86-64 they give the same bits
-#                      (the heavy test of test_sim_rollouts_threads.py checks it; the pass
+#                      (the heavy test of test_sim_rollouts_threads.py checks two families,
+#                      benchmarks/generic_cpu.py every one; the pass
 #                      that recompiled every kernel generic took 6.5 min, 5 of them compiling);
 #   properties         generated bad input; its examples are children forked from pytest,
 #                      so it runs in a process of its own, never one that ran DDS;

@@ -21,6 +21,8 @@ FIT = "from bam_identify.cli import fit_main; raise SystemExit(fit_main())"
 WORK = "from bam_identify.campaign_cli import campaign_main; raise SystemExit(campaign_main())"
 
 pytestmark = pytest.mark.heavy  # about a minute of worker processes: CI's last core
+# One study's budget: about a hundred generations of M4's population, each cut in two shares
+SHARED_TRIALS = 1500
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +72,8 @@ def test_two_workers_share_every_generation_of_one_study(database, log_dir, tmp_
     """Both fit the same study at once: each generation is cut in two shares, each
     evaluated once, by either; both end on the set one worker alone finds with the same
     budget (the search is the same, only who evaluates a share differs)."""
-    common = ["--logs", log_dir, "--models", "m4", "--trials", 3000, "--seed", 1, "--quiet"]
+    common = ["--logs", log_dir, "--models", "m4", "--trials", SHARED_TRIALS, "--seed", 1,
+              "--quiet"]
     workers = [_start(FIT, [*common, "--storage", database, "--study", "shared",
                             "--workers", 2, "--output", tmp_path / f"w{i}" / "{model}.yaml",
                             "--report", tmp_path / f"w{i}" / "report"]) for i in (0, 1)]
@@ -85,14 +88,14 @@ def test_two_workers_share_every_generation_of_one_study(database, log_dir, tmp_
         assert result.provenance["train_mae"] == single.provenance["train_mae"]
     # Every candidate evaluated once: the two workers' own evaluations add up to the budget.
     here = [r.provenance["evaluated_here"] for r in results]
-    assert sum(here) == 3000 and min(here) > 0
+    assert sum(here) == SHARED_TRIALS and min(here) > 0
     # Both took shares of the generations, and the record holds every candidate once.
     shares = _query(database, "SELECT worker, count(*) FROM bam_fit_items WHERE study = "
                     "'shared' AND kind = 'cma' AND finished IS NOT NULL GROUP BY worker")
     assert len(shares) == 2 and all(count > 0 for _, count in shares)
     trials = _query(database, "SELECT s.study_name, t.number FROM trials t JOIN studies s "
                     "ON s.study_id = t.study_id WHERE s.study_name LIKE 'shared.r%'")
-    assert len(trials) == 3000 and len(set(trials)) == 3000
+    assert len(trials) == SHARED_TRIALS and len(set(trials)) == SHARED_TRIALS
 
 
 def test_three_workers_drain_a_campaign(database, log_dir, tmp_path, capsys):
