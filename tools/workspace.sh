@@ -221,6 +221,7 @@ refresh_numba_cache() {
     return 0
   fi
   find "$ROOT"/bam_* -path '*/__pycache__/*' \( -name '*.nbi' -o -name '*.nbc' \) -delete
+  mkdir -p "$ROOT/build"  # before colcon's first build
   printf '%s\n' "$digest" >"$stamp"
 }
 
