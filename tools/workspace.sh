@@ -194,7 +194,9 @@ cmd_build() {
   fi
   # The numerical core first; its kernels then compile while colcon builds the others (the
   # messages' code generation and C compiler take one core for about 40 s on a fresh clone).
-  colcon_build --packages-select bam_sim
+  # (--packages-ignore bam_msgs: its messages are not built yet, and bam_sim needs them only
+  # at run time; colcon would otherwise want their environment first)
+  colcon_build --packages-select bam_sim --packages-ignore bam_msgs
   precompile &
   local kernels=$! status=0
   colcon_build --packages-skip bam_sim || status=$?
