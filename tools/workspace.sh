@@ -186,29 +186,13 @@ cmd_build() {
   # CMake looks for ament_cmake, rosidl and the message packages in the venv.
   export CMAKE_PREFIX_PATH="$VENV${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
   cd "$ROOT"
+  # colcon.meta (read from the current directory) holds the per-package args.
+  # status-/desktop_notification-: no progress ticker or notifications (CI logs).
+  colcon build --symlink-install \
+    --event-handlers status- desktop_notification- \
+    "$@"
   refresh_numba_cache
-  if [ $# -gt 0 ]; then
-    colcon_build "$@"
-    precompile
-    return
-  fi
-  # The numerical core first; its kernels then compile while colcon builds the others (the
-  # messages' code generation and C compiler take one core for about 40 s on a fresh clone).
-  # (--packages-ignore bam_msgs: its messages are not built yet, and bam_sim needs them only
-  # at run time; colcon would otherwise want their environment first)
-  colcon_build --packages-select bam_sim --packages-ignore bam_msgs
-  precompile &
-  local kernels=$! status=0
-  colcon_build --packages-skip bam_sim || status=$?
-  wait "$kernels" || exit 1  # precompile said why
-  return "$status"
-}
-
-# colcon_build [ARGS...]: colcon build --symlink-install of the workspace. colcon.meta (read
-# from the current directory) holds the per-package args. status-/desktop_notification-: no
-# progress ticker or notifications (CI logs).
-colcon_build() {
-  colcon build --symlink-install --event-handlers status- desktop_notification- "$@"
+  precompile
 }
 
 # numba's on-disk cache (cache=True) checks only the source file of each cached
@@ -223,7 +207,6 @@ refresh_numba_cache() {
     return 0
   fi
   find "$ROOT"/bam_* -path '*/__pycache__/*' \( -name '*.nbi' -o -name '*.nbc' \) -delete
-  mkdir -p "$ROOT/build"  # before colcon's first build
   printf '%s\n' "$digest" >"$stamp"
 }
 
@@ -239,17 +222,7 @@ precompile() {
     return 0
   fi
   say "compiling the numba kernels into their cache (minutes, once per change of the sources)"
-  # bam_sim's own environment script, not install/setup.bash, which a colcon build running
-  # beside (cmd_build) may be writing
-  (
-    enter_underlay
-    set +u
-    COLCON_CURRENT_PREFIX="$ROOT/install/bam_sim"
-    # shellcheck disable=SC1091
-    . "$ROOT/install/bam_sim/share/bam_sim/package.sh"
-    set -u
-    python -m bam_sim.precompile
-  ) || die "precompiling the kernels failed"
+  (enter_workspace && python -m bam_sim.precompile) || die "precompiling the kernels failed"
   printf '%s\n' "$digest" >"$stamp"
 }
 
