@@ -271,23 +271,15 @@ run_pytest() {
   return "$status"
 }
 
-# The drivers' live test files that run with the others' live pass, so that both passes
-# take about as long (measured: the drivers' alone 7.5 min, the others' 4.5 min; with the
-# two identify files moved, 8.1 and 6.7 min side by side: the monitor's file, ~50 s, too).
-LIVE_MOVED=(bam_drivers/test/test_drivers_identify.py bam_drivers/test/test_drivers_erob_identify.py
-            bam_drivers/test/test_drivers_monitor.py)
-
-# run_live TEST_DIRS...: the live tests in two passes at once, most of the drivers' and the
-# others' (each mostly waits on processes, buses and DDS, not on a core), each in its own
-# group of DDS domains; the drivers' report after the other's.
+# run_live TEST_DIRS...: the live tests in two passes at once, the drivers' and the others'
+# (each mostly waits on processes, buses and DDS, not on a core; with the emulators forked
+# from a warm process, bam_testing.emulator_forks, the drivers' took 4.5 min alone, on an
+# idle machine), each in its own group of DDS domains; the drivers' report after the other's.
 run_live() {
-  local drivers=() others=("${LIVE_MOVED[@]}") dir moved group=$(( $$ % 10 * 2 ))
+  local drivers=() others=() dir group=$(( $$ % 10 * 2 ))
   local status=0 theirs=0
   for dir in "$@"; do
     case "$dir" in bam_drivers/*) drivers+=("$dir") ;; *) others+=("$dir") ;; esac
-  done
-  for moved in "${LIVE_MOVED[@]}"; do
-    drivers+=("--ignore=$moved")
   done
   say "pytest (live passes) the drivers' and the others' at once; reports follow"
   BAM_TEST_DOMAIN_GROUP=$group run_pytest live-drivers "${drivers[@]}" -m live -q \

@@ -35,11 +35,15 @@ class EmulatorChild:
     sets :attr:`control`, the path of the control socket, from them.
     """
 
+    # How the process starts: subprocess.Popen. The tests swap in a fork server's launch
+    # (bam_testing.emulator_forks), which runs the same module from a warm interpreter.
+    launch = staticmethod(subprocess.Popen)
+
     def __init__(self, module: str, args: list[str], words: int, timeout: float) -> None:
         self.ready: list[str] = []
         self.control = ""
         self._stderr = tempfile.TemporaryFile(mode="w+b")
-        self._process = subprocess.Popen(
+        self._process = self.launch(
             [sys.executable, "-m", module, *args],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._stderr)
         try:
