@@ -273,7 +273,7 @@ run_pytest() {
 
 # run_live TEST_DIRS...: the live tests in two passes at once, the drivers' and the others'
 # (each mostly waits on processes, buses and DDS, not on a core; with the emulators forked
-# from a warm process, bam_testing.emulator_forks, the drivers' took 4.5 min alone, on an
+# from a warm process, bam_testing.module_forks, the drivers' took 4.5 min alone, on an
 # idle machine), each in its own group of DDS domains; the drivers' report after the other's.
 run_live() {
   local drivers=() others=() dir group=$(( $$ % 10 * 2 ))

@@ -1,6 +1,6 @@
 """An emulator forked from the tests' warm process behaves as one started from nothing.
 
-bam_testing.emulator_forks forks the tests' emulators (pytest.ini loads it): these
+bam_testing.module_forks forks the tests' emulators (conftest.py puts it in): these
 compare the two ways on what a test reads from an emulator process: its refusal, its exit
 code after a stop, its cleanup when whoever started it is killed.
 """
@@ -13,11 +13,12 @@ import subprocess
 import sys
 
 import pytest
+from conftest import EMULATORS
 from test_drivers_emulator_lifecycle import wait_exit
 
 from bam_drivers.emulators.client import EmulatorError, EmulatorProcess
 from bam_drivers.emulators.emulator_process import EmulatorChild
-from bam_testing import emulator_forks
+from bam_testing import module_forks
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 
@@ -31,16 +32,16 @@ class Started(EmulatorProcess):
 
 
 class Forked(EmulatorProcess):
-    launch = staticmethod(emulator_forks.launch)
+    launch = staticmethod(module_forks.launcher(EMULATORS))
 
 
 WAYS = {"started": Started, "forked": Forked}
 
 
-def test_the_plugin_forks_the_tests_emulators():
-    assert EmulatorChild.launch is emulator_forks.launch
+def test_the_conftest_forks_the_tests_emulators():
+    assert EmulatorChild.launch is not subprocess.Popen
     with EmulatorProcess() as emulator:
-        assert isinstance(emulator._process, emulator_forks.ForkedProcess)
+        assert isinstance(emulator._process, module_forks.ForkedProcess)
         with open(f"/proc/{emulator.pid}/stat") as stat:  # the fork server's child
             assert int(stat.read().split()[3]) != os.getpid()
 
@@ -68,13 +69,13 @@ def test_a_signal_ends_it_with_the_same_code_and_cleanup(signum):
     assert codes == {"started": 0, "forked": 0}
 
 
-PARENT = """
+PARENT = f"""
 from bam_drivers.emulators.client import EmulatorProcess
 from bam_drivers.emulators.emulator_process import EmulatorChild
-from bam_testing import emulator_forks
-EmulatorChild.launch = staticmethod(emulator_forks.launch)
+from bam_testing import module_forks
+EmulatorChild.launch = staticmethod(module_forks.launcher({EMULATORS!r}))
 emulator = EmulatorProcess()
-print(emulator.pid, emulator.port, emulator_forks._fork_server().process.pid, flush=True)
+print(emulator.pid, emulator.port, module_forks._fork_server(()).process.pid, flush=True)
 input()  # until killed
 """
 

@@ -36,7 +36,7 @@ class EmulatorChild:
     """
 
     # How the process starts: subprocess.Popen. The tests swap in a fork server's launch
-    # (bam_testing.emulator_forks), which runs the same module from a warm interpreter.
+    # (bam_testing.module_forks), which runs the same module from a warm interpreter.
     launch = staticmethod(subprocess.Popen)
 
     def __init__(self, module: str, args: list[str], words: int, timeout: float) -> None:

@@ -1,24 +1,23 @@
-"""Emulators forked from a warm process instead of started from nothing (tests only).
+"""Programs forked from a warm process instead of started from nothing (tests only).
 
 An emulator started as ``python -m bam_drivers.emulators....`` spends about 1.3 s of a
 core before it serves: numba's import and its first cached kernel (its typing registries,
 which import scipy.linalg), the stepper's modules. The live passes start about 140 of
-them. Here one *fork server* per pytest process pays that once: it imports both
-emulators and loads the pendulum stepper's kernels, then forks a child per emulator,
-which runs the emulator module as ``python -m`` would (``runpy``, ``__main__``), on the
-stdin, stdout and stderr the test passed over a Unix socket. The child is the same
-program from its first line of ``main``; only its interpreter's start is shared.
+them. Here one *fork server* per pytest process pays that once: it imports the modules
+it is given and loads the pendulum stepper's kernels, then forks a child per start, which
+runs the module as ``python -m`` would (``runpy``, ``__main__``), on the stdin, stdout and
+stderr the test passed over a Unix socket. The child is the same program from its first
+line of ``main``; only its interpreter's start is shared.
 
-:func:`launch` stands in for ``subprocess.Popen`` in
-:class:`bam_drivers.emulators.emulator_process.EmulatorChild` (the pytest plugin below
-swaps it in); it returns a :class:`ForkedProcess` with the part of Popen's interface the
-emulator's client uses. An argument list other than ``[python, -m, emulator, ...]``
-goes to ``subprocess.Popen``.
+:func:`launcher` gives a stand-in for ``subprocess.Popen`` (the drivers' tests put it in
+:class:`bam_drivers.emulators.emulator_process.EmulatorChild`, bam_drivers/test/conftest.py);
+it returns a :class:`ForkedProcess` with the part of Popen's interface the emulators'
+client uses. Any other argument list goes to ``subprocess.Popen``.
 
 The children are the server's, not pytest's: the server reaps each and sends its wait
-status to the test, which holds one connection per child. ``--exit-with-parent PID``
-names the server instead of pytest; the server ends with pytest (its stdin closes), so
-an emulator still outlives neither.
+status to the test, which holds one connection per child. ``--exit-with-parent PID`` (the
+emulators' orphan check) names the server instead of pytest; the server ends with pytest
+(its stdin closes), so a child still outlives neither.
 """
 
 from __future__ import annotations
@@ -36,22 +35,20 @@ import threading
 import traceback
 from pathlib import Path
 
-EMULATORS = ("bam_drivers.emulators.serial_servo_emulator",
-             "bam_drivers.emulators.ethercat_emulator")
 START_TIMEOUT = 60.0  # s: the server's imports and kernels on a loaded machine; only a hang
 
 
 # -- the server ---------------------------------------------------------------------------
 
-def _warm() -> None:
-    """Import both emulators and load the stepper's kernels (numba's registries with them)."""
+def _warm(modules: list[str]) -> None:
+    """Import ``modules`` and load the stepper's kernels (numba's registries with them)."""
     import importlib
 
     from bam_sim.bench.geometry import Bench
     from bam_sim.bench.stepper import BenchStepper
     from bam_sim.models.files.parameter_file import published
 
-    for module in EMULATORS:
+    for module in modules:
         importlib.import_module(module)
     params = published("mx64", "m4")
     BenchStepper(params, Bench(mass=1.0, length=0.15), 0.001).tick()
@@ -144,9 +141,9 @@ class _Server:
                 conn.close()
 
 
-def serve(path: str) -> int:
-    """The fork server's main: warm, say READY on stdout, fork emulators until stdin closes."""
-    _warm()
+def serve(path: str, modules: list[str]) -> int:
+    """The fork server's main: warm, say READY on stdout, fork until its stdin closes."""
+    _warm(modules)
     server = _Server(path)
     print("READY", flush=True)
     try:
@@ -159,7 +156,7 @@ def serve(path: str) -> int:
 # -- the test's side ----------------------------------------------------------------------
 
 class ForkedProcess:
-    """A forked emulator, with the part of ``subprocess.Popen`` the emulator's client uses:
+    """A forked program, with the part of ``subprocess.Popen`` the emulator's client uses:
     ``pid``, ``args``, ``stdout``, ``returncode``, ``poll``, ``wait``, ``send_signal``,
     ``kill``."""
 
@@ -207,14 +204,15 @@ class ForkedProcess:
 
 
 class ForkServer:
-    """The server process of one pytest process, started at its first emulator."""
+    """The server process of one pytest process, started at its first fork."""
 
-    def __init__(self) -> None:
+    def __init__(self, modules: tuple[str, ...]) -> None:
+        self.modules = modules
         self._dir = tempfile.TemporaryDirectory(prefix="bam-forks-")
         self.path = str(Path(self._dir.name) / "fork.sock")
         self.process = subprocess.Popen(
-            [sys.executable, "-c", "import sys; from bam_testing.emulator_forks import serve; "
-             "sys.exit(serve(sys.argv[1]))", self.path],
+            [sys.executable, "-c", "import sys; from bam_testing.module_forks import serve; "
+             "sys.exit(serve(sys.argv[1], sys.argv[2:]))", self.path, *modules],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         from bam_sim.common.ready_line import await_ready_line  # the emulators' own wait
 
@@ -223,7 +221,7 @@ class ForkServer:
     def fork(self, args: list[str], stdin: int, stdout: int, stderr: int) -> tuple[int,
                                                                                      socket.socket]:
         module, rest = args[2], list(args[3:])
-        if "--exit-with-parent" in rest:  # the server is the emulator's parent (module doc)
+        if "--exit-with-parent" in rest:  # the server is the child's parent (module doc)
             at = rest.index("--exit-with-parent") + 1
             if at < len(rest) and rest[at] == str(os.getpid()):
                 rest[at] = str(self.process.pid)
@@ -256,46 +254,43 @@ _server: ForkServer | None = None
 _server_lock = threading.Lock()
 
 
-def _fork_server() -> ForkServer:
+def _fork_server(modules: tuple[str, ...]) -> ForkServer:
     global _server
     with _server_lock:
         if _server is None or _server.process.poll() is not None:
-            _server = ForkServer()
+            _server = ForkServer(modules)
         return _server
 
 
-def launch(args, stdin=None, stdout=None, stderr=None, **kwargs):
-    """``subprocess.Popen(args, ...)``, forked from the server where ``args`` start an
-    emulator module with the stdio the emulator's client passes (stdin DEVNULL, stdout
-    PIPE, stderr a file); anything else through ``subprocess.Popen`` itself."""
-    forkable = (not kwargs and len(args) >= 3 and args[0] == sys.executable
-                and args[1] == "-m" and args[2] in EMULATORS
-                and stdin == subprocess.DEVNULL and stdout == subprocess.PIPE
-                and hasattr(stderr, "fileno"))
-    if not forkable:
-        return subprocess.Popen(args, stdin=stdin, stdout=stdout, stderr=stderr, **kwargs)
-    read, write = os.pipe()
-    null = os.open(os.devnull, os.O_RDONLY)
-    try:
-        pid, conn = _fork_server().fork(list(args), null, write, stderr.fileno())
-    except BaseException:
-        os.close(read)
-        raise
-    finally:
-        os.close(write)
-        os.close(null)
-    return ForkedProcess(list(args), pid, conn, open(read, "rb", buffering=0))  # noqa: SIM115
+def launcher(modules: tuple[str, ...]):
+    """A stand-in for ``subprocess.Popen``: ``python -m M ...`` forked from the server
+    when M is one of ``modules`` and the stdio is the emulators' client's (stdin DEVNULL,
+    stdout PIPE, stderr a file); anything else through ``subprocess.Popen`` itself."""
+
+    def launch(args, stdin=None, stdout=None, stderr=None, **kwargs):
+        forkable = (not kwargs and len(args) >= 3 and args[0] == sys.executable
+                    and args[1] == "-m" and args[2] in modules
+                    and stdin == subprocess.DEVNULL and stdout == subprocess.PIPE
+                    and hasattr(stderr, "fileno"))
+        if not forkable:
+            return subprocess.Popen(args, stdin=stdin, stdout=stdout, stderr=stderr, **kwargs)
+        read, write = os.pipe()
+        null = os.open(os.devnull, os.O_RDONLY)
+        try:
+            pid, conn = _fork_server(modules).fork(list(args), null, write, stderr.fileno())
+        except BaseException:
+            os.close(read)
+            raise
+        finally:
+            os.close(write)
+            os.close(null)
+        return ForkedProcess(list(args), pid, conn, open(read, "rb", buffering=0))  # noqa: SIM115
+
+    return launch
 
 
-# -- the pytest plugin --------------------------------------------------------------------
-
-def pytest_configure(config) -> None:
-    from bam_drivers.emulators.emulator_process import EmulatorChild
-
-    EmulatorChild.launch = staticmethod(launch)
-
-
-def pytest_unconfigure(config) -> None:
+def close() -> None:
+    """End the server (its children end with it): at the end of the pytest process."""
     global _server
     with _server_lock:
         if _server is not None:
