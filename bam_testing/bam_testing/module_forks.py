@@ -78,6 +78,10 @@ def _child(request: dict, fds: list[int]) -> None:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
             if not isinstance(exc.code, int | None):
                 print(exc.code, file=sys.stderr)
+    except KeyboardInterrupt:  # Python ends by the signal itself: the same wait status
+        sys.stderr.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
     except BaseException:  # the child's own error, on its own stderr, as Python would
         traceback.print_exc()
     finally:
