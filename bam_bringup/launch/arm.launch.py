@@ -38,6 +38,8 @@ from launch.substitutions import (
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 
+from bam_sim.mujoco_arm.shipped_arms import ARMS
+
 CLOCK = [("/clock", "clock")]  # the arm's clock, in its namespace
 # The simulated arm's per-joint lists: parameter, its argument and the entries' type.
 PER_JOINT = {"params_files": ("params", str), "models": ("models", str),
@@ -65,7 +67,7 @@ def refuse(context) -> None:
         if value(name):
             per_joint(name, value(name), kind)
     sim = value("sim").lower() in ("true", "1")
-    if not sim and value("arm") not in ("dynamixel", "feetech", "erob"):
+    if not sim and value("arm") not in ARMS:
         raise RuntimeError("sim:=false drives a shipped arm's hardware: arm:=dynamixel "
                            "(Dynamixel servos on port), arm:=feetech (Feetech STS3215 servos on "
                            "port) or arm:=erob (eRob drives over EtherCAT on interface)")
@@ -182,6 +184,7 @@ def generate_launch_description() -> LaunchDescription:
 
         Node(package="bam_drivers", executable="erob", name="erob", namespace=namespace,
              parameters=[{"interface": LaunchConfiguration("interface"),
-                          "drive_models": ["erob80_100", "erob80_50"], "joint_names": joints}],
+                          "drive_models": [j.actuator for j in ARMS["erob"].joints],
+                          "joint_names": joints}],
              remappings=CLOCK, output="screen", condition=real("erob")),
     ])

@@ -23,11 +23,12 @@ within FLOOR_MARGIN (1.5 mrad) of that floor (measured: 0.8-0.9 mrad above).
 The margin has teeth: on the same data the truth with k_t 10 % off scores
 4-6 mrad, the published M4 set 3 mrad, M1 20 mrad; assuming the arm follows
 its goal, 0.4 rad. The motor constant k_t trades with the armature and the
-load-dependent friction on two 4 s training runs: idle within 2 %, but a run
-beside two busy loops fitted it 12 % high with its set 0.8 mrad on validation,
-0.3 mrad from the emulator's own. It is checked for what a fault of the
-driver's units or scaling would do to it (a factor of 1.5 or more, which the
-fit would otherwise absorb): within 25 % (as test_drivers_identify.CONSTANTS).
+load-dependent friction on two 4 s training runs: idle within 2 %, but runs
+beside two busy loops fitted it 12 % and 26 % high (8 frames lost in the latter),
+their sets 0.8 and 1.2 mrad on validation, within the margin of the emulator's
+own. It is checked for what a fault of the driver's units or scaling would do to
+it (a factor of 1.5 either way, which the fit would otherwise absorb): within a
+factor of KT_RATIO.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ protocol:
   settle: 0.5
 """
 FLOOR_MARGIN = 0.0015  # rad above the truth's MAE
+KT_RATIO = 1.4  # k_t within this factor of the truth: 1.26 seen under load, a fault 1.5
 
 
 def record(tmp_path) -> tuple:
@@ -101,4 +103,4 @@ def test_a_recording_through_the_erob_driver_identifies_the_emulator(tmp_path):
     assert floor < 0.02, report  # the recording itself is sound
     assert fitted_mae <= floor + FLOOR_MARGIN, report
     assert follow > 10 * (floor + FLOOR_MARGIN), report  # the runs do move the arm
-    assert fitted.values["kt"] == pytest.approx(truth["kt"], rel=0.25), report
+    assert 1 / KT_RATIO < fitted.values["kt"] / truth["kt"] < KT_RATIO, report

@@ -130,9 +130,12 @@ def check_run(bench, start, end, trajectory, gain, duration, rate):
         assert list(command.goal_positions) == [0.0]
         assert list(command.torque_enables) == [True]
         assert list(command.gains) == [gain]
-    expected = duration * rate
-    assert 0.6 * expected <= len(run) <= expected + 1, (len(run), expected)  # ticks may skip
+    # Ticks may skip on a loaded machine (43 of 100 were seen beside a busy loop per core),
+    # never add; no gap longer than a timer may be late (LATE), from START to END.
+    assert len(run) <= duration * rate + 1, (len(run), duration * rate)
     elapsed = np.array([(stamp_ns(c) - t0) * 1e-9 for c in run])
+    gaps = np.diff([0.0, *elapsed, (t1 - t0) * 1e-9])
+    assert run and gaps.max() <= LATE, (len(run), gaps.max())
     goal, enabled = law(elapsed, duration)
     np.testing.assert_allclose([c.goal_positions[0] for c in run], goal, atol=1e-12)
     assert [c.torque_enables[0] for c in run] == enabled.tolist()
