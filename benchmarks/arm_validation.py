@@ -44,7 +44,8 @@ from bam_identify.data.synthetic import paper_like_set
 from bam_identify.fitting.fit import FitSettings, identify
 from bam_identify.fitting.space import SearchSpace
 from bam_sim.common.errors import BamError
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
+from bam_sim.models.model_registry import get_model
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.mujoco_arm.paths import PATH_NAMES, ArmPath, arm_path, forward_kinematics
 from bam_sim.mujoco_arm.shipped_arms import arm_spec, load_arm
@@ -136,7 +137,7 @@ def refit(truth: ParameterSet, model: str, settings: Settings) -> tuple[Paramete
     """``model`` identified from synthetic pendulum logs of ``truth`` (seeded)."""
     logs = paper_like_set(truth, settings.logs, arm_mass=BENCH_ARM_MASS[truth.actuator.name],
                           noise=settings.noise, seed=settings.seed)
-    space = SearchSpace.build(truth.actuator, model, identify_offset=False)
+    space = SearchSpace.build(truth.actuator, get_model(model), identify_offset=False)
     result = identify(space, logs, FitSettings(trials=settings.trials, seed=settings.seed,
                                                target=settings.target))
     info = {"actuator": truth.actuator.name, "model": model, "truth_model": truth.model.name,
@@ -152,9 +153,9 @@ def run_arm(arm_name: str, settings: Settings, paths: tuple[str, ...] = PATH_NAM
     model = mujoco.MjModel.from_xml_path(str(spec.mjcf))
     l1, l2, shoulder = arm_geometry(model)
     rich = spec.joints[0].model
-    truth = {j.joint: published(j.actuator, j.model) for j in spec.joints}
+    truth = {j.joint: published_named(j.actuator, j.model) for j in spec.joints}
     candidates: dict[str, dict[str, ParameterSet]] = {
-        "m1_published": {j.joint: published(j.actuator, "m1") for j in spec.joints},
+        "m1_published": {j.joint: published_named(j.actuator, "m1") for j in spec.joints},
         "m1_refit": {}, f"{rich}_refit": {}}
     fits = {}
     for j in spec.joints:

@@ -48,7 +48,7 @@ from throughput import make_logs, published_models, workload_json
 
 from bam_sim.bench.rollouts import rollout
 from bam_sim.models.files.bam_json import parameters_to_json
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -72,7 +72,7 @@ def cases(actuator: str, version: str = "") -> dict:
     """The published sets of ``actuator`` that reference ``version`` holds, and the
     richest of them with q_offset = 0.02 rad."""
     skip = LATER.get(actuator, ()) if version == PINNED else ()
-    sets = {m: published(actuator, m) for m in published_models(actuator) if m not in skip}
+    sets = {m: published_named(actuator, m) for m in published_models(actuator) if m not in skip}
     if sets:
         richest = list(sets)[-1]
         sets[f"{richest}+q_offset"] = sets[richest].replace(q_offset=0.02)

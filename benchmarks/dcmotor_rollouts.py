@@ -49,8 +49,8 @@ from bam_sim.bench.rollouts import batch_rollout
 from bam_sim.bench.trajectory import command_log
 from bam_sim.models import parameter_vector as P
 from bam_sim.models.elastoplastic.validity import lugre_violation
-from bam_sim.models.files.parameter_file import published
-from bam_sim.models.model_registry import resolve_model
+from bam_sim.models.files.parameter_file import published_named
+from bam_sim.models.model_registry import get_model
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo.actuators import get_actuator
 
@@ -148,12 +148,12 @@ def main() -> None:
     numba.set_num_threads(threads)
 
     logs = make_logs(args.logs, args.steps, SEED)
-    params = ParameterSet.build("dcmotor", "lugre", BASE)
+    params = ParameterSet.from_names("dcmotor", "lugre", BASE)
     full = make_population(BASE, args.population, SEED, 0)
     batch = LogBatch.pack(logs, params.actuator)
     inertia = batch.load_inertia.min() + full[:, P.ARMATURE]
     assert np.all(lugre_violation(full, DT, inertia) == 0.0)
-    m6_set = published("mx64", "m6")
+    m6_set = published_named("mx64", "m6")
     m6 = make_population(m6_set.values, args.population, SEED, 1)
     m6_batch = LogBatch.pack(logs, m6_set.actuator)
     steps = args.population * args.logs * (args.steps - 1)
@@ -166,13 +166,13 @@ def main() -> None:
     datas = [mujoco.MjData(models[0]) for _ in range(threads)]
 
     def ours():
-        return batch_rollout(resolve_model("lugre"), full, batch)
+        return batch_rollout(get_model("lugre"), full, batch)
 
     def theirs():
         return mujoco.rollout.rollout(models, datas, state0, controls)[0]
 
     def ours_m6():
-        return batch_rollout(resolve_model("m6"), m6, m6_batch)
+        return batch_rollout(get_model("m6"), m6, m6_batch)
 
     q_ours, state, _ = ours(), theirs(), ours_m6()  # compiled, memory touched
     q_mujoco = state[:, :, 1].reshape(args.population, args.logs, -1)

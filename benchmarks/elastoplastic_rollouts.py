@@ -32,9 +32,10 @@ from throughput import make_logs
 from bam_identify.data.synthetic import elastoplastic_example
 from bam_sim.bench.bench_log import LogBatch
 from bam_sim.bench.rollouts import batch_mae, batch_violation
-from bam_sim.models.files.parameter_file import published
-from bam_sim.models.model_registry import EP_MODELS, resolve_model
+from bam_sim.models.files.parameter_file import published, published_named
+from bam_sim.models.model_registry import EP_MODELS, get_model
 from bam_sim.models.parameter_vector import INDEX
+from bam_sim.models.servo.actuators import get_actuator
 
 HERE = Path(__file__).resolve().parent
 SEED = 5
@@ -43,8 +44,9 @@ MODELS = ("m1", "m4", "m6", *EP_MODELS)
 
 
 def population(model: str, size: int, seed: int) -> np.ndarray:
-    base = (elastoplastic_example(ACTUATOR, model) if model.startswith("ep_")
-            else published(ACTUATOR, model))
+    actuator, friction = get_actuator(ACTUATOR), get_model(model)
+    base = (elastoplastic_example(actuator, friction) if friction.elastoplastic
+            else published(actuator, friction))
     rng = np.random.default_rng([seed, MODELS.index(model)])
     pop = np.tile(base.vector(), (size, 1))
     for name in base.values:
@@ -57,12 +59,12 @@ def measure(populations: dict[str, np.ndarray], batch: LogBatch, threads: int,
     """Seconds of one batched evaluation per model, ``repeats`` times, models in turns."""
     numba.set_num_threads(threads)
     for model, pop in populations.items():
-        batch_mae(resolve_model(model), pop, batch)  # compiled already; touches the memory
+        batch_mae(get_model(model), pop, batch)  # compiled already; touches the memory
     times: dict[str, list[float]] = {model: [] for model in populations}
     for _ in range(repeats):
         for model, pop in populations.items():
             start = time.perf_counter()
-            batch_mae(resolve_model(model), pop, batch)
+            batch_mae(get_model(model), pop, batch)
             times[model].append(time.perf_counter() - start)
     return times
 
@@ -90,10 +92,10 @@ def main() -> None:
     args = parser.parse_args()
 
     logs = make_logs(ACTUATOR, args.logs, args.steps, 0.005, SEED)
-    batch = LogBatch.pack(logs, published(ACTUATOR, "m1").actuator)
+    batch = LogBatch.pack(logs, published_named(ACTUATOR, "m1").actuator)
     populations = {m: population(m, args.population, SEED) for m in MODELS}
     for model in EP_MODELS:
-        violation = batch_violation(resolve_model(model), populations[model], batch)
+        violation = batch_violation(get_model(model), populations[model], batch)
         assert np.all(violation == 0.0), model
     steps = args.population * args.logs * args.steps
     cores = numba.config.NUMBA_NUM_THREADS

@@ -50,8 +50,10 @@ from bam_identify.fitting.job import FitJob
 from bam_identify.fitting.run import fit
 from bam_sim.bench.bench_log import BenchLog, LogBatch
 from bam_sim.bench.rollouts import batch_mae
-from bam_sim.models.files.parameter_file import load, published
+from bam_sim.models.files.parameter_file import load, published_named
+from bam_sim.models.model_registry import get_model
 from bam_sim.models.parameter_set import ParameterSet
+from bam_sim.models.servo.actuators import get_actuator
 
 HERE = Path(__file__).resolve().parent
 ACTUATOR = "mx64"
@@ -67,7 +69,7 @@ COST_POPULATION, COST_REPEATS = 8, 7
 def record_bench(folder: Path) -> tuple[Path, ParameterSet]:
     """The main job's recording: ``bench session`` with its default session, fit cut short."""
     config = load_session(session_config())
-    truth = published(config["actuator"], config["truth_model"])
+    truth = published_named(config["actuator"], config["truth_model"])
     config = {**config, "fit": {**config.get("fit", {}), "models": ["m1"], "trials": 1}}
     print("recording the main job's bench session (ROS nodes, rosbag2) ...", flush=True)
     run_session(config, folder, quiet=True, bench_namespace="friction_comparison")
@@ -86,7 +88,7 @@ def simulated_bag(truth: ParameterSet, path: Path) -> Path:
         for log in bench_logs:
             trial_id += 1
             trials.append(BagTrial(log, log.meta["trajectory"], log.kp, trial_id))
-        sessions.append(BagSession(truth.actuator.name, trials, model=truth.model.name))
+        sessions.append(BagSession(truth.actuator, trials, model=truth.model.name))
     return write_bag(path, sessions)
 
 
@@ -195,12 +197,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         bench_bag, bench_truth = record_bench(root / "session")
-        example = elastoplastic_example(ACTUATOR, "ep_stribeck")
+        example = elastoplastic_example(get_actuator(ACTUATOR), get_model("ep_stribeck"))
         sources = {
             "bench": (bench_bag, bench_truth, "the main job's recorded bag (bench session, "
                       "default config/session.yaml, ROS nodes and recorder)"),
-            "m6_truth": (simulated_bag(published(ACTUATOR, "m6"), root / "m6.bag"),
-                         published(ACTUATOR, "m6"), "paper_like_set of the published M6 set, "
+            "m6_truth": (simulated_bag(published_named(ACTUATOR, "m6"), root / "m6.bag"),
+                         published_named(ACTUATOR, "m6"), "paper_like_set of the published M6 set, "
                          f"{NOISE * 1e3:g} mrad noise, written with write_bag"),
             "ep_stribeck_truth": (simulated_bag(example, root / "ep.bag"), example,
                                   "paper_like_set of elastoplastic_example(mx64, ep_stribeck), "

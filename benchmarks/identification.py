@@ -54,7 +54,8 @@ from bam_identify.data.synthetic import paper_like_set
 from bam_identify.fitting.fit import FitSettings, identify
 from bam_identify.fitting.space import SearchSpace
 from bam_sim.models.files.parameter_file import load as load_parameters
-from bam_sim.models.files.parameter_file import published, save
+from bam_sim.models.files.parameter_file import published_named, save
+from bam_sim.models.servo.actuators import get_actuator
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -83,8 +84,8 @@ def first_reaching(history: list[tuple[int, float, float]], threshold: float) ->
 
 def run_ours(case: dict, logs, seeds: list[int], budget: int, same_budget: int,
              options: dict) -> dict:
-    truth = published(case["actuator"], case["model"])
-    space = SearchSpace.build(case["actuator"], case["model"])
+    truth = published_named(case["actuator"], case["model"])
+    space = SearchSpace.from_names(case["actuator"], case["model"])
     runs = []
     for seed in seeds:
         result = identify(space, logs, FitSettings(trials=budget, seed=seed,
@@ -124,7 +125,7 @@ def rate(history: list[tuple[int, float, float]], first: int, last: int) -> floa
 
 def run_overhead(case: dict, logs) -> dict:
     """A long fit's simulation share and candidate rate, early and late."""
-    space = SearchSpace.build(case["actuator"], case["model"])
+    space = SearchSpace.from_names(case["actuator"], case["model"])
     out = {}
     for name, options in {"default": {}, "cma_only": {"polish": False},
                           "cma_only_constant_population": {"polish": False,
@@ -154,7 +155,7 @@ def run_reference(name: str, case: dict, logs, trials: int, seeds: list[int],
         print(f"  reference unavailable, skipped: {setup.stderr.strip()[-200:]}")
         return None
     log_dir = write_logs(folder / f"{name}_logs", logs, case["actuator"])
-    truth = save(published(case["actuator"], case["model"]), folder / f"{name}_truth.yaml")
+    truth = save(published_named(case["actuator"], case["model"]), folder / f"{name}_truth.yaml")
     runs = []
     for seed in seeds:
         output = folder / f"{name}_reference_{seed}.json"
@@ -182,7 +183,8 @@ def run_reference(name: str, case: dict, logs, trials: int, seeds: list[int],
 def write_logs(folder: Path, logs, actuator: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for i, log in enumerate(logs):
-        write_legacy_log(folder / f"{i:03d}.json", log, actuator, log.meta["trajectory"])
+        write_legacy_log(folder / f"{i:03d}.json", log, get_actuator(actuator),
+                         log.meta["trajectory"])
     return folder
 
 
@@ -403,7 +405,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         mx = CASES["mx64_m4"]
-        mx_logs = paper_like_set(published(mx["actuator"], mx["model"]), mx["logs"],
+        mx_logs = paper_like_set(published_named(mx["actuator"], mx["model"]), mx["logs"],
                                  arm_mass=mx["arm_mass"], seed=0)
         mx_dir = write_logs(folder / "mx64_m4_cli_logs", mx_logs, mx["actuator"])
         if "startup" in args.only:
@@ -418,10 +420,11 @@ def main() -> None:
             result["overhead_mx64_m4"] = run_overhead(mx, mx_logs)
         for name in args.cases if "cases" in args.only else []:
             case = CASES[name]
-            truth = published(case["actuator"], case["model"])
+            truth = published_named(case["actuator"], case["model"])
             logs = paper_like_set(truth, case["logs"], arm_mass=case["arm_mass"], seed=0)
+            space = SearchSpace.from_names(case["actuator"], case["model"])
             print(f"{name}: {len(logs)} logs of {logs[0].time[-1]:.1f} s, "
-                  f"{len(SearchSpace.build(case['actuator'], case['model']).names)} parameters")
+                  f"{len(space.names)} parameters")
             entry = {"case": case}
             for variant, options in VARIANTS.items():
                 print(f"  {variant}:")

@@ -55,7 +55,7 @@ from bam_sim.bench.bench_log import BenchLog
 from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import rollout
 from bam_sim.models.files.bam_json import parameters_to_json
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
 from bam_sim.models.parameter_set import ParameterSet
 
 HERE = Path(__file__).resolve().parent
@@ -181,7 +181,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         cases, about, ours = [], {}, {}
         for actuator, model in SETS:
-            params = published(actuator, model)
+            params = published_named(actuator, model)
             name = f"{actuator}_{model}"
             path = Path(folder) / f"{name}.json"
             path.write_text(parameters_to_json(params), encoding="utf-8")

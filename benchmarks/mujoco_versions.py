@@ -38,7 +38,7 @@ from provenance import environment, write_result
 
 from bam_sim.bench.geometry import Bench
 from bam_sim.bench.trajectory import get_trajectory
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.mujoco_arm.dcmotor_export import CURRENT, PRE_312, ExportJoint, export_dcmotor
 from bam_sim.mujoco_arm.shipped_arms import pendulum_mjcf
@@ -65,12 +65,12 @@ FAMILY = {
 def parameter_sets() -> dict[str, tuple[ParameterSet, float | None]]:
     """Each set the benchmark exports, with its servo gain (None: the default)."""
     return {
-        "mx64_m1": (published("mx64", "m1"), 32.0),
-        "erob80_50_m1": (published("erob80_50", "m1"), None),
-        "sts3215_m1": (published("sts3215", "m1"), None),
+        "mx64_m1": (published_named("mx64", "m1"), 32.0),
+        "erob80_50_m1": (published_named("erob80_50", "m1"), None),
+        "sts3215_m1": (published_named("sts3215", "m1"), None),
         "mx64_m1_latency_12.5_ticks": (
-            published("mx64", "m1").replace(**{"latency.command": 12.5 * DT}), 32.0),
-        "dcmotor_lugre_all_states": (ParameterSet.build("dcmotor", "lugre", FAMILY), 6.0),
+            published_named("mx64", "m1").replace(**{"latency.command": 12.5 * DT}), 32.0),
+        "dcmotor_lugre_all_states": (ParameterSet.from_names("dcmotor", "lugre", FAMILY), 6.0),
     }
 
 

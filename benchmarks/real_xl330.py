@@ -46,7 +46,7 @@ from bam_identify.data.legacy_logs import legacy_log_files, read_legacy_log
 from bam_sim.bench.bench_log import BenchLog
 from bam_sim.bench.rollouts import rollout
 from bam_sim.models.files.parameter_file import load as load_parameters
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -180,7 +180,7 @@ def fit_split(name: str, files: list[Path], every: list[BenchLog], args, tmp: Pa
     ref = reference_published(held_files, where)
     published_rows = {}
     for model in MODELS:
-        ours = [rollout(published("xl330", model), log).position for log in held_logs]
+        ours = [rollout(published_named("xl330", model), log).position for log in held_logs]
         theirs = [np.asarray(q) for q in ref["models"][model]["positions"]]
         published_rows[model] = {
             "reference_validation_mae_rad": pooled_mae(theirs, held_logs),

@@ -32,7 +32,7 @@ from bam_identify.fitting.space import SearchSpace, best_nested, nested_start
 from bam_identify.robot.bench import bench_robot
 from bam_identify.robot.objective import RobotObjective
 from bam_identify.robot.space import RobotSpace
-from bam_sim.models.model_registry import resolve_model
+from bam_sim.models.model_registry import get_model
 from bam_sim.models.servo.actuators import get_actuator
 
 HERE = Path(__file__).resolve().parent
@@ -54,7 +54,7 @@ def main() -> int:
     _, _, val_recs = bench_robot(validation, actuator)
     rows: dict[str, dict] = {}
     for name in args.models:
-        mdl = resolve_model(name)
+        mdl = get_model(name)
         # The fit's recipe on both paths: a richer model starts from the best nested one.
         base = best_nested(name, {m: r["bench"]["train_mae"] for m, r in rows.items()})
         robot_base = best_nested(name, {m: r["robot"]["train_mae"] for m, r in rows.items()})

@@ -29,8 +29,8 @@ from provenance import environment, write_result
 
 from bam_identify.robot.objective import RobotObjective
 from bam_identify.robot.space import RobotSpace
-from bam_sim.models.files.parameter_file import published
-from bam_sim.models.model_registry import resolve_model
+from bam_sim.models.files.parameter_file import published_named
+from bam_sim.models.model_registry import get_model
 from bam_sim.mujoco_arm.shipped_arms import arm_spec, models_dir
 from bam_sim.robot.joint_map import joint_map
 from bam_sim.robot.rollout import bind, simulated_recording
@@ -53,7 +53,7 @@ ROBOTS = {
 def recordings(mjcf: Path, names: list[str], count: int, seconds: float) -> tuple:
     joints = joint_map({"joints": [{"joint": n, "actuator": "sts3215", "gain": 32}
                                    for n in names]})
-    truth = published("sts3215", "m1")
+    truth = published_named("sts3215", "m1")
     arm = bind(mujoco.MjModel.from_xml_path(str(mjcf)), joints, [truth] * len(names))
     rng = np.random.default_rng(0)
     n = int(seconds * 50)
@@ -69,7 +69,7 @@ def ours(mjcf: Path, joints, truth, recs, candidates: int, threads: int) -> tupl
     """(seconds, robot-steps) of scoring a population of ``candidates`` sets over ``recs``
     on ``threads`` threads, as the robot fit does (``fit --jobs``)."""
     model = mujoco.MjModel.from_xml_path(str(mjcf))
-    objective = RobotObjective(RobotSpace.build(joints, resolve_model("m1"), {}), model, recs,
+    objective = RobotObjective(RobotSpace.build(joints, get_model("m1"), {}), model, recs,
                                threads=threads)
     population = np.stack([np.stack([truth.vector()] * len(joints.joints))] * candidates)
     objective.residuals(population[:threads])  # every thread's robot warm

@@ -66,8 +66,8 @@ from bam_sim.bench.bench_log import LogBatch
 from bam_sim.bench.rollouts import batch_mae, batch_rollout
 from bam_sim.models import parameter_vector as P
 from bam_sim.models import vector_math
-from bam_sim.models.files.parameter_file import published
-from bam_sim.models.model_registry import resolve_model
+from bam_sim.models.files.parameter_file import published_named
+from bam_sim.models.model_registry import get_model
 from bam_sim.models.servo import actuators as A
 
 HERE = Path(__file__).resolve().parent
@@ -207,13 +207,13 @@ def main() -> None:
     args = parser.parse_args()
 
     logs = make_logs(ACTUATOR, args.logs, args.steps, 0.005, SEED)
-    batch = LogBatch.pack(logs, published(ACTUATOR, "m1").actuator)
+    batch = LogBatch.pack(logs, published_named(ACTUATOR, "m1").actuator)
     pop = make_population(ACTUATOR, "m6", args.population, SEED)
     assert np.unique(batch.consts[:, A.C_MAX_DUTY]).size == 1
     steps = args.population * args.logs * args.steps
-    q_prod = batch_rollout(resolve_model("m6"), pop, batch)
-    mae_prod = batch_mae(resolve_model("m6"), pop, batch)
-    timed = {"production": lambda: batch_mae(resolve_model("m6"), pop, batch)}
+    q_prod = batch_rollout(get_model("m6"), pop, batch)
+    mae_prod = batch_mae(get_model("m6"), pop, batch)
+    timed = {"production": lambda: batch_mae(get_model("m6"), pop, batch)}
     agreement = {}
     for variant in VARIANTS:
         mae, q = run(variant, pop, batch, positions=True)

@@ -46,8 +46,8 @@ from provenance import environment, write_result
 from bam_identify.fitting.fit import FitSettings, run_search
 from bam_identify.robot.objective import RobotObjective
 from bam_identify.robot.space import RobotSpace
-from bam_sim.models.files.parameter_file import published
-from bam_sim.models.model_registry import resolve_model
+from bam_sim.models.files.parameter_file import published_named
+from bam_sim.models.model_registry import get_model
 from bam_sim.mujoco_arm.shipped_arms import models_dir
 from bam_sim.robot.joint_map import joint_map
 from bam_sim.robot.recording import RobotRecording
@@ -90,7 +90,7 @@ def recordings(args) -> tuple[list[RobotRecording], list[RobotRecording], float]
     """(train, validation, the truth's validation MAE) of the simulated arm."""
     joints = joint_map({"joints": [{"joint": n, "actuator": "sts3215", "gain": GAIN}
                                    for n in NAMES]})
-    truth = published("sts3215", "m1")
+    truth = published_named("sts3215", "m1")
     arm = bind(mujoco.MjModel.from_xml_path(str(MJCF)), joints, [truth] * len(NAMES))
     rng = np.random.default_rng(args.seed)
     out, floor = [], []
@@ -111,10 +111,10 @@ def ours(train, validation, args, reference_train_mae: float) -> dict:
     ``reference_train_mae`` (mujoco.sysid's, on the same recordings)."""
     joints = joint_map({"joints": [{"joint": n, "actuator": "sts3215", "gain": GAIN}
                                    for n in NAMES]})
-    truth = published("sts3215", "m1")
+    truth = published_named("sts3215", "m1")
     held = {k: truth.values[k] for k in ("error_gain_ratio", "max_velocity")}
     model = mujoco.MjModel.from_xml_path(str(MJCF))
-    space = RobotSpace.build(joints, resolve_model("m1"), held, identify_offsets=False)
+    space = RobotSpace.build(joints, get_model("m1"), held, identify_offsets=False)
     started = time.perf_counter()
     reached: list[float] = []
 
@@ -248,7 +248,7 @@ def sysid_python() -> Path:
 
 def run_sysid(train, validation, args) -> dict:
     """:func:`sysid_fit` in the sysid venv, the recordings handed over in a file."""
-    truth = published("sts3215", "m1")
+    truth = published_named("sts3215", "m1")
     stall = truth.values["kt"] * truth.actuator.supply_voltage / truth.values["R"]
     with tempfile.TemporaryDirectory() as folder:
         job, out = Path(folder) / "job.npz", Path(folder) / "out.json"

@@ -141,8 +141,8 @@ from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import batch_mae, batch_rollout, batch_violation, rollout
 from bam_sim.bench.trajectory import PROTOCOL_TRAJECTORIES, command_log
 from bam_sim.common.errors import BamError
-from bam_sim.models.files.parameter_file import published
-from bam_sim.models.model_registry import EP_MODELS, resolve_model
+from bam_sim.models.files.parameter_file import published_named
+from bam_sim.models.model_registry import EP_MODELS, get_model
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.parameter_vector import INDEX
 from bam_sim.models.servo.actuators import VOLTAGE, get_actuator
@@ -283,7 +283,7 @@ def make_logs(actuator: str, n_logs: int, n_steps: int, dt: float, seed: int) ->
     """Table I configurations × protocol trajectories, 'recorded' with the published M4
     (M1 where only that one is published)."""
     rng = np.random.default_rng(seed)
-    truth = published(actuator, "m4" if "m4" in published_models(actuator) else "m1")
+    truth = published_named(actuator, "m4" if "m4" in published_models(actuator) else "m1")
     act = truth.actuator
     configs = list(itertools.product(act.masses, act.lengths, act.gains,
                                      PROTOCOL_TRAJECTORIES))
@@ -303,7 +303,7 @@ def published_models(actuator: str) -> list[str]:
     out = []
     for model in MODELS:
         try:
-            published(actuator, model)
+            published_named(actuator, model)
         except BamError:
             continue
         out.append(model)
@@ -311,7 +311,7 @@ def published_models(actuator: str) -> list[str]:
 
 
 def make_population(actuator: str, model: str, size: int, seed: int) -> np.ndarray:
-    base = published(actuator, model)
+    base = published_named(actuator, model)
     rng = np.random.default_rng([seed, MODELS.index(model)])
     population = np.tile(base.vector(), (size, 1))
     for name in base.values:
@@ -339,7 +339,7 @@ def workload_json(actuator: str, logs: list[BenchLog], populations: dict) -> dic
                 "goal_position": log.goal.tolist(), "torque_enable": log.enabled.tolist(),
                 "position": log.position.tolist(), "velocity": log.velocity.tolist()}
 
-    names = {m: list(published(actuator, m).values) for m in populations}
+    names = {m: list(published_named(actuator, m).values) for m in populations}
     return {
         "actuator": actuator, "dt": logs[0].dt, "logs": [entry(log) for log in logs],
         "models": list(populations),
@@ -372,31 +372,31 @@ def workloads(args: argparse.Namespace, batch: LogBatch,
     import elastoplastic_rollouts as ep
 
     steps = args.population * args.logs * args.steps
-    out = {m: (lambda m=m: batch_mae(resolve_model(m), populations[m], batch), steps)
+    out = {m: (lambda m=m: batch_mae(get_model(m), populations[m], batch), steps)
            for m in MODELS}
     late = latency_population(populations["m6"], batch.dt, SEED)
-    out[LATENCY] = (lambda: batch_mae(resolve_model("m6"), late, batch), steps)
+    out[LATENCY] = (lambda: batch_mae(get_model("m6"), late, batch), steps)
     for model in EP_MODELS:
         pop = ep.population(model, args.population, ep.SEED)
-        if np.any(batch_violation(resolve_model(model), pop, batch) > 0.0):
+        if np.any(batch_violation(get_model(model), pop, batch) > 0.0):
             raise SystemExit(f"{model}: a set violates condition (14) or the coupling limit")
-        out[model] = (lambda m=model, pop=pop: batch_mae(resolve_model(m), pop, batch), steps)
+        out[model] = (lambda m=model, pop=pop: batch_mae(get_model(m), pop, batch), steps)
     dc_logs = dc.make_logs(args.logs, args.steps, dc.SEED)
-    dc_batch = LogBatch.pack(dc_logs, ParameterSet.build("dcmotor", "lugre", dc.BASE).actuator)
+    dc_batch = LogBatch.pack(dc_logs, ParameterSet.from_names("dcmotor", "lugre", dc.BASE).actuator)
     dc_pop = dc.make_population(dc.BASE, args.population, dc.SEED, 0)
-    out[DCMOTOR] = (lambda: batch_rollout(resolve_model("lugre"), dc_pop, dc_batch), steps)
+    out[DCMOTOR] = (lambda: batch_rollout(get_model("lugre"), dc_pop, dc_batch), steps)
     return out
 
 
 _FIRST_CALL = """
 import time, numpy as np
 start = time.perf_counter()
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
 from bam_sim.bench.bench_log import BenchLog, LogBatch
 from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import batch_mae
 imported = time.perf_counter()
-p = published("mx64", "m6")
+p = published_named("mx64", "m6")
 log = BenchLog(bench=Bench(1.0, 0.1), kp=8.0, dt=0.005, goal=np.zeros(50),
                enabled=np.ones(50), position=np.zeros(50))
 batch_mae(p.model, p.vector(), LogBatch.pack([log], p.actuator))
@@ -444,7 +444,7 @@ def main() -> None:
     args = parser.parse_args()
 
     logs = make_logs(args.actuator, args.logs, args.steps, 0.005, SEED)
-    batch = LogBatch.pack(logs, published(args.actuator, "m1").actuator)
+    batch = LogBatch.pack(logs, published_named(args.actuator, "m1").actuator)
     populations = {m: make_population(args.actuator, m, args.population, SEED) for m in MODELS}
     steps = args.population * args.logs * args.steps
     cores = numba.config.NUMBA_NUM_THREADS
@@ -513,7 +513,7 @@ def _compare(reference: tuple[dict, dict], ours: dict, populations: dict,
                "method": throughput.get("method"), "models": {}}
     for model in MODELS:
         ref_rate = throughput["models"][model]["log_steps_per_s"]
-        ours_q = batch_rollout(resolve_model(model), populations[model][:1], batch)[0]
+        ours_q = batch_rollout(get_model(model), populations[model][:1], batch)[0]
         ref_q = np.array(rollouts["models"][model]["sets"][0]["positions"])
         gap = float(np.max(np.abs(ours_q - ref_q)))
         ratio = ours[model]["log_steps_per_s_all_cores"] / ref_rate

@@ -73,7 +73,7 @@ def firmware_law(logs: list[BenchLog], actuator: Actuator) -> dict:
 
 
 def current_and_supply(logs: list[BenchLog], actuator: Actuator) -> dict:
-    m1 = published(actuator.name, "m1").values
+    m1 = published(actuator, get_model("m1")).values
     kt, resistance = m1["kt"], m1["R"]
     current, drop = [], []
     for log in logs:

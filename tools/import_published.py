@@ -44,7 +44,7 @@ def main() -> None:
         for model, values in sets.items():
             provenance = {"source": "published", "citation": PUBLISHED_CITATION,
                           "reference": "shared/reference/identified-parameters.md"}
-            params = ParameterSet.build(actuator, model, values, provenance)
+            params = ParameterSet.from_names(actuator, model, values, provenance)
             (OUT / f"{actuator}_{model}.yaml").write_text(dump_yaml(params), encoding="utf-8")
             print(f"wrote {actuator}_{model}.yaml")
 

@@ -40,8 +40,8 @@ from launch_ros.actions import Node, SetParameter
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import ExecutableInPackage
 
+from bam_drivers.dynamixel.control_table import TABLES as DYNAMIXEL_TABLES
 from bam_drivers.feetech.control_table import TABLES as FEETECH_TABLES
-from bam_drivers.serial_servo.control_table import TABLES as DYNAMIXEL_TABLES
 from bam_sim.models.servo.actuators import ACTUATORS, DRIVERS, driven_by
 
 CLOCK = [("/clock", "clock")]  # the bench's clock, in its namespace

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from bam_sim.models.servo.actuators import get_actuator
 from bam_testing import stop_stress as ss
 from bam_testing.ros_context import private_context, ros_domain
 
@@ -262,10 +263,10 @@ class PendulumSlot:
 
 
 def monitor_start(i: int, tmp: Path, signals: tuple, slot: object = None) -> ss.Started:
-    from bam_sim.models.files.parameter_file import published, save
+    from bam_sim.models.files.parameter_file import published_named, save
 
     params = tmp / f"monitor_{i}.yaml"
-    save(published("mx64", "m4"), params)
+    save(published_named("mx64", "m4"), params)
     # reference_mae given: a published set carries no validation MAE in its provenance
     started = ss.start("monitor", [script("bam_sim", "monitor"),
                                    *ros_args(slot.namespace, params_file=params,
@@ -337,13 +338,13 @@ def write_logs(folder: Path) -> Path:
     """Legacy logs of a simulated MX-64 (the fits' input), written into ``folder``."""
     from bam_identify.data.legacy_logs import write_legacy_log
     from bam_identify.data.synthetic import paper_like_set
-    from bam_sim.models.files.parameter_file import published
+    from bam_sim.models.files.parameter_file import published_named
 
-    truth = published("mx64", "m1")
+    truth = published_named("mx64", "m1")
     logs = paper_like_set(truth, 4, duration=1.5, seed=8)
     folder.mkdir(parents=True, exist_ok=True)
     for i, log in enumerate(logs):
-        write_legacy_log(folder / f"{i}.json", log, "mx64", log.meta["trajectory"])
+        write_legacy_log(folder / f"{i}.json", log, get_actuator("mx64"), log.meta["trajectory"])
     return folder
 
 

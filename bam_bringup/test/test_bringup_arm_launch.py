@@ -17,7 +17,7 @@ from bam_bringup.launch_standin.values import launch_text, typed
 from bam_bringup.process_bench import build_nodes, node_class
 from bam_bringup.runner import LAUNCH_FILES, build_parser, launch_file
 from bam_sim.common.errors import BamError
-from bam_sim.models.files.parameter_file import published, save
+from bam_sim.models.files.parameter_file import published_named, save
 from bam_testing.ros_context import private_context
 
 # Every optional argument given (values each node accepts, as the arm's own defaults).
@@ -76,7 +76,7 @@ def test_every_node_names_an_executable_with_a_node_class(sim):
 
 
 def test_the_arm_node_takes_every_composed_parameter_with_its_type(context, tmp_path):
-    mine = save(published("mx64", "m6"), tmp_path / "mx64_m6.yaml")
+    mine = save(published_named("mx64", "m6"), tmp_path / "mx64_m6.yaml")
     specs = compose({"params": f",{mine}", "models": "m2,", "gains": "32,16",
                      "real_time_factor": "0", "viewer": "false"})
     node = build_nodes(specs, context)["arm"]  # what `bench serve --config arm` builds

@@ -67,8 +67,9 @@ from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import rollout
 from bam_sim.bench.trajectory import command_log
 from bam_sim.common.shm_ports import CLEARED_NOTICE
-from bam_sim.models.files.parameter_file import published, save
+from bam_sim.models.files.parameter_file import published_named, save
 from bam_sim.models.parameter_set import ParameterSet
+from bam_sim.models.servo.actuators import get_actuator
 from bam_sim.nodes import arm_node, monitor_node, pendulum_node
 from bam_sim.simulate_cli import main as simulate_main
 from bam_testing.cli_properties import (
@@ -160,10 +161,10 @@ def populate(cwd: Path, shared: Shared) -> None:
     (cwd / "broken.yaml").write_text("a: [1, 2\n  b: }")
     (cwd / "empty.yaml").write_text("")
     (cwd / "binary.bin").write_bytes(bytes(range(256)))
-    save(published("mx64", "m1"), cwd / "m1.yaml")
-    save(published("mx64", "m4"), cwd / "m4.yaml")
-    m4 = published("mx64", "m4")  # a fitted file: the monitor takes its validation MAE
-    save(ParameterSet.build("mx64", "m4", m4.values, {"validation_mae": 1e-3}),
+    save(published_named("mx64", "m1"), cwd / "m1.yaml")
+    save(published_named("mx64", "m4"), cwd / "m4.yaml")
+    m4 = published_named("mx64", "m4")  # a fitted file: the monitor takes its validation MAE
+    save(ParameterSet.from_names("mx64", "m4", m4.values, {"validation_mae": 1e-3}),
          cwd / "fitted.yaml")
     (cwd / "robot.xml").write_text(ROBOT)
     (cwd / "session.yaml").write_text(shared.session_yaml)
@@ -556,11 +557,11 @@ def _mx64_session() -> BagSession:
     for i, (trajectory, kp) in enumerate((("lift_drop", 8.0), ("steps", 16.0))):
         commands = command_log(trajectory, Bench(mass=1.0, length=0.15, arm_mass=0.1), kp,
                                0.005, 0.5)
-        run = rollout(published("mx64", "m4"), commands)
+        run = rollout(published_named("mx64", "m4"), commands)
         log = replace(commands, position=run.position, velocity=run.velocity,
                       control=run.control, name=f"mx64-{trajectory}-{kp:g}")
         trials.append(BagTrial(log, trajectory, kp, i + 1, 0, motor_torque=run.motor_torque))
-    return BagSession("mx64", trials, joint_name="pendulum", source="sim", model="m4")
+    return BagSession(get_actuator("mx64"), trials, joint_name="pendulum", source="sim", model="m4")
 
 
 @pytest.fixture(scope="module")

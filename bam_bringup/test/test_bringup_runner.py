@@ -349,7 +349,7 @@ def test_the_session_report_holds_the_truth_table(sensed_session):
     report = (folder / "report" / "report.md").read_text()
     table = _truth_table(report)
     for model in ("m1", "m4"):
-        bounds = SearchSpace.build("mx64", model, groups=fit_groups(sensor, MX64)).bounds
+        bounds = SearchSpace.from_names("mx64", model, groups=fit_groups(sensor, MX64)).bounds
         for name, (lo, hi) in bounds.items():
             if name in NOT_COMPARED or abs(truth[name]) <= NEGLIGIBLE * (hi - lo):
                 continue

@@ -30,7 +30,8 @@ from bam_identify.data.legacy_logs import write_legacy_log
 from bam_identify.data.synthetic import paper_like_set
 from bam_identify.export_cli import export_main
 from bam_sim.common import output_paths
-from bam_sim.models.files.parameter_file import load, published, save
+from bam_sim.models.files.parameter_file import load, published_named, save
+from bam_sim.models.servo.actuators import get_actuator
 from bam_sim.simulate_cli import main as simulate_main
 from bam_testing.output_cases import device_node, fifo, same_node, small_disk
 
@@ -54,18 +55,19 @@ class Data:
 def data(tmp_path_factory) -> Data:
     root = tmp_path_factory.mktemp("inputs")
     logs = root / "logs"
-    runs = paper_like_set(published("mx64", "m1"), 4, duration=1.5, seed=8)
+    runs = paper_like_set(published_named("mx64", "m1"), 4, duration=1.5, seed=8)
     for i, log in enumerate(runs):
-        write_legacy_log(logs / f"{i}.json", log, "mx64", log.meta["trajectory"])
-    sessions = [BagSession("mx64", [BagTrial(log, log.meta["trajectory"], log.kp, i + 1, 0)])
+        write_legacy_log(logs / f"{i}.json", log, get_actuator("mx64"), log.meta["trajectory"])
+    sessions = [BagSession(get_actuator("mx64"), [BagTrial(log, log.meta["trajectory"], log.kp,
+                                                           i + 1, 0)])
                 for i, log in enumerate(runs)]
     bag = write_bag(root / "bag", sessions)
     broken = write_bag(root / "broken", sessions[:1])
     (broken / "metadata.yaml").unlink()  # a recording killed before its end
     mcap = next(broken.glob("*.mcap"))
     mcap.write_bytes(mcap.read_bytes()[:-200])
-    return Data(root, logs, bag, broken, save(published("mx64", "m1"), root / "m1.yaml"),
-                save(published("mx64", "m4"), root / "m4.yaml"))
+    return Data(root, logs, bag, broken, save(published_named("mx64", "m1"), root / "m1.yaml"),
+                save(published_named("mx64", "m4"), root / "m4.yaml"))
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,10 @@ def encoder_step(actuator: Actuator) -> float:
     """Radians per count of ``actuator``'s position reading; 0.0 for an actuator no
     driver runs (simulation only: nothing to emulate)."""
     if actuator.driver == "dynamixel":
+        from bam_drivers.dynamixel.control_table import TABLES
         from bam_drivers.serial_servo.control_table import get_table
 
-        return get_table(actuator.control_table).field("present_position").scale
+        return get_table(actuator.control_table, TABLES).field("present_position").scale
     if actuator.driver == "feetech":
         from bam_drivers.feetech.control_table import TABLES
         from bam_drivers.serial_servo.control_table import get_table

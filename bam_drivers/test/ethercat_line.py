@@ -22,7 +22,7 @@ from bam_drivers.ethercat import frames as fr
 from bam_drivers.ethercat import registers as reg
 from bam_drivers.ethercat.drive_models import get_drive_model
 from bam_sim.bench.geometry import Bench
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
 
 STATION = 0x1001  # station address of slave 1 (SOEM's node offset)
 
@@ -33,7 +33,7 @@ class Line:
     def __init__(self, models=("erob80_100",), mass: float = 0.0) -> None:
         self.now_ns = 0
         bench = Bench(mass=mass, length=0.5)
-        self.drives = [ErobDrive(get_drive_model(m), published(m, "m6"), bench, 0.001,
+        self.drives = [ErobDrive(get_drive_model(m), published_named(m, "m6"), bench, 0.001,
                                  lambda: self.now_ns, serial=i + 1)
                        for i, m in enumerate(models)]
         self.chain = Chain([d.esc for d in self.drives])

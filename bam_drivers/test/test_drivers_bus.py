@@ -54,13 +54,13 @@ def test_the_latency_timer_is_detected(tmp_path):
     assert detect_latency_timer(str(tmp_path / "none")) == (16.0, "the SDK's default")
     with EmulatorProcess() as emulator:
         assert open_bus(emulator, "mx64_p1", [1], latency_timer_ms=0.0).latency_timer_ms == 1.0
-        bus = SerialServoBus(emulator.port, "mx64_p1", [1], latency_timer_ms=5.0)
+        bus = SerialServoBus.named(emulator.port, "mx64_p1", [1], latency_timer_ms=5.0)
         bus.open()
         assert (bus.latency_timer_ms, bus.latency_timer_source) == (5.0, "given")
 
 
 def test_a_missing_port_is_a_clear_error(tmp_path):
-    bus = SerialServoBus(str(tmp_path / "ttyNone"), "mx64_p1", [1])
+    bus = SerialServoBus.named(str(tmp_path / "ttyNone"), "mx64_p1", [1])
     with pytest.raises(BamError, match=r"cannot open the Dynamixel port .*ttyNone.*No such "
                                        r"file.*check the port parameter"):
         bus.open()
@@ -69,7 +69,7 @@ def test_a_missing_port_is_a_clear_error(tmp_path):
     not_a_tty = tmp_path / "file"
     not_a_tty.write_text("")
     with pytest.raises(BamError, match="cannot open the Dynamixel port"):
-        SerialServoBus(str(not_a_tty), "mx64_p1", [1]).open()
+        SerialServoBus.named(str(not_a_tty), "mx64_p1", [1]).open()
 
 
 def test_ping_checks_ids_and_models():

@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from bam_drivers.serial_servo.control_table import TABLES, get_table, table_for_model_number
+from bam_drivers.dynamixel.control_table import TABLES
+from bam_drivers.serial_servo.control_table import get_table, table_for_model_number
 from bam_sim.common.errors import BamError
 
 # Registers named in issue 5: (field, address, size).
@@ -34,7 +35,7 @@ MODEL_NUMBERS = {"mx64_p1": 310, "mx106_p1": 320, "mx64_p2": 311, "mx106_p2": 32
 
 @pytest.mark.parametrize("name", sorted(TABLES))
 def test_registers_of_the_issue(name: str) -> None:
-    table = get_table(name)
+    table = TABLES[name]
     registers = XL320_REGISTERS if name == "xl320" else (
         P1_REGISTERS if table.protocol == 1 else P2_REGISTERS)
     for field_name, address, size in registers:
@@ -43,31 +44,31 @@ def test_registers_of_the_issue(name: str) -> None:
     assert table.model_number == MODEL_NUMBERS[name]
     memory = table.initial_memory()
     assert int.from_bytes(memory[0:2], "little") == MODEL_NUMBERS[name]
-    assert table_for_model_number(table.protocol, table.model_number) is table
+    assert table_for_model_number(table.protocol, table.model_number, TABLES) is table
 
 
 def test_state_blocks() -> None:
-    assert get_table("mx64_p1").block() == (36, 8)  # 36..43
-    assert get_table("xl320").block() == (37, 10)  # 37..46
-    assert get_table("mx106_p2").block() == (124, 23)  # 124..146
-    assert get_table("xm430_w350").block(["goal_position"]) == (116, 4)
-    assert get_table("mx64_p1").block(["p_gain", "goal_position"]) == (28, 4)
+    assert TABLES["mx64_p1"].block() == (36, 8)  # 36..43
+    assert TABLES["xl320"].block() == (37, 10)  # 37..46
+    assert TABLES["mx106_p2"].block() == (124, 23)  # 124..146
+    assert TABLES["xm430_w350"].block(["goal_position"]) == (116, 4)
+    assert TABLES["mx64_p1"].block(["p_gain", "goal_position"]) == (28, 4)
 
 
 def test_sign_bit_10_decoding() -> None:
-    speed = get_table("mx64_p1").field("present_velocity")
+    speed = TABLES["mx64_p1"].field("present_velocity")
     unit = 0.114 * 2 * math.pi / 60
     assert speed.to_si(300) == pytest.approx(300 * unit)
     assert speed.to_si(1024 + 300) == pytest.approx(-300 * unit)
     assert speed.to_si(1024) == 0.0 and speed.to_si(0) == 0.0
     assert speed.from_si(-300 * unit) == 1024 + 300
     assert speed.from_si(-1e6) == 1024 + 1023  # clamped to the magnitude range
-    load = get_table("mx106_p1").field("present_load")
+    load = TABLES["mx106_p1"].field("present_load")
     assert load.to_si(1024 + 512) == pytest.approx(-0.512)
 
 
 def test_twos_complement_and_positions() -> None:
-    table = get_table("mx64_p2")
+    table = TABLES["mx64_p2"]
     velocity = table.field("present_velocity")
     assert velocity.from_si(-1.0) == (1 << 32) - round(1.0 / (0.229 * 2 * math.pi / 60))
     assert velocity.to_si(0xFFFFFFFF) == pytest.approx(-0.229 * 2 * math.pi / 60)
@@ -78,13 +79,13 @@ def test_twos_complement_and_positions() -> None:
     assert position.to_si(2048) == 0.0
     assert position.to_si(3072) == pytest.approx(math.pi / 2)
     assert position.to_si(0xFFFFFFFF) == pytest.approx(-2049 * 2 * math.pi / 4096)
-    assert get_table("xm430_w350").field("present_current").to_si(100) == pytest.approx(0.269)
+    assert TABLES["xm430_w350"].field("present_current").to_si(100) == pytest.approx(0.269)
     assert table.field("present_current").to_si(100) == pytest.approx(0.336)
 
 
 @pytest.mark.parametrize("name", sorted(TABLES))
 def test_round_trips(name: str) -> None:
-    table = get_table(name)
+    table = TABLES[name]
     for f in table.fields.values():
         lo, hi = f.count_range
         for counts in {lo, hi, (lo + hi) // 2, min(max(0, lo), hi)}:
@@ -95,7 +96,7 @@ def test_round_trips(name: str) -> None:
 
 
 def test_goal_position_clamped_to_firmware_range() -> None:
-    goal = get_table("mx64_p1").field("goal_position")
+    goal = TABLES["mx64_p1"].field("goal_position")
     assert goal.from_si(0.0) == 2048
     assert goal.from_si(10.0) == 4095
     assert goal.from_si(-10.0) == 0
@@ -104,7 +105,7 @@ def test_goal_position_clamped_to_firmware_range() -> None:
 
 
 def test_decode_block() -> None:
-    table = get_table("mx64_p1")
+    table = TABLES["mx64_p1"]
     start, length = table.block()
     data = bytearray(length)
     data[0:2] = (2048 + 1024).to_bytes(2, "little")
@@ -122,17 +123,17 @@ def test_decode_block() -> None:
 
 def test_errors() -> None:
     with pytest.raises(BamError, match="unknown servo model 'ax12'; known: mx64_p1"):
-        get_table("ax12")
+        get_table("ax12", TABLES)
     with pytest.raises(BamError, match="no field 'present_pwm'"):
-        get_table("mx64_p1").field("present_pwm")
+        TABLES["mx64_p1"].field("present_pwm")
     with pytest.raises(BamError, match="outside the block"):
-        get_table("mx64_p1").field("present_position").unpack(b"\x00", 36)
+        TABLES["mx64_p1"].field("present_position").unpack(b"\x00", 36)
     with pytest.raises(BamError, match="model number 999"):
-        table_for_model_number(2, 999)
+        table_for_model_number(2, 999, TABLES)
 
 
 def test_areas_and_access() -> None:
-    table = get_table("xm430_w350")
+    table = TABLES["xm430_w350"]
     assert table.field("present_position").access == "r"
     assert table.field("operating_mode").area == "eeprom"
     assert table.field("goal_position").area == "ram"

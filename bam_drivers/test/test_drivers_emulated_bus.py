@@ -11,7 +11,7 @@ from bam_drivers.emulators.serial_servos import EmulatedBus
 from bam_drivers.serial_servo import packet as pk
 from bam_sim.common.errors import BamError
 from bam_sim.models import parameter_vector as P
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 
@@ -177,7 +177,7 @@ def test_present_registers_follow_physics() -> None:
     assert values["present_position"] == pytest.approx(q, abs=math.pi / 4096)
     assert values["present_velocity"] == pytest.approx(dq, abs=0.024)
     assert values["present_pwm"] == pytest.approx(servo.control / 12.0, abs=1 / 885)
-    p = published("mx64", "m4").vector()
+    p = published_named("mx64", "m4").vector()
     current = (servo.control - p[P.KT] * dq) / p[P.R]
     assert values["present_current"] == pytest.approx(current, abs=0.00336)
     assert values["present_input_voltage"] == pytest.approx(12.0)
@@ -196,7 +196,7 @@ def test_xl330_registers_follow_its_own_law() -> None:
     write(bus, 1, 116, (2048).to_bytes(4, "little"))  # 0.5 rad away: beyond the limit
     assert servo.sim.command.gain == 1600.0
     bus.tick()  # from rest: the drive current (U − k_t·0)/R is the firmware's limit
-    p = published("xl330", "m4").vector()
+    p = published_named("xl330", "m4").vector()
     assert servo.control / p[P.R] == pytest.approx(-1.75, abs=1e-12)
     table = servo.table
     values = table.decode(table.state, read(bus, 1, 124, 23).data, 124)

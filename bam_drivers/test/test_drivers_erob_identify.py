@@ -43,7 +43,7 @@ from bam_drivers.nodes.erob_node import ErobNode
 from bam_identify.data.dataset import load_dataset, split
 from bam_identify.fitting.fit import FitSettings, identify
 from bam_identify.fitting.space import SearchSpace, nested_start
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
 from bam_testing.ros_context import private_context
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
@@ -86,14 +86,14 @@ def test_a_recording_through_the_erob_driver_identifies_the_emulator(tmp_path):
     train, validation = split(dataset, validation_fraction=0.5, seed=0)
     assert len(train) == 2 and len(validation) == 2
 
-    m1 = identify(SearchSpace.build(ACTUATOR, "m1"), train.logs,
+    m1 = identify(SearchSpace.from_names(ACTUATOR, "m1"), train.logs,
                   FitSettings(trials=1500, seed=0))
-    space = SearchSpace.build(ACTUATOR, "m6")
+    space = SearchSpace.from_names(ACTUATOR, "m6")
     fitted = identify(space, train.logs, FitSettings(
         trials=1500, seed=0, start=nested_start(space, m1.values)))
     fitted_mae = mae(space, validation.logs, fitted.values)
 
-    truth = published(ACTUATOR, "m6").values
+    truth = published_named(ACTUATOR, "m6").values
     floor = mae(space, validation.logs, {k: truth[k] for k in space.names if k in truth})
     follow = float(np.average([np.mean(np.abs(log.goal - log.position))
                                for log in validation.logs],

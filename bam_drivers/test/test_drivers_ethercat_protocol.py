@@ -20,7 +20,7 @@ from bam_drivers.ethercat import drive_models as dm
 from bam_drivers.ethercat import frames as fr
 from bam_drivers.ethercat import registers as reg
 from bam_drivers.ethercat.cia402 import State
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
 
 RX_BYTES = struct.calcsize(dm.struct_format(dm.RX_ENTRIES))
 TX_BYTES = struct.calcsize(dm.struct_format(dm.TX_ENTRIES))
@@ -351,7 +351,7 @@ def test_error_codes_have_names():
 @pytest.mark.parametrize("name", sorted(dm.DRIVE_MODELS))
 def test_drive_model_units(name):
     model = dm.get_drive_model(name)
-    kts = [float(published(name, f"m{k}").values["kt"]) for k in range(1, 7)]
+    kts = [float(published_named(name, f"m{k}").values["kt"]) for k in range(1, 7)]
     assert model.joint_kt == pytest.approx(sum(kts) / len(kts), abs=1e-3)
     assert model.position(model.counts(1.0)) == pytest.approx(1.0, abs=math.pi / (1 << 19))
     permille = dm.torque_permille(3.0, model.motor_kt, model.rated_torque_mnm)

@@ -53,7 +53,7 @@ def backoff_times(window: float) -> list[float]:
 
 def supervisor(port: str, now: float = 0.0, **kwargs) -> SerialServoSupervisor:
     # 50 ms for a status: room for a busy machine delaying the emulator's replies.
-    bus = SerialServoBus(port, "mx64_p1", [1], latency_timer_ms=50.0)
+    bus = SerialServoBus.named(port, "mx64_p1", [1], latency_timer_ms=50.0)
     return SerialServoSupervisor(bus, gain=8.0, enabled=False, command_timeout=0.0,
                                log=lambda level, text: None, now=now, **kwargs)
 

@@ -32,7 +32,7 @@ COUNT = RAD_PER_COUNT
 
 def open_bus(emu: EmulatorProcess, ids, **kwargs) -> FeetechBus:
     kwargs.setdefault("latency_timer_ms", 20.0)  # room for a busy machine (see test_drivers_bus)
-    bus = FeetechBus(emu.port, "sts3215", ids, **kwargs)
+    bus = FeetechBus.named(emu.port, "sts3215", ids, **kwargs)
     bus.open()
     return bus
 
@@ -59,7 +59,7 @@ def test_the_sts3215_table():
     assert STS.field("present_load").to_si(0x400 | 500) == pytest.approx(-0.5)
     assert STS.field("present_current").to_si(100) == pytest.approx(100 * CURRENT_UNIT)
     assert STS.field("present_input_voltage").to_si(74) == pytest.approx(7.4)
-    bus = FeetechBus("/dev/null", "sts3215", [1])
+    bus = FeetechBus.named("/dev/null", "sts3215", [1])
     assert bus.hardware_error_names(0x2C) == ["overheating", "overcurrent", "overload"]
     twelve = TABLES["sts3215_12v"]
     differ = [n for n in STS.fields if STS.field(n) != twelve.field(n)]
@@ -68,11 +68,14 @@ def test_the_sts3215_table():
 
 def test_each_bus_takes_only_its_own_tables_and_baud_rates():
     with pytest.raises(BamError, match="unknown servo model 'mx64_p1'; known: sts3215"):
-        FeetechBus("/dev/null", "mx64_p1", [1])
+        FeetechBus.named("/dev/null", "mx64_p1", [1])
     with pytest.raises(BamError, match="unknown servo model 'sts3215'; known: mx64_p1"):
-        SerialServoBus("/dev/null", "sts3215", [1])
+        SerialServoBus.named("/dev/null", "sts3215", [1])
+    with pytest.raises(BamError, match="is not a Dynamixel servo; the Dynamixel bus "
+                                       "drives mx64_p1"):
+        SerialServoBus("/dev/null", STS, [1])
     with pytest.raises(BamError, match="not supported by feetech-servo-sdk"):
-        FeetechBus("/dev/null", "sts3215", [1], baud_rate=2_000_000)
+        FeetechBus.named("/dev/null", "sts3215", [1], baud_rate=2_000_000)
 
 
 def test_sync_read_parameters_in_protocol_1_framing():

@@ -81,7 +81,7 @@ from bam_identify.data.dataset import load_dataset, split
 from bam_identify.fitting.fit import FitSettings, identify
 from bam_identify.fitting.space import SearchSpace
 from bam_sim.common.contract import JOINT_STATES
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
 from bam_testing.ros_context import private_context
 from bam_testing.ros_graph import wait_for
 
@@ -153,9 +153,10 @@ def subscribed(context, topic: str) -> None:
 
 
 def clean_recording(tmp_path, bus: str, actuator: str, model: str, gains,
-                    mass: float) -> tuple[list, list]:
+                    mass: float) -> tuple[list, list, list]:
     """The training and validation stretches of a recording of which at least CLEAN is
-    clean, recorded again (RECORDINGS times at most) while a busy host leaves less."""
+    clean, recorded again (RECORDINGS times at most) while a busy host leaves less; and
+    the validation runs whole."""
     shares = []
     for take in range(RECORDINGS):
         folder = tmp_path / f"take{take}"
@@ -173,7 +174,7 @@ def clean_recording(tmp_path, bus: str, actuator: str, model: str, gains,
         shares.append(sum(len(log) for part in stretches for log in part)
                       / sum(len(log) for log in dataset))
         if shares[-1] >= CLEAN:
-            return stretches[0], stretches[1]
+            return stretches[0], stretches[1], validation.logs
     raise AssertionError(f"share of the recordings between gaps of the driver's states: "
                          f"{', '.join(f'{x:.0%}' for x in shares)}, below {CLEAN:.0%}")
 
@@ -185,16 +186,20 @@ def test_a_recording_through_the_driver_identifies_the_emulator(tmp_path, monkey
     # The dataset refuses a run with a hole (a recording paused), which a host stalling the
     # driver for a second also makes; the stretches around it are what is scored here.
     monkeypatch.setattr(plausibility, "HOLE_MIN", math.inf)
-    train, validation = clean_recording(tmp_path, bus, actuator, model, gains, mass)
+    train, validation, runs = clean_recording(tmp_path, bus, actuator, model, gains, mass)
 
-    truth = published(actuator, model).values
-    space = SearchSpace.build(actuator, model, fixed={k: truth[k] for k in UNSEEN if k in truth})
+    truth = published_named(actuator, model).values
+    held = {k: truth[k] for k in UNSEEN if k in truth}
+    space = SearchSpace.from_names(actuator, model, fixed=held)
     fitted = identify(space, train, FitSettings(trials=1500, seed=0))
     fitted_mae = mae(space, validation, fitted.values)
     truth = {k: truth[k] for k in space.names if k in truth}
     floor = mae(space, validation, truth)
-    follow = float(np.average([np.mean(np.abs(log.goal - log.position)) for log in validation],
-                              weights=[len(log) for log in validation]))
+    # Over the runs whole (0.41-0.49 rad): what the protocol made the arm do, whichever
+    # stretches a busy host left clean (those left beside a busy loop per core once
+    # followed the goal to 0.069 rad, as holds do).
+    follow = float(np.average([np.mean(np.abs(log.goal - log.position)) for log in runs],
+                              weights=[len(log) for log in runs]))
     report = (f"validation MAE: fitted {model} {fitted_mae:.4f} rad, the emulator's "
               f"{floor:.4f} rad, following the goal {follow:.4f} rad; training MAE: fitted "
               f"{mae(space, train, fitted.values):.4f} rad, the emulator's "

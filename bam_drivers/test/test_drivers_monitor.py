@@ -73,7 +73,7 @@ from bam_sim.bench.shadow import friction_names
 from bam_sim.bench.trajectory import played
 from bam_sim.common import contract
 from bam_sim.common.qos import profile
-from bam_sim.models.files.parameter_file import published, save
+from bam_sim.models.files.parameter_file import published_named, save
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.nodes.monitor_node import MonitorNode
 from bam_testing.ros_context import private_context, ros_domain
@@ -85,7 +85,7 @@ TIMEOUT = 60.0  # s of wall time for a start (two processes, discovery) on a loa
 RATE = 200.0  # Hz of the driver
 DT = 1.0 / RATE
 BENCH = dict(mass=1.0, length=0.15)
-TRUE = published("mx64", "m4")
+TRUE = published_named("mx64", "m4")
 # Smooth trajectories: a 5 ms model follows the 1 kHz physics through a step only
 # roughly (the friction scale fitted on steps wanders by 40 % with the true set).
 TRAJECTORIES = ("slow_oscillations", "lift_drop")

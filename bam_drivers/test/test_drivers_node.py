@@ -22,12 +22,13 @@ import pytest
 from diagnostic_msgs.msg import DiagnosticStatus
 from drivers_rig import EMULATOR_PRIORITY, MODELS, Rig, emulator_of, settle, values
 
+from bam_drivers.dynamixel.control_table import TABLES
 from bam_drivers.emulators.client import EmulatorProcess
 from bam_drivers.feetech.control_table import CURRENT_UNIT as FEETECH_CURRENT_UNIT
 from bam_drivers.nodes.driver_node import mean_kt
 from bam_drivers.nodes.feetech_node import FeetechNode
 from bam_drivers.nodes.serial_servo_node import SerialServoNode
-from bam_drivers.serial_servo.control_table import RAD_PER_COUNT, get_table
+from bam_drivers.serial_servo.control_table import RAD_PER_COUNT
 from bam_msgs.msg import BenchInfo
 from bam_sim.common.errors import BamError
 from bam_testing.ros_context import private_context, ros_domain
@@ -99,7 +100,7 @@ def test_state_in_si_units_matches_the_emulator(rigs, protocol):
 @pytest.mark.parametrize("protocol", [1, 2])
 def test_goals_and_gains_are_applied(rigs, protocol):
     model = MODELS[protocol]
-    table = get_table(model)
+    table = TABLES[model]
     with EmulatorProcess(protocol=protocol, servo_model=model) as emulator:
         rig = rigs(emulator.port, servo_model=model)
         rig.wait_ready()

@@ -40,7 +40,7 @@ from bam_identify.protocol import parse_protocol
 from bam_sim.common.errors import BamError, one_line
 from bam_sim.common.output_paths import check_output
 from bam_sim.models.files.bam_json import parameters_to_json
-from bam_sim.models.files.parameter_file import published, save
+from bam_sim.models.files.parameter_file import published_named, save
 from bam_sim.models.parameter_set import ParameterSet
 from bam_testing.output_cases import device_node, fifo, same_node
 
@@ -67,9 +67,9 @@ def files(tmp_path):
     """A folder of things a command must never change: a text file, parameter sets
     (one an unstable LuGre set), a robot MJCF and another program's SQLite database."""
     (tmp_path / "taken.txt").write_text("keep me")
-    save(published("mx64", "m1"), tmp_path / "m1.yaml")
-    save(published("mx64", "m4"), tmp_path / "m4.yaml")
-    save(ParameterSet.build("dcmotor", "lugre", {
+    save(published_named("mx64", "m1"), tmp_path / "m1.yaml")
+    save(published_named("mx64", "m4"), tmp_path / "m4.yaml")
+    save(ParameterSet.from_names("dcmotor", "lugre", {
         "resistance": 2.0, "motorconst": 0.5, "armature": 0.01, "lugre.stiffness": 1.0e9,
         "lugre.damping": 3.0, "lugre.coulomb": 0.05, "lugre.static": 0.1,
         "lugre.stribeck": 0.2, "lugre.viscous": 0.05}), tmp_path / "unstable.yaml")
@@ -271,7 +271,7 @@ def test_two_exports_racing_for_one_new_file_keep_the_winner(files):
     assert loser_err.strip().count("\n") == 0 and "Traceback" not in loser_err
     assert ("was created by another command" in loser_err or "already exists" in loser_err
             or "is being written by another command" in loser_err), loser_err
-    assert target.read_text() == parameters_to_json(published("mx64", winner))
+    assert target.read_text() == parameters_to_json(published_named("mx64", winner))
     assert not [p for p in files.iterdir() if p.name.startswith(".model.json.")]
 
 

@@ -30,6 +30,7 @@ from bam_identify.data.bag_writer import (
 )
 from bam_identify.data.typestore import TRIAL, typestore
 from bam_sim.bench.geometry import Bench
+from bam_sim.models.servo.actuators import get_actuator
 
 STORAGES = ["mcap", "sqlite3"]
 SOURCE_MSG = Path(__file__).resolve().parents[2] / "bam_msgs" / "msg"
@@ -84,7 +85,8 @@ def test_a_single_storage_file_reads_like_its_folder(tmp_path, sessions, storage
 
 def test_a_1ms_recording_resampled_at_5ms_hits_the_original_samples(tmp_path):
     log, _ = simulated("mx64", "lift_drop", MX64_BENCH, 8.0, dt=0.001, duration=1.0)
-    bag = write_bag(tmp_path / "fast", [BagSession("mx64", [(log, "lift_drop", 8.0, 4, 0)])])
+    bag = write_bag(tmp_path / "fast", [BagSession(get_actuator("mx64"), [(log, "lift_drop", 8.0,
+                                                                           4, 0)])])
     (back,) = read_bag(bag, dt=0.005)
     assert back.dt == 0.005 and len(back) == 201
     for series in ("position", "velocity", "goal", "control"):
@@ -96,7 +98,8 @@ def test_a_1ms_recording_resampled_at_5ms_hits_the_original_samples(tmp_path):
 def test_off_grid_samples_are_interpolated_linearly(tmp_path):
     # 2 ms samples read at 5 ms: every other grid point falls half-way between samples.
     log, _ = simulated("mx64", "steps", MX64_BENCH, 16.0, dt=0.002, duration=1.0)
-    bag = write_bag(tmp_path / "two_ms", [BagSession("mx64", [(log, "steps", 16.0, 1, 0)])])
+    bag = write_bag(tmp_path / "two_ms", [BagSession(get_actuator("mx64"), [(log, "steps", 16.0, 1,
+                                                                             0)])])
     (back,) = read_bag(bag, dt=0.005)
     t = np.arange(len(back)) * 0.005
     assert t[-1] <= log.time[-1] < t[-1] + 0.005
@@ -185,8 +188,8 @@ def test_aborted_runs_are_skipped_and_sessions_keep_their_bench(tmp_path):
     heavy = Bench(mass=1.5, length=0.2)
     two, _ = simulated("mx64", "steps", heavy, 8.0, duration=0.5)
     three, _ = simulated("mx64", "raise_lower", heavy, 4.0, duration=0.5)
-    sessions = [BagSession("mx64", [(one, "steps", 8.0, 1, 0)]),
-                BagSession("mx64", [BagTrial(two, "steps", 8.0, 2, 0, success=False),
+    sessions = [BagSession(get_actuator("mx64"), [(one, "steps", 8.0, 1, 0)]),
+                BagSession(get_actuator("mx64"), [BagTrial(two, "steps", 8.0, 2, 0, success=False),
                                     (three, "raise_lower", 4.0, 3, 0)])]
     logs = read_bag(write_bag(tmp_path / "abort", sessions))
     assert [log.meta["trial_id"] for log in logs] == [1, 3]
@@ -203,11 +206,11 @@ def test_write_bag_without_overwrite_keeps_the_existing_bag(tmp_path, sessions):
 
 def test_session_fields_are_checked_against_the_logs(tmp_path):
     log, _ = simulated("mx64", "steps", MX64_BENCH, 8.0, duration=0.3)
-    bad = BagSession("mx64", [(log, "steps", 8.0, 1, 0)], mass=2.0)
+    bad = BagSession(get_actuator("mx64"), [(log, "steps", 8.0, 1, 0)], mass=2.0)
     with pytest.raises(ValueError, match="differs from the session's"):
         write_bag(tmp_path / "x", [bad])
     with pytest.raises(ValueError, match="marker gain 16.0 differs"):
-        write_bag(tmp_path / "x", [BagSession("mx64", [(log, "steps", 16.0, 1, 0)])])
+        write_bag(tmp_path / "x", [BagSession(get_actuator("mx64"), [(log, "steps", 16.0, 1, 0)])])
     assert not Path(tmp_path / "x").exists()
 
 

@@ -18,13 +18,15 @@ from bam_identify.data.bag_topics import (
 )
 from bam_identify.data.bag_writer import BagSession, bench_messages, write_bag, write_messages
 from bam_sim.common.errors import BamError
+from bam_sim.models.servo.actuators import get_actuator
 
 
 @pytest.fixture(scope="module")
 def session():
     one, _ = simulated("mx64", "steps", MX64_BENCH, 8.0, duration=0.3)
     two, _ = simulated("mx64", "lift_drop", MX64_BENCH, 16.0, duration=0.3)
-    return BagSession("mx64", [(one, "steps", 8.0, 1, 0), (two, "lift_drop", 16.0, 2, 0)])
+    return BagSession(get_actuator("mx64"), [(one, "steps", 8.0, 1, 0), (two, "lift_drop", 16.0, 2,
+                                                                         0)])
 
 
 def fails(path, *fragments, dt=0.005):

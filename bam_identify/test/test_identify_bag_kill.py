@@ -13,7 +13,7 @@ from bam_identify.cli import eval_main, recover_main
 from bam_identify.data.bag_reader import read_bag
 from bam_identify.data.bag_recovery import needs_recovery
 from bam_sim.common.errors import BamError
-from bam_sim.models.files.parameter_file import published, save
+from bam_sim.models.files.parameter_file import published_named, save
 from bam_testing.processes import read_until
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
@@ -89,7 +89,7 @@ def test_a_bag_with_nothing_recorded_says_so(tmp_path, capsys, content):
     (bag / "bag_0.mcap").write_bytes(content)
     with pytest.raises(BamError, match="nothing was recorded in it"):
         needs_recovery(bag)
-    params = save(published("mx64", "m1"), tmp_path / "m1.yaml")
+    params = save(published_named("mx64", "m1"), tmp_path / "m1.yaml")
     for main, args in ((recover_main, [str(bag)]),
                        (eval_main, ["--params", str(params), "--bags", str(bag)])):
         assert main(args) == 2

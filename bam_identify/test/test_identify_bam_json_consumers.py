@@ -23,7 +23,7 @@ from bam_sim.models.files.bam_json import (
     parameters_from_json,
     parameters_to_json,
 )
-from bam_sim.models.files.parameter_file import published, save
+from bam_sim.models.files.parameter_file import published_named, save
 from bam_sim.models.model_registry import get_model
 from bam_sim.models.parameter_set import ParameterSet, identification_bounds
 from bam_sim.models.servo.actuators import ACTUATORS, VOLTAGE
@@ -81,7 +81,7 @@ def _random_set(actuator: str, model: str, seed: int, **extra: float) -> Paramet
     rng = np.random.default_rng(seed)
     bounds = identification_bounds(ACTUATORS[actuator], get_model(model))
     values = {n: float(rng.uniform(lo, hi)) for n, (lo, hi) in bounds.items()}
-    return ParameterSet.build(actuator, model, values | extra)
+    return ParameterSet.from_names(actuator, model, values | extra)
 
 
 def run(args: list, capsys) -> tuple[int, str, str]:
@@ -94,7 +94,7 @@ def run(args: list, capsys) -> tuple[int, str, str]:
 
 @pytest.mark.parametrize(("actuator", "model"), PUBLISHED, ids="_".join)
 def test_every_published_set_meets_isaaclabs_contract_or_is_refused(actuator, model):
-    params = published(actuator, model)
+    params = published_named(actuator, model)
     if not _isaaclab_runs(actuator):
         with pytest.raises(BamError, match="Isaac Lab's BAM actuator .*--for bam") as caught:
             parameters_to_json(params, target=ISAACLAB)
@@ -121,11 +121,11 @@ def test_the_contract_holds_isaaclabs_own_vendored_file():
 
 @pytest.mark.parametrize(("actuator", "model"), PUBLISHED, ids="_".join)
 def test_every_plain_export_carries_the_laws_constants(actuator, model):
-    doc = json.loads(parameters_to_json(published(actuator, model)))
+    doc = json.loads(parameters_to_json(published_named(actuator, model)))
     act = ACTUATORS[actuator]
     for key, value in law_constants(act).items():
         assert doc[key] == value and (value is None or isinstance(doc[key], float))
-    params = published(actuator, model)
+    params = published_named(actuator, model)
     assert doc["kp"] == act.gains[1]
     assert doc["command_delay"] == params.values.get("latency.command", 0.0)
     assert ("error_gain" in doc) == (act.family == VOLTAGE)
@@ -144,7 +144,7 @@ def _worst_gap(a: ParameterSet, b: ParameterSet) -> float:
 @pytest.mark.parametrize("actuator", [a for a in ACTUATORS if _isaaclab_runs(a)])
 @pytest.mark.parametrize("model", ["m3", "m4"])
 def test_m3_and_m4_written_for_isaaclab_move_as_the_original(actuator, model):
-    shipped = [published(actuator, model)] if [actuator, model] in PUBLISHED else []
+    shipped = [published_named(actuator, model)] if [actuator, model] in PUBLISHED else []
     for params in [*shipped, _random_set(actuator, model, 3)]:
         written = parameters_from_json(parameters_to_json(params, target=ISAACLAB))
         assert written.model.name == "m5"
@@ -154,7 +154,7 @@ def test_m3_and_m4_written_for_isaaclab_move_as_the_original(actuator, model):
 def test_a_model_without_an_exact_form_is_refused_naming_the_supported(monkeypatch):
     monkeypatch.setattr(bam_json, "EQUIVALENT", {})
     with pytest.raises(BamError, match=r"no model m4: it supports m1, m2, m5, m6;") as caught:
-        parameters_to_json(published("mx64", "m4"), target=ISAACLAB)
+        parameters_to_json(published_named("mx64", "m4"), target=ISAACLAB)
     assert "\n" not in str(caught.value)
 
 
@@ -212,7 +212,7 @@ def test_kp_and_command_delay_round_trip(actuator):
 
 
 def test_a_reading_delay_bam_json_cannot_hold_is_refused():
-    params = published("mx64", "m1").replace(**{"latency.command": 0.01,
+    params = published_named("mx64", "m1").replace(**{"latency.command": 0.01,
                                                 "latency.reading": 0.002})
     with pytest.raises(BamError, match="latency.reading = 0.002 s .*command_delay"):
         parameters_to_json(params)
@@ -235,7 +235,7 @@ def test_bad_firmware_keys_in_a_file_are_one_line(change, message):
 
 
 def test_a_voltage_law_key_in_an_erob_file_is_refused():
-    doc = json.loads(parameters_to_json(published("erob80_50", "m1")))
+    doc = json.loads(parameters_to_json(published_named("erob80_50", "m1")))
     with pytest.raises(BamError, match="\"max_pwm\" is no constant of the erob80_50's current"):
         parameters_from_json(json.dumps({**doc, "max_pwm": 1.0}))
 
@@ -256,7 +256,7 @@ def test_a_voltage_law_key_in_an_erob_file_is_refused():
 ])
 def test_bad_option_values_are_one_line(tmp_path, capsys, options, message):
     src, out = tmp_path / "m4.yaml", tmp_path / "out.json"
-    save(published("mx64", "m4"), src)
+    save(published_named("mx64", "m4"), src)
     code, _, err = run([src, *options, "--output", out], capsys)
     assert code == 2 and message in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1 and not out.exists()
@@ -265,7 +265,7 @@ def test_bad_option_values_are_one_line(tmp_path, capsys, options, message):
 @pytest.mark.parametrize("actuator", ["erob80_50", "sts3215"])
 def test_a_set_isaaclab_cannot_run_is_one_line(tmp_path, capsys, actuator):
     src, out = tmp_path / "m1.yaml", tmp_path / "out.json"
-    save(published(actuator, "m1"), src)
+    save(published_named(actuator, "m1"), src)
     code, _, err = run([src, "--for", "isaaclab", "--output", out], capsys)
     assert code == 2 and "Isaac Lab's BAM actuator" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1 and not out.exists()
@@ -273,7 +273,7 @@ def test_a_set_isaaclab_cannot_run_is_one_line(tmp_path, capsys, actuator):
 
 def test_export_for_isaaclab_says_what_it_wrote(tmp_path, capsys):
     src, out = tmp_path / "m4.yaml", tmp_path / "out.json"
-    save(published("xl330", "m4"), src)
+    save(published_named("xl330", "m4"), src)
     code, stdout, _ = run([src, "--for", "isaaclab", "--kp", "400", "--output", out], capsys)
     assert code == 0 and "xl330 m4 as its exact m5, for isaaclab" in stdout
     doc = json.loads(out.read_text())
@@ -281,7 +281,7 @@ def test_export_for_isaaclab_says_what_it_wrote(tmp_path, capsys):
 
 
 def test_a_bad_kp_in_a_sets_provenance_is_one_line():
-    params = published("mx64", "m1")
+    params = published_named("mx64", "m1")
     bad = ParameterSet(params.actuator, params.model, params.values, {"kp": "fast"})
     with pytest.raises(BamError, match="provenance.kp of the set must be a number"):
         parameters_to_json(bad)
@@ -306,7 +306,7 @@ def _supply_set(model: str, tmp_path: Path) -> tuple[Path, ParameterSet]:
                                  "supply.resistance": (0.7, 0.5, 0.9),
                                  "latency.command": (0.006, 0.004, 0.008)}.items()},
              "friction_scale": {"value": 1.0, "lower": 0.9, "upper": 1.1}}
-    params = ParameterSet.build("mx64", model, values, {"sensitivity": found, "dt": 0.005})
+    params = ParameterSet.from_names("mx64", model, values, {"sensitivity": found, "dt": 0.005})
     return save(params, tmp_path / f"mx64_{model}.yaml"), params
 
 
@@ -348,7 +348,7 @@ def test_each_reader_is_told_what_it_will_not_apply(tmp_path, capsys):
     1.0.2 has no command_delay (the M6 moves 2.1e-2 rad otherwise there), Isaac Lab's
     BamMotorParams no ratio nor slew (0.16 rad on a step); one line per reader."""
     src, out = tmp_path / "sts.yaml", tmp_path / "sts.json"
-    params = published("sts3215", "m6")
+    params = published_named("sts3215", "m6")
     save(params, src)
     code, stdout, _ = run([src, "--output", out], capsys)
     assert code == 0
@@ -374,7 +374,7 @@ def test_each_reader_is_told_what_it_will_not_apply(tmp_path, capsys):
 
 def test_a_reader_that_cannot_load_the_file_says_so(tmp_path, capsys):
     src, out = tmp_path / "st.yaml", tmp_path / "st.json"
-    save(published("st3025", "m6"), src)
+    save(published_named("st3025", "m6"), src)
     code, stdout, _ = run([src, "--for", "isaaclab", "--output", out], capsys)
     assert code == 0
     bam, old, isaaclab = stdout.strip().splitlines()[1:]
@@ -383,7 +383,7 @@ def test_a_reader_that_cannot_load_the_file_says_so(tmp_path, capsys):
                         "from its repository")
     assert "error_gain" not in isaaclab  # Isaac Lab reads it: the ratio travels there
     # an MX-64 M1 without offset or delay: Isaac Lab applies all of it
-    src = save(published("mx64", "m1"), tmp_path / "mx.yaml")
+    src = save(published_named("mx64", "m1"), tmp_path / "mx.yaml")
     code, stdout, _ = run([src, "--for", "isaaclab", "--output", out, "--force"], capsys)
     assert stdout.strip().splitlines()[-1].endswith(": applies every value")
 
@@ -398,8 +398,8 @@ ISAACLAB_WITHOUT = {"q_offset": 0.0, "command_delay": 0.0, "error_gain_ratio": 1
 def test_isaaclab_is_told_every_key_it_skips_that_changes_the_motion(actuator, model):
     """Held to Isaac Lab's field contract above (ISAACLAB_REQUIRED, ISAACLAB_DEFAULTED): a
     key of a --for bam file that is none of its fields is named where its value matters."""
-    params = published(actuator, model).replace(**SAG) if ACTUATORS[actuator].family == \
-        VOLTAGE else published(actuator, model)
+    params = published_named(actuator, model).replace(**SAG) if ACTUATORS[actuator].family == \
+        VOLTAGE else published_named(actuator, model)
     doc = json.loads(parameters_to_json(params))
     lost = doc["not_applied"]["Isaac Lab BamActuatorCfg (BamMotorParams.from_json, "
                               "IsaacLab 82c9059)"]

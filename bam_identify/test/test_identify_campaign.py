@@ -14,7 +14,7 @@ from identify_cases import write_m1_logs
 
 from bam_identify.campaign_cli import campaign_main
 from bam_identify.fitting.campaign import MARKER
-from bam_sim.models.files.parameter_file import load, published, save
+from bam_sim.models.files.parameter_file import load, published_named, save
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
 
@@ -181,7 +181,7 @@ def test_someone_elses_files_fail_the_job_and_the_worker(log_dir, tmp_path, fore
     url = f"sqlite:///{tmp_path / 'fits.db'}"
     out, report = tmp_path / "m1.yaml", tmp_path / "report"
     if foreign == "output":  # a set fitted elsewhere, not in this campaign's study
-        save(published("mx64", "m1"), out)
+        save(published_named("mx64", "m1"), out)
     else:
         (report / "m1").mkdir(parents=True)
         (report / "m1" / "notes.txt").write_text("mine")

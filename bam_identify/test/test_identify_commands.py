@@ -13,19 +13,21 @@ from bam_identify.cli import eval_main, fit_main, output_paths
 from bam_identify.data.bag_writer import BagSession, BagTrial, write_bag
 from bam_identify.data.legacy_logs import write_legacy_log
 from bam_identify.data.synthetic import paper_like_set
-from bam_sim.models.files.parameter_file import load, published, save
+from bam_sim.models.files.parameter_file import load, published_named, save
+from bam_sim.models.servo.actuators import get_actuator
 
 
 @pytest.fixture(scope="module")
 def truth_logs():
     """12 logs recorded under the published MX-64 M4 set (the truth to recover)."""
-    return paper_like_set(published("mx64", "m4"), 12, arm_mass=0.1, duration=3.0, seed=4)
+    return paper_like_set(published_named("mx64", "m4"), 12, arm_mass=0.1, duration=3.0, seed=4)
 
 
 @pytest.fixture(scope="module")
 def bag(truth_logs, tmp_path_factory):
     # One session per bench setup, as a recording publishes a new BenchInfo for each.
-    sessions = [BagSession("mx64", [BagTrial(log, log.meta["trajectory"], log.kp, i + 1, 0)])
+    sessions = [BagSession(get_actuator("mx64"), [BagTrial(log, log.meta["trajectory"], log.kp,
+                                                           i + 1, 0)])
                 for i, log in enumerate(truth_logs)]
     return write_bag(tmp_path_factory.mktemp("bags") / "bench", sessions)
 
@@ -52,7 +54,7 @@ def test_fit_from_a_bag_recovers_the_truth(bag, tmp_path, capsys):
     assert prov["validation_mae"] <= 5e-4  # logs it never saw
     # Stratified: one of the three logs of each of the four trajectories is held out.
     assert len(prov["train_logs"]) == 8 and len(prov["validation_logs"]) == 4
-    truth = published("mx64", "m4").values
+    truth = published_named("mx64", "m4").values
     for name in ("kt", "R", "armature"):
         assert fitted.values[name] == pytest.approx(truth[name], rel=0.05), name
     # K_v trades off against the back-EMF k_t²/R on 24 s of data: looser, still bounded.
@@ -71,10 +73,10 @@ def test_fit_from_a_bag_recovers_the_truth(bag, tmp_path, capsys):
 def test_eval_scores_yaml_and_legacy_json(truth_logs, tmp_path, capsys):
     folder = tmp_path / "logs"
     for i, log in enumerate(truth_logs[:4]):
-        write_legacy_log(folder / f"{i}.json", log, "mx64", log.meta["trajectory"])
-    truth = save(published("mx64", "m4"), tmp_path / "truth.yaml")
+        write_legacy_log(folder / f"{i}.json", log, get_actuator("mx64"), log.meta["trajectory"])
+    truth = save(published_named("mx64", "m4"), tmp_path / "truth.yaml")
     legacy = tmp_path / "m1.json"
-    legacy.write_text(json.dumps({**published("mx64", "m1").values, "model": "m1",
+    legacy.write_text(json.dumps({**published_named("mx64", "m1").values, "model": "m1",
                                   "actuator": "mx64"}))
     code, stdout, _ = run(eval_main, ["--params", truth, legacy, "--logs", folder], capsys)
     assert code == 0
@@ -121,7 +123,7 @@ def test_corrupt_bag_and_no_data(tmp_path, capsys):
 
 
 def test_eval_rejects_parameters_of_another_actuator(bag, tmp_path, capsys):
-    other = save(published("mx106", "m2"), tmp_path / "mx106.yaml")
+    other = save(published_named("mx106", "m2"), tmp_path / "mx106.yaml")
     code, _, err = run(eval_main, ["--params", other, "--bags", bag], capsys)
     assert code == 2 and "is for mx106 but the logs are of mx64" in err
 
@@ -135,7 +137,7 @@ def test_output_paths_per_model():
 
 
 def test_written_parameters_are_a_ros_parameter_file(tmp_path):
-    path = save(published("mx64", "m4"), tmp_path / "p.yaml")
+    path = save(published_named("mx64", "m4"), tmp_path / "p.yaml")
     doc = yaml.safe_load(path.read_text())
     assert set(doc) == {"/**"} and "ros__parameters" in doc["/**"]
 

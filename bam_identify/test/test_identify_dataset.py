@@ -16,7 +16,7 @@ from bam_sim.models.servo.actuators import get_actuator
 
 def mx_session(trajectory: str, kp: float, trial_id: int) -> BagSession:
     log, _ = simulated("mx64", trajectory, MX64_BENCH, kp, duration=0.3)
-    return BagSession("mx64", [(log, trajectory, kp, trial_id, 0)])
+    return BagSession(get_actuator("mx64"), [(log, trajectory, kp, trial_id, 0)])
 
 
 @pytest.fixture(scope="module")
@@ -27,9 +27,10 @@ def recordings(tmp_path_factory):
                                           mx_session("steps", 8.0, 2)])
     (root / "bags" / "README").write_text("not a bag")
     erob, _ = simulated("erob80_100", "steps", EROB_BENCH, 25.0, duration=0.3)
-    write_bag(root / "erob", [BagSession("erob80_100", [(erob, "steps", 25.0, 1, 0)])])
+    write_bag(root / "erob", [BagSession(get_actuator("erob80_100"), [(erob, "steps", 25.0, 1,
+                                                                       0)])])
     log, _ = simulated("mx64", "raise_lower", MX64_BENCH, 32.0, duration=0.3)
-    write_legacy_log(root / "json" / "old.json", log, "mx64", "raise_lower")
+    write_legacy_log(root / "json" / "old.json", log, get_actuator("mx64"), "raise_lower")
     return root
 
 

@@ -105,7 +105,7 @@ def test_fitting_back_a_known_set_from_noisy_logs_with_1C_temperature_readings(l
     The bands below are derived from the noise and the data, not from one run."""
     train, validation = logs
     fixed = {k: v for k, v in TRUTH.values.items() if k not in IDENTIFIED and k != "q_offset"}
-    space = SearchSpace.build("dcmotor", "lugre", fixed, identify_offset=False,
+    space = SearchSpace.from_names("dcmotor", "lugre", fixed, identify_offset=False,
                               groups=("thermal",))
     assert set(space.names) == set(IDENTIFIED)
     truth = {name: TRUTH.values[name] for name in IDENTIFIED}
@@ -144,10 +144,10 @@ def test_fitting_back_a_known_set_from_noisy_logs_with_1C_temperature_readings(l
 
 def test_temperature_error_is_a_weighted_second_objective_term(logs):
     train, _ = logs
-    space = SearchSpace.build("dcmotor", "lugre", {k: v for k, v in TRUTH.values.items()
+    space = SearchSpace.from_names("dcmotor", "lugre", {k: v for k, v in TRUTH.values.items()
                                                   if k != "q_offset"}, identify_offset=False)
     hotter = {"thermal.resistance": 1.2 * TRUTH.values["thermal.resistance"]}
-    cooler = SearchSpace.build("dcmotor", "lugre", {**space.fixed, **hotter}, False)
+    cooler = SearchSpace.from_names("dcmotor", "lugre", {**space.fixed, **hotter}, False)
     position, temperature = Objective(cooler, train).errors({})
     for weight in (0.0, 1e-3, 1e-2):
         score = Objective(cooler, train, temperature_weight=weight)(cooler.population_of([{}]))[0]
@@ -159,19 +159,19 @@ def test_temperature_error_is_a_weighted_second_objective_term(logs):
 
 def test_the_bag_keeps_the_winding_temperature(logs, tmp_path):
     log = logs[1][0]
-    bag = write_bag(tmp_path / "bench", [BagSession("dcmotor", [BagTrial(log, "steps", log.kp,
-                                                                         1, 0)])])
+    trial = BagTrial(log, "steps", log.kp, 1, 0)
+    bag = write_bag(tmp_path / "bench", [BagSession(TRUTH.actuator, [trial])])
     (back,) = read_bag(bag)
     np.testing.assert_array_equal(back.temperature, log.temperature)
     # a motor without the thermal group reports none (NaN): the log has no temperature
     cold = TRUTH.values.copy()
     for name in [n for n in cold if n.startswith("thermal.")]:
         del cold[name]
-    plain = record(type(TRUTH).build("dcmotor", "lugre", cold), Bench(1.0, 0.15), 20.0,
+    plain = record(type(TRUTH).build(TRUTH.actuator, TRUTH.model, cold), Bench(1.0, 0.15), 20.0,
                    "steps", duration=1.0)
     assert plain.temperature is None
-    bag = write_bag(tmp_path / "none", [BagSession("dcmotor", [BagTrial(plain, "steps", 20.0,
-                                                                        1, 0)])])
+    trial = BagTrial(plain, "steps", 20.0, 1, 0)
+    bag = write_bag(tmp_path / "none", [BagSession(TRUTH.actuator, [trial])])
     assert read_bag(bag)[0].temperature is None
 
 
@@ -179,7 +179,8 @@ def test_the_bag_keeps_the_winding_temperature(logs, tmp_path):
 def bag(logs, tmp_path_factory):
     train, validation = logs
     # one session per log: each bench is its own BenchInfo
-    sessions = [BagSession("dcmotor", [BagTrial(log, log.meta["trajectory"], log.kp, i + 1, 0)])
+    sessions = [BagSession(TRUTH.actuator, [BagTrial(log, log.meta["trajectory"], log.kp,
+                                                              i + 1, 0)])
                 for i, log in enumerate(train + validation)]
     return write_bag(tmp_path_factory.mktemp("bags") / "thermal", sessions)
 
@@ -244,7 +245,8 @@ def test_bad_group_requests_are_refused_in_one_line(bag, tmp_path, capsys, extra
 def test_thermal_group_needs_recorded_temperatures(tmp_path, capsys):
     log = record(TRUTH, Bench(1.0, 0.15), 20.0, "steps", duration=1.0)
     log = type(log)(**{**log.__dict__, "temperature": None})
-    bag = write_bag(tmp_path / "cold", [BagSession("dcmotor", [BagTrial(log, "steps", 20.0, 1,
+    bag = write_bag(tmp_path / "cold", [BagSession(TRUTH.actuator, [BagTrial(log, "steps",
+                                                                                      20.0, 1,
                                                                         0)])])
     code, _, err = run(fit_main, ["--bags", bag, "--models", "lugre", "--groups", "thermal",
                                   "--trials", 4, "--output", tmp_path / "p.yaml",
@@ -266,9 +268,9 @@ def test_a_protocol_run_may_have_its_own_duration():
 def test_the_electrical_groups_of_a_dynamixel_are_identified_from_noisy_logs():
     """An MX-64 (voltage law) carrying inductance and a current limit: L and i_max are
     fitted back with the motor and M1 friction, as any actuator may carry the groups."""
-    from bam_sim.models.files.parameter_file import published
+    from bam_sim.models.files.parameter_file import published_named
 
-    truth = published("mx64", "m1").replace(**{"saturation.current": 1.5,
+    truth = published_named("mx64", "m1").replace(**{"saturation.current": 1.5,
                                                "inductance.L": 0.006})
     rng = np.random.default_rng(1)
     logs = [record(truth, Bench(mass, length), kp, name, duration=6.0, noise=NOISE, rng=rng)
@@ -276,7 +278,7 @@ def test_the_electrical_groups_of_a_dynamixel_are_identified_from_noisy_logs():
                 ("steps", 1.0, 0.15, 32.0), ("accelerated_oscillations", 0.5, 0.2, 16.0),
                 ("raise_lower", 1.5, 0.1, 32.0), ("lift_drop", 1.0, 0.2, 16.0),
                 ("slow_oscillations", 1.5, 0.2, 32.0), ("steps", 0.5, 0.1, 16.0))]
-    space = SearchSpace.build("mx64", "m1", {}, identify_offset=False,
+    space = SearchSpace.from_names("mx64", "m1", {}, identify_offset=False,
                               groups=("saturation", "inductance"))
     assert {"saturation.current", "inductance.L"} <= set(space.names)
     result = identify(space, logs, FitSettings(trials=3000, seed=0))

@@ -21,7 +21,8 @@ from bam_identify.cli import eval_main
 from bam_identify.data.bag_writer import BagSession, write_bag
 from bam_identify.data.dataset import content_key, load_dataset, split
 from bam_identify.data.legacy_logs import write_legacy_log
-from bam_sim.models.files.parameter_file import published, save
+from bam_sim.models.files.parameter_file import published_named, save
+from bam_sim.models.servo.actuators import get_actuator
 
 TRAJECTORIES = ("steps", "lift_drop", "raise_lower")
 GAINS = (8.0, 16.0, 32.0, 4.0)
@@ -34,7 +35,7 @@ def runs():
     for i, (trajectory, kp) in enumerate((t, g) for t in TRAJECTORIES for g in GAINS):
         log, _ = simulated("mx64", trajectory, MX64_BENCH, kp, duration=0.25)
         trials.append((log, trajectory, kp, i + 1, 0))
-    return BagSession("mx64", trials)
+    return BagSession(get_actuator("mx64"), trials)
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +49,7 @@ def bags(tmp_path_factory, runs):
     halves = {}
     for name, gains in (("low", GAINS[:2]), ("high", GAINS[2:])):
         trials = [t for t in runs.trials if t[2] in gains]
-        halves[name] = write_bag(root / name, [BagSession("mx64", trials)])
+        halves[name] = write_bag(root / name, [BagSession(get_actuator("mx64"), trials)])
     return {"mcap": mcap, "db3": db3, "copy": root / "copy" / "bench",
             "file": mcap / "bench.mcap", "slash": f"{mcap}/", **halves}
 
@@ -97,7 +98,8 @@ def test_the_split_never_validates_on_a_copy_and_ignores_the_path_order(bags, ca
 def test_a_legacy_log_given_twice_or_copied_counts_once(tmp_path, caplog):
     logs = [simulated("mx64", t, MX64_BENCH, 8.0, duration=0.25)[0] for t in TRAJECTORIES]
     for log, trajectory in zip(logs, TRAJECTORIES):
-        write_legacy_log(tmp_path / "logs" / f"{trajectory}.json", log, "mx64", trajectory)
+        write_legacy_log(tmp_path / "logs" / f"{trajectory}.json", log, get_actuator("mx64"),
+                         trajectory)
     shutil.copytree(tmp_path / "logs", tmp_path / "again")
     one = tmp_path / "logs" / "steps.json"
     data = load_dataset(logs=[tmp_path / "logs", one, tmp_path / "again"])
@@ -107,12 +109,12 @@ def test_a_legacy_log_given_twice_or_copied_counts_once(tmp_path, caplog):
     assert line.startswith("warning: 4 duplicate log(s) left out")
     assert str(tmp_path / "again") in line
     # the same run under another trajectory name is another log, not a duplicate
-    write_legacy_log(tmp_path / "renamed.json", logs[0], "mx64", "steps_again")
+    write_legacy_log(tmp_path / "renamed.json", logs[0], get_actuator("mx64"), "steps_again")
     assert len(load_dataset(logs=[tmp_path / "logs", tmp_path / "renamed.json"])) == 4
 
 
 def test_eval_scores_a_bag_given_twice_as_the_bag(bags, tmp_path, caplog):
-    params = save(published("mx64", "m1"), tmp_path / "m1.yaml")
+    params = save(published_named("mx64", "m1"), tmp_path / "m1.yaml")
     scores = []
     for name, given in (("once", [bags["mcap"]]), ("twice", [bags["mcap"], bags["db3"]])):
         out = tmp_path / f"{name}.json"

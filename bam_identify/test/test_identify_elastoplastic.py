@@ -22,7 +22,8 @@ from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import batch_mae, batch_violation
 from bam_sim.common.errors import BamError
 from bam_sim.models.files.parameter_file import load, save
-from bam_sim.models.model_registry import resolve_model
+from bam_sim.models.model_registry import get_model
+from bam_sim.models.servo.actuators import get_actuator
 
 pytestmark = pytest.mark.numerics  # CI reruns these with numpy's SIMD dispatch off
 
@@ -37,7 +38,7 @@ def noisy_logs():
     """12 logs of 3 s (Table I setups × the four trajectories) under a known ep_stribeck
     set, 1 mrad Gaussian noise on the positions: 8 to fit, 4 (one per trajectory) to
     validate."""
-    truth = elastoplastic_example("mx64", "ep_stribeck")
+    truth = elastoplastic_example(get_actuator("mx64"), get_model("ep_stribeck"))
     logs = paper_like_set(truth, 12, duration=3.0, noise=1e-3, seed=4)
     return truth, logs[:8], logs[8:]
 
@@ -55,7 +56,7 @@ def test_round_trip_recovers_the_truth(noisy_logs):
     Haswell or Prescott ones, 1 or 2 numba threads): the budget is ~3x that.
     """
     truth, train, validation = noisy_logs
-    space = SearchSpace.build("mx64", "ep_stribeck")
+    space = SearchSpace.from_names("mx64", "ep_stribeck")
     at_truth = values_of(truth, space)
     truth_train = Objective(space, train)(space.population_of([at_truth]))[0]
     truth_val = Objective(space, validation)(space.population_of([at_truth]))[0]
@@ -79,7 +80,7 @@ def test_round_trip_recovers_the_truth(noisy_logs):
 
 def test_invalid_candidates_are_scored_not_simulated(noisy_logs):
     truth, train, _ = noisy_logs
-    space = SearchSpace.build("mx64", "ep_stribeck")
+    space = SearchSpace.from_names("mx64", "ep_stribeck")
     good = values_of(truth, space)
     # (14): r = (F_S − F_C)/v_S − D grows as v_S shrinks; coupling: T·(K·T + 2B) < 4J.
     bad_14 = {**good, "dtheta_stribeck": 0.01}
@@ -105,7 +106,7 @@ def test_a_fit_without_any_valid_candidate_says_so(noisy_logs):
     """F_S − F_C = 0.5 N·m held with v_S = 1 mrad/s: r = 500 N·m·s/rad, beyond any K·T + B
     of the box; nothing is simulated, and the fit says why instead of writing a set."""
     _, train, _ = noisy_logs
-    space = SearchSpace.build("mx64", "ep_stribeck",
+    space = SearchSpace.from_names("mx64", "ep_stribeck",
                               {"friction_stribeck": 0.5, "dtheta_stribeck": 0.001})
     with pytest.raises(BamError, match=r"none of the 24 candidates .* condition \(14\)"):
         identify(space, train, FitSettings(trials=24, seed=0, popsize=12))
@@ -113,14 +114,14 @@ def test_a_fit_without_any_valid_candidate_says_so(noisy_logs):
 
 def test_m_model_scores_are_unchanged(noisy_logs):
     """The constraint step leaves M1..M6 alone: the same scores as batch_mae's."""
-    from bam_sim.models.files.parameter_file import published
+    from bam_sim.models.files.parameter_file import published_named
 
     _, train, _ = noisy_logs
-    space = SearchSpace.build("mx64", "m4")
-    m4 = values_of(published("mx64", "m4"), space)
+    space = SearchSpace.from_names("mx64", "m4")
+    m4 = values_of(published_named("mx64", "m4"), space)
     objective = Objective(space, train)
     batch = LogBatch.pack(train, objective.batch.actuator)
-    direct = batch_mae(resolve_model("m4"), space.population_of([m4]), batch) @ objective.weights
+    direct = batch_mae(get_model("m4"), space.population_of([m4]), batch) @ objective.weights
     assert objective(space.population_of([m4]))[0] == direct[0]
 
 
@@ -130,8 +131,9 @@ def test_nested_start_reproduces_the_simpler_ep_model(noisy_logs, simple, rich):
     """F_S − F_C = 0 turns (21) into (19), K_l = K_l^s = 0 turns ep_load into ep_stribeck
     (only the latter is a warm start of the fit, see NESTED_IN)."""
     _, train, _ = noisy_logs
-    fitted = elastoplastic_example("mx64", simple).values
-    simple_space, rich_space = SearchSpace.build("mx64", simple), SearchSpace.build("mx64", rich)
+    fitted = elastoplastic_example(get_actuator("mx64"), get_model(simple)).values
+    simple_space, rich_space = SearchSpace.from_names("mx64",
+                                                      simple), SearchSpace.from_names("mx64", rich)
     start = nested_start(rich_space, fitted)
     at_simple = {k: fitted.get(k, 0.0) for k in simple_space.names}
     a = Objective(simple_space, train)(simple_space.population_of([at_simple]))
@@ -144,14 +146,15 @@ def test_nested_start_reproduces_the_simpler_ep_model(noisy_logs, simple, rich):
 @pytest.fixture(scope="module")
 def ep_bag(tmp_path_factory):
     """8 logs of 2 s under the example ep_stribeck set, one bench, two gains."""
-    truth = elastoplastic_example("mx64", "ep_stribeck")
+    truth = elastoplastic_example(get_actuator("mx64"), get_model("ep_stribeck"))
     bench = Bench(1.0, 0.15)
     rng = np.random.default_rng(6)
     logs = [record(truth, bench, kp, name, duration=2.0, noise=5e-4, rng=rng)
             for kp in (8.0, 16.0)
             for name in ("accelerated_oscillations", "slow_oscillations", "raise_lower",
                          "lift_drop")]
-    sessions = [BagSession("mx64", [BagTrial(log, log.meta["trajectory"], log.kp, i + 1, 0)])
+    sessions = [BagSession(get_actuator("mx64"), [BagTrial(log, log.meta["trajectory"], log.kp,
+                                                           i + 1, 0)])
                 for i, log in enumerate(logs)]
     return truth, write_bag(tmp_path_factory.mktemp("bags") / "ep_bench", sessions)
 

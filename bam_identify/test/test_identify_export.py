@@ -4,7 +4,7 @@ reads back to the same set; one-line errors and exit code 2 for bad input."""
 from __future__ import annotations
 
 from bam_identify.export_cli import export_main
-from bam_sim.models.files.parameter_file import load, published, save
+from bam_sim.models.files.parameter_file import load, published_named, save
 
 
 def run(args, capsys):
@@ -15,7 +15,7 @@ def run(args, capsys):
 
 def _fitted(tmp_path, actuator="mx64", model="m6"):
     path = tmp_path / "fitted.yaml"
-    save(published(actuator, model).replace(q_offset=0.0123), path)
+    save(published_named(actuator, model).replace(q_offset=0.0123), path)
     return path
 
 
@@ -57,7 +57,7 @@ def test_invalid_yaml_is_one_line(tmp_path, capsys):
 
 def test_a_set_bam_json_cannot_hold_is_refused_before_writing(tmp_path, capsys):
     src = tmp_path / "thermal.yaml"
-    save(published("mx64", "m1").replace(**{"thermal.resistance": 5.0,
+    save(published_named("mx64", "m1").replace(**{"thermal.resistance": 5.0,
                                             "thermal.capacitance": 1.0,
                                             "thermal.tempcoef": 0.0039}), src)
     out = tmp_path / "m.json"
@@ -84,7 +84,7 @@ def test_dcmotor_mjcf_export_is_mujocos_own_servo(tmp_path, capsys):
     import mujoco
 
     src = tmp_path / "sts.yaml"
-    save(published("sts3215_12v", "m1"), src)
+    save(published_named("sts3215_12v", "m1"), src)
     out = tmp_path / "servo.xml"
     code, stdout, _ = run([src, "--format", "dcmotor-mjcf", "--gain", "32", "--output", out],
                           capsys)
@@ -111,7 +111,7 @@ def test_dcmotor_mjcf_is_written_for_the_mujoco_version_asked(tmp_path, capsys):
 
     assert MUJOCO_VERSIONS == dcmotor_export.MUJOCO_VERSIONS
     src = tmp_path / "mx64.yaml"
-    save(published("mx64", "m1").replace(**{"latency.command": 0.006}), src)
+    save(published_named("mx64", "m1").replace(**{"latency.command": 0.006}), src)
     texts = {}
     for version in (None, "4", "3.11"):
         out = tmp_path / f"servo_{version}.xml"

@@ -11,18 +11,18 @@ import bam_identify.fitting.report as report
 from bam_identify.data.synthetic import paper_like_set
 from bam_identify.fitting.report import FIGURES_LEFT_OUT, ModelResult, write_report
 from bam_sim.common.cancellation import Cancellation
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
 
 PROVENANCE = {"actuator": "mx64", "seed": 0, "version": "test", "date": "today"}
 
 
 @pytest.fixture(scope="module")
 def logs():
-    return paper_like_set(published("mx64", "m1"), 3, duration=1.0)
+    return paper_like_set(published_named("mx64", "m1"), 3, duration=1.0)
 
 
 def _results(tmp_path):
-    return [ModelResult(published("mx64", "m1"), 0.01, 0.02, 10, 0.5, tmp_path / "m1.yaml",
+    return [ModelResult(published_named("mx64", "m1"), 0.01, 0.02, 10, 0.5, tmp_path / "m1.yaml",
                         interrupted=True)]
 
 

@@ -12,17 +12,17 @@ from bam_identify.fitting.objective import Objective
 from bam_identify.fitting.space import SearchSpace
 from bam_sim.common.cancellation import Cancellation
 from bam_sim.common.errors import BamError
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
 
 
 @pytest.fixture(scope="module")
 def logs():
-    return paper_like_set(published("mx64", "m1"), 6, duration=2.0, seed=4)
+    return paper_like_set(published_named("mx64", "m1"), 6, duration=2.0, seed=4)
 
 
 @pytest.fixture(scope="module")
 def space():
-    return SearchSpace.build("mx64", "m1")
+    return SearchSpace.from_names("mx64", "m1")
 
 
 def _stored_trials(url: str, name: str) -> list[optuna.trial.FrozenTrial]:
@@ -84,8 +84,8 @@ def test_an_interrupted_stored_fit_resumes(logs, space, tmp_path):
 def test_restarts_are_recorded_and_replayed(tmp_path):
     """Noisy data stagnates, so the fit restarts with twice the population; a resumed
     fit replays the restarts (their studies .r0, .r1, ...) to the same result."""
-    noisy = paper_like_set(published("mx64", "m1"), 4, duration=1.5, noise=2e-3, seed=3)
-    space = SearchSpace.build("mx64", "m1")
+    noisy = paper_like_set(published_named("mx64", "m1"), 4, duration=1.5, noise=2e-3, seed=3)
+    space = SearchSpace.from_names("mx64", "m1")
     url = f"sqlite:///{tmp_path / 'fit.db'}"
     first = identify(space, noisy, FitSettings(trials=1500, seed=0, storage=url,
                                                study_name="ipop"))
@@ -117,9 +117,9 @@ def test_no_storage_imports_no_optuna(logs, space):
     code = ("import sys\n"
             "from bam_identify.data.synthetic import paper_like_set\n"
             "from bam_identify.fitting.fit import FitSettings, SearchSpace, identify\n"
-            "from bam_sim.models.files.parameter_file import published\n"
-            "logs = paper_like_set(published('mx64', 'm1'), 2, duration=1.0)\n"
-            "identify(SearchSpace.build('mx64', 'm1'), logs, FitSettings(trials=20))\n"
+            "from bam_sim.models.files.parameter_file import published_named\n"
+            "logs = paper_like_set(published_named('mx64', 'm1'), 2, duration=1.0)\n"
+            "identify(SearchSpace.from_names('mx64', 'm1'), logs, FitSettings(trials=20))\n"
             "print(sorted(m for m in ('optuna', 'sqlalchemy') if m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)

@@ -84,10 +84,10 @@ from bam_identify.data.synthetic import paper_like_set
 from bam_identify.fitting.fit import FitSettings, identify
 from bam_identify.fitting.space import SearchSpace
 from bam_sim.common.entry_point import run_command
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
 
-logs = paper_like_set(published("mx64", "m1"), 2, duration=1.0, seed=8)
-space = SearchSpace.build("mx64", "m1", {}, True)
+logs = paper_like_set(published_named("mx64", "m1"), 2, duration=1.0, seed=8)
+space = SearchSpace.from_names("mx64", "m1", {}, True)
 calls = []
 at = int(sys.argv[1])
 

@@ -11,6 +11,7 @@ from identify_cases import EROB_BENCH, MX64_BENCH, simulated
 
 from bam_identify.data.legacy_logs import read_legacy_log, read_legacy_logs, write_legacy_log
 from bam_sim.common.errors import BamError
+from bam_sim.models.servo.actuators import get_actuator
 
 
 def jittered_times(n=700, step=0.001, jitter=0.0003, first=0.0023, seed=3):
@@ -83,7 +84,7 @@ def test_processed_log_is_kept_or_resampled(tmp_path):
 
 def test_write_then_read_round_trip(tmp_path):
     log, _ = simulated("mx64", "lift_drop", MX64_BENCH, 8.0, duration=0.5, supply_voltage=14.8)
-    path = write_legacy_log(tmp_path / "mx.json", log, "mx64", "lift_drop")
+    path = write_legacy_log(tmp_path / "mx.json", log, get_actuator("mx64"), "lift_drop")
     doc = json.loads(path.read_text())
     assert doc["arm_mass"] == doc["arm-mass"] == 0.1 and doc["vin"] == 14.8
     assert doc["dt"] == 0.005 and "damping" not in doc
@@ -95,7 +96,7 @@ def test_write_then_read_round_trip(tmp_path):
     assert (back.bench, back.kp, back.supply_voltage) == (log.bench, log.kp, 14.8)
 
     erob, _ = simulated("erob80_100", "steps", EROB_BENCH, 25.0, duration=0.3)
-    path = write_legacy_log(tmp_path / "erob.json", erob, "erob80_100", "steps")
+    path = write_legacy_log(tmp_path / "erob.json", erob, get_actuator("erob80_100"), "steps")
     doc = json.loads(path.read_text())
     assert doc["damping"] == 2.0 and "vin" not in doc  # the actuator's default damping
     assert read_legacy_log(path).damping == 2.0
@@ -104,7 +105,7 @@ def test_write_then_read_round_trip(tmp_path):
 def test_folder_of_logs_reads_in_name_order(tmp_path):
     log, _ = simulated("mx64", "steps", MX64_BENCH, 8.0, duration=0.2)
     for name in ("b", "a", "c"):
-        write_legacy_log(tmp_path / "logs" / f"{name}.json", log, "mx64", f"t{name}")
+        write_legacy_log(tmp_path / "logs" / f"{name}.json", log, get_actuator("mx64"), f"t{name}")
     (tmp_path / "logs" / "notes.txt").write_text("not a log")
     logs = read_legacy_logs(tmp_path / "logs")
     assert [log.meta["trajectory"] for log in logs] == ["ta", "tb", "tc"]
@@ -143,10 +144,10 @@ def test_bad_logs(tmp_path):
 
 def test_write_needs_overwrite_to_replace(tmp_path):
     log, _ = simulated("mx64", "steps", MX64_BENCH, 8.0, duration=0.2)
-    path = write_legacy_log(tmp_path / "x.json", log, "mx64", "steps")
+    path = write_legacy_log(tmp_path / "x.json", log, get_actuator("mx64"), "steps")
     with pytest.raises(BamError, match="already exists"):
-        write_legacy_log(path, log, "mx64", "steps")
-    write_legacy_log(path, log, "mx64", "raise", overwrite=True)
+        write_legacy_log(path, log, get_actuator("mx64"), "steps")
+    write_legacy_log(path, log, get_actuator("mx64"), "raise", overwrite=True)
     assert json.loads(path.read_text())["trajectory"] == "raise"
 
 
@@ -154,6 +155,6 @@ def test_the_bus_input_voltage_travels_as_input_volts(tmp_path):
     log, _ = simulated("mx64", "lift_drop", MX64_BENCH, 8.0, duration=0.5)
     volts = 14.8 - 0.1 * (np.arange(len(log)) % 10)
     log = dataclasses.replace(log, input_voltage=volts)
-    path = write_legacy_log(tmp_path / "mx.json", log, "mx64", "lift_drop")
+    path = write_legacy_log(tmp_path / "mx.json", log, get_actuator("mx64"), "lift_drop")
     assert "input_volts" in json.loads(path.read_text())["entries"][0]
     np.testing.assert_array_equal(read_legacy_log(path).input_voltage, volts)

@@ -208,7 +208,7 @@ def test_the_fit_command_exits_2_naming_the_file_and_field(tmp_path, capsys):
 @pytest.fixture(scope="module")
 def session():
     log, _ = simulated("mx64", "steps", MX64_BENCH, 8.0, duration=0.5)
-    return BagSession("mx64", [(log, "steps", 8.0, 1, 0)])
+    return BagSession(get_actuator("mx64"), [(log, "steps", 8.0, 1, 0)])
 
 
 def bag_refused(path: Path, *fragments: str) -> None:
@@ -241,7 +241,7 @@ def test_an_impossible_reading_in_a_bag_is_refused(tmp_path, series, value, frag
     log, _ = simulated("mx64", "steps", MX64_BENCH, 8.0, duration=0.5)
     log = type(log)(**{**log.__dict__, series: np.full(len(log), value)})
     bag = write_messages(tmp_path / series, bench_messages([BagSession(
-        "mx64", [(log, "steps", 8.0, 1, 0)])]))
+        get_actuator("mx64"), [(log, "steps", 8.0, 1, 0)])]))
     bag_refused(bag, fragment, "repair or drop that trial")
 
 
@@ -254,7 +254,7 @@ def test_a_bag_without_a_supply_reading_uses_the_actuators(tmp_path, session):
 
 def test_a_hole_in_a_trials_joint_states_is_refused(tmp_path):
     log, _ = simulated("mx64", "steps", MX64_BENCH, 8.0, duration=2.0)
-    messages = bench_messages([BagSession("mx64", [(log, "steps", 8.0, 1, 0)])])
+    messages = bench_messages([BagSession(get_actuator("mx64"), [(log, "steps", 8.0, 1, 0)])])
     states = [i for i, m in enumerate(messages) if m[0] == TOPIC_JOINT_STATES]
     for count, refuse in ((60, False), (220, True)):  # pauses of 0.305 s and 1.105 s
         cut = set(states[40:40 + count])

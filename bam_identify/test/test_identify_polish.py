@@ -11,7 +11,7 @@ from bam_identify.fitting.fit import FitSettings, identify
 from bam_identify.fitting.objective import Objective
 from bam_identify.fitting.polish import LevenbergMarquardt
 from bam_identify.fitting.space import SearchSpace
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
 
 pytestmark = pytest.mark.numerics  # CI reruns these with numpy's SIMD dispatch off
 
@@ -81,12 +81,12 @@ def test_lm_respects_its_budget():
 @pytest.fixture(scope="module")
 def m4_logs():
     """Noise-free logs of a known M4 set: the optimum is the truth, at zero error."""
-    return paper_like_set(published("mx64", "m4"), 8, duration=3.0, arm_mass=0.1, seed=5)
+    return paper_like_set(published_named("mx64", "m4"), 8, duration=3.0, arm_mass=0.1, seed=5)
 
 
 def test_polish_recovers_the_truth_with_far_fewer_evaluations(m4_logs):
-    truth = published("mx64", "m4")
-    space = SearchSpace.build("mx64", "m4")
+    truth = published_named("mx64", "m4")
+    space = SearchSpace.from_names("mx64", "m4")
     polished = identify(space, m4_logs, FitSettings(trials=6000, seed=0, target=1e-7))
     plain = identify(space, m4_logs, FitSettings(trials=6000, seed=0, target=1e-7,
                                                  polish=False))
@@ -102,7 +102,7 @@ def test_polish_recovers_the_truth_with_far_fewer_evaluations(m4_logs):
 
 
 def test_residuals_give_the_objective(m4_logs):
-    space = SearchSpace.build("mx64", "m4")
+    space = SearchSpace.from_names("mx64", "m4")
     objective = Objective(space, m4_logs)
     rng = np.random.default_rng(1)
     lower, span = space.unit_box()
@@ -116,7 +116,7 @@ def test_residuals_give_the_objective(m4_logs):
 def test_polish_evaluations_are_counted_and_recorded(m4_logs, tmp_path):
     """Every candidate, CMA-ES's and the polish's, is one trial of the record and one of
     the fit's count; the polishes' own studies are <study>.r<k>.lm<g>."""
-    space = SearchSpace.build("mx64", "m4")
+    space = SearchSpace.from_names("mx64", "m4")
     url = f"sqlite:///{tmp_path / 'fit.db'}"
     result = identify(space, m4_logs, FitSettings(trials=900, seed=1, target=1e-6,
                                                   storage=url, study_name="lm"))
@@ -130,8 +130,8 @@ def test_polish_evaluations_are_counted_and_recorded(m4_logs, tmp_path):
 def test_a_resumed_fit_reuses_its_polish(tmp_path):
     """Noisy logs: the polish stalls at the noise floor; resumed past it, the fit reads
     the polish from the record instead of running it again, and ends as a direct fit."""
-    logs = paper_like_set(published("mx64", "m1"), 4, duration=1.5, noise=1e-3, seed=6)
-    space = SearchSpace.build("mx64", "m1")
+    logs = paper_like_set(published_named("mx64", "m1"), 4, duration=1.5, noise=1e-3, seed=6)
+    space = SearchSpace.from_names("mx64", "m1")
     url = f"sqlite:///{tmp_path / 'fit.db'}"
     first = identify(space, logs, FitSettings(trials=500, seed=4, storage=url,
                                               study_name="p", restarts=False))

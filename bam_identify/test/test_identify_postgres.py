@@ -15,7 +15,8 @@ import sqlalchemy as sa
 from bam_identify.campaign_cli import campaign_main
 from bam_identify.data.legacy_logs import write_legacy_log
 from bam_identify.data.synthetic import paper_like_set
-from bam_sim.models.files.parameter_file import load, published
+from bam_sim.models.files.parameter_file import load, published_named
+from bam_sim.models.servo.actuators import get_actuator
 
 FIT = "from bam_identify.cli import fit_main; raise SystemExit(fit_main())"
 WORK = "from bam_identify.campaign_cli import campaign_main; raise SystemExit(campaign_main())"
@@ -43,9 +44,10 @@ def database(postgres, request) -> str:
 @pytest.fixture(scope="module")
 def log_dir(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("logs")
-    for i, log in enumerate(paper_like_set(published("mx64", "m4"), 12, duration=3.0,
+    for i, log in enumerate(paper_like_set(published_named("mx64", "m4"), 12, duration=3.0,
                                            arm_mass=0.1, seed=2)):
-        write_legacy_log(folder / f"{i:03d}.json", log, "mx64", log.meta["trajectory"])
+        write_legacy_log(folder / f"{i:03d}.json", log, get_actuator("mx64"),
+                         log.meta["trajectory"])
     return folder
 
 

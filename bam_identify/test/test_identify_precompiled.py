@@ -19,7 +19,8 @@ from robot_recordings import ACTION, STATE, write_lerobot
 
 from bam_identify.data.legacy_logs import write_legacy_log
 from bam_identify.data.synthetic import paper_like_set
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
+from bam_sim.models.servo.actuators import get_actuator
 from bam_sim.mujoco_arm.shipped_arms import arm_spec
 
 # The fit's command line, with a listener on numba's "numba:compile" events: a dispatcher
@@ -47,10 +48,10 @@ sys.exit(code)
 
 @pytest.fixture(scope="module")
 def logs(tmp_path_factory) -> Path:
-    truth = published("mx64", "m6")
+    truth = published_named("mx64", "m6")
     folder = tmp_path_factory.mktemp("logs")
     for i, log in enumerate(paper_like_set(truth, 3, duration=1.0, seed=3)):
-        write_legacy_log(folder / f"{i}.json", log, "mx64", log.meta["trajectory"])
+        write_legacy_log(folder / f"{i}.json", log, get_actuator("mx64"), log.meta["trajectory"])
     return folder
 
 

@@ -27,10 +27,11 @@ from bam_identify.fitting.priors import (
 )
 from bam_identify.fitting.run import fit
 from bam_sim.bench.geometry import Bench
-from bam_sim.models.files.parameter_file import load, published
+from bam_sim.models.files.parameter_file import load, published_named
 from bam_sim.models.model_registry import FRICTION_MODELS, get_model
+from bam_sim.models.servo.actuators import get_actuator
 
-TRUTH = published("mx64", "m4")
+TRUTH = published_named("mx64", "m4")
 ONE = Bench(mass=1.0, length=0.15)
 OTHER = Bench(mass=1.5, length=0.20)
 TRAJECTORIES = ("slow_oscillations", "lift_drop", "raise_lower")
@@ -43,7 +44,7 @@ def logs_folder(folder: Path, benches: list[Bench], gains: tuple[float, ...]) ->
     for i, (bench, kp, trajectory) in enumerate(
             (b, k, t) for b in benches for k in gains for t in TRAJECTORIES):
         log = record(TRUTH, bench, kp, trajectory, duration=4.0, noise=1e-3, rng=rng)
-        write_legacy_log(folder / f"{i:02d}.json", log, "mx64", trajectory)
+        write_legacy_log(folder / f"{i:02d}.json", log, get_actuator("mx64"), trajectory)
     return folder
 
 
@@ -70,7 +71,7 @@ def test_without_a_free_swing_the_viscous_friction_is_held_at_the_published_m1()
     held = [record(TRUTH, ONE, 32.0, "slow_oscillations", duration=0.5)]
     assert held[0].enabled.all()
     prior = swing_priors(held, TRUTH.actuator, get_model("m4"))
-    assert prior.values == {"friction_viscous": published("mx64", "m1").values[
+    assert prior.values == {"friction_viscous": published_named("mx64", "m1").values[
         "friction_viscous"]}
     assert prior.reasons == (SWING_REASON,)
     dropped = [*held, record(TRUTH, ONE, 32.0, "lift_drop", duration=4.0)]

@@ -117,7 +117,8 @@ def test_the_xl330_load_is_its_pwm_duty():
 @needs_real
 def test_a_real_log_written_back_reads_the_same(tmp_path):
     log = read_legacy_log(real_files()[0])
-    again = read_legacy_log(write_legacy_log(tmp_path / "again.json", log, "xl330", "sin_sin"))
+    again = read_legacy_log(write_legacy_log(tmp_path / "again.json", log, get_actuator("xl330"),
+                                             "sin_sin"))
     for name in ("temperature", "input_voltage", "load", "velocity", "position"):
         np.testing.assert_allclose(getattr(again, name), getattr(log, name), atol=1e-12)
     assert again.supply_voltage == 7.4
@@ -237,7 +238,7 @@ def test_the_thermal_fit_is_no_worse_than_the_nested_fit_without_it(tmp_path):
                  report=tmp_path / "report")
     (plain,) = fit(job).results
     logs = read_legacy_logs(REAL)
-    space = SearchSpace.build("xl330", "m1", group_defaults(("thermal",), logs),
+    space = SearchSpace.from_names("xl330", "m1", group_defaults(("thermal",), logs),
                               groups=("thermal",))
     start = nested_start(space, plain.params.values)
     # Nested: no tempcoef; a slow, large winding so the start heats little.

@@ -18,13 +18,13 @@ from bam_identify.fitting.report import (
 )
 from bam_sim.bench.geometry import Bench
 from bam_sim.common.errors import BamError
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo.actuators import get_actuator
 
 
 def test_warnings_for_what_the_data_cannot_identify():
-    truth = published("mx64", "m4")
+    truth = published_named("mx64", "m4")
     one_setup = [record(truth, Bench(1.0, 0.15), kp, "slow_oscillations", duration=1.0)
                  for kp in (8.0, 8.0)]
     warnings = identifiability_warnings(one_setup, ["m1", "m4"])
@@ -40,7 +40,7 @@ def test_warnings_for_what_the_data_cannot_identify():
 
 def test_one_setup_names_the_fixed_combinations_and_what_to_record():
     """Real-data identifiability: one mass and length, kt and R through the firmware gain."""
-    truth = published("xl330", "m4")
+    truth = published_named("xl330", "m4")
     act = get_actuator("xl330")
     one_setup = [record(truth, Bench(0.49, 0.1), kp, "lift_drop", duration=2.0)
                  for kp in (100.0, 200.0)]
@@ -59,16 +59,16 @@ def test_one_setup_names_the_fixed_combinations_and_what_to_record():
     assert not any("mass/length setup" in w for w in warnings)
     assert any(w.startswith("kt and R are not fixed apart") for w in warnings)
     # The current-law servos (no firmware duty) get no kt/R warning.
-    erob = [record(published("erob80_100", "m4"), Bench(5.0, 0.5), kp, "lift_drop",
+    erob = [record(published_named("erob80_100", "m4"), Bench(5.0, 0.5), kp, "lift_drop",
                    duration=2.0) for kp in (10.0, 50.0)]
     assert not any(w.startswith("kt and R") for w in identifiability_warnings(
         erob, ["m1"], (), get_actuator("erob80_100")))
 
 
 def test_report_files(tmp_path):
-    truth = published("mx64", "m4")
+    truth = published_named("mx64", "m4")
     logs = paper_like_set(truth, 4, duration=2.0)
-    results = [ModelResult(published("mx64", m), 0.01 / i, 0.012 / i, 100, 1.5,
+    results = [ModelResult(published_named("mx64", m), 0.01 / i, 0.012 / i, 100, 1.5,
                            tmp_path / f"{m}.yaml") for i, m in enumerate(["m1", "m4"], start=1)]
     path = write_report(tmp_path / "report", results, logs[:2], logs[2:], ["beware"],
                         {"actuator": "mx64", "seed": 3, "version": "test", "date": "today"})
@@ -96,7 +96,7 @@ def test_validation_figure_with_repeated_trajectories(tmp_path):
     """More validation logs than trajectories: the figure still picks one per trajectory."""
     from bam_identify.fitting.report import _pick_logs
 
-    logs = paper_like_set(published("mx64", "m1"), 6, duration=1.0, trajectories=("steps",))
+    logs = paper_like_set(published_named("mx64", "m1"), 6, duration=1.0, trajectories=("steps",))
     assert [id(log) for log in _pick_logs(logs, 4)] == [id(log) for log in logs[:4]]
 
 
@@ -105,8 +105,8 @@ def test_report_draws_the_dc_motor_curves_of_motor_sets_only(tmp_path):
              "saturation.torque": 2.0, "lugre.stiffness": 300.0, "lugre.damping": 0.5,
              "lugre.coulomb": 0.1, "lugre.static": 0.2, "lugre.stribeck": 0.3,
              "lugre.viscous": 0.05}
-    motor = ParameterSet.build("dcmotor", "lugre", lugre)
-    logs = paper_like_set(published("mx64", "m1"), 2, duration=1.0)
+    motor = ParameterSet.from_names("dcmotor", "lugre", lugre)
+    logs = paper_like_set(published_named("mx64", "m1"), 2, duration=1.0)
     results = [ModelResult(motor, 0.01, 0.01, 10, 1.0, tmp_path / "lugre.yaml")]
     folder = write_report(tmp_path / "motor", results, [], logs, [], {"actuator": "dcmotor"}
                           ).parent
@@ -116,7 +116,7 @@ def test_report_draws_the_dc_motor_curves_of_motor_sets_only(tmp_path):
     assert "Stribeck curve (Fig. 6)" in (folder / "report.md").read_text()
     # the envelope is drawn at the controller's v_max, else the supply
     assert envelope_voltage(motor) == motor.actuator.supply_voltage
-    plain = [ModelResult(published("mx64", "m1"), 0.01, 0.01, 10, 1.0, tmp_path / "m1.yaml")]
+    plain = [ModelResult(published_named("mx64", "m1"), 0.01, 0.01, 10, 1.0, tmp_path / "m1.yaml")]
     folder = write_report(tmp_path / "plain", plain, [], logs, [], {"actuator": "mx64"}).parent
     assert "dcmotor" not in json.loads((folder / "summary.json").read_text())["figures"]
     assert not (folder / "dcmotor_curves.png").exists()

@@ -21,7 +21,7 @@ from robot_recordings import ACTION, STATE, Commands, write_lerobot, write_robot
 
 from bam_identify.cli import eval_main, fit_main
 from bam_sim.models import parameter_vector as P
-from bam_sim.models.files.parameter_file import load, published
+from bam_sim.models.files.parameter_file import load, published_named
 from bam_sim.mujoco_arm.shipped_arms import arm_spec
 from bam_sim.robot.joint_map import joint_map
 from bam_sim.robot.rollout import bind, simulated_recording
@@ -55,7 +55,7 @@ def robot(tmp_path_factory):
          "reading": {"column": 1, "unit": "deg"}}]}
     joints = folder / "joints.yaml"
     joints.write_text(yaml.safe_dump(doc))
-    truth = published("sts3215", "m1")
+    truth = published_named("sts3215", "m1")
     arm = bind(mujoco.MjModel.from_xml_path(str(mjcf)), joint_map(doc), [truth, truth])
     rng = np.random.default_rng(3)
     episodes, floor = [], []

@@ -28,8 +28,8 @@ from bam_identify.robot.space import RobotSpace
 from bam_sim.bench.geometry import Bench
 from bam_sim.common.errors import BamError
 from bam_sim.models import parameter_vector as P
-from bam_sim.models.files.parameter_file import published
-from bam_sim.models.model_registry import resolve_model
+from bam_sim.models.files.parameter_file import published_named
+from bam_sim.models.model_registry import get_model
 from bam_sim.mujoco_arm import mujoco_warnings
 from bam_sim.mujoco_arm.shipped_arms import arm_spec
 from bam_sim.robot.joint_map import joint_map
@@ -62,10 +62,10 @@ def recordings(truth, latency: float = 0.0) -> list:
 
 @pytest.fixture(scope="module")
 def fitted():
-    truth = published("sts3215", "m1")
+    truth = published_named("sts3215", "m1")
     held = {"error_gain_ratio": truth.values["error_gain_ratio"],
             "max_velocity": truth.values["max_velocity"]}
-    space = RobotSpace.build(JOINTS, resolve_model("m1"), held)
+    space = RobotSpace.build(JOINTS, get_model("m1"), held)
     train, validation = recordings(truth)[:2], recordings(truth)[2:]
     objective = RobotObjective(space, arm_model(), train)
     check = RobotObjective(space, arm_model(), validation)
@@ -111,14 +111,14 @@ def test_the_command_latency_is_identified_on_the_robot() -> None:
     starts the target at full rate in the step it arrives in, whatever its share of that
     step. On these steps of goals the MAE is flat at the floor for L from 20 to about
     24.5 ms (measured: 0.25 ticks; 1.4 at 24.9 ms, 5.6 at 25 ms and at 19 ms)."""
-    truth = published("sts3215", "m1")
+    truth = published_named("sts3215", "m1")
     latency = 0.023
     recs = recordings(truth, latency)
     joints = joint_map({"joints": [
         {"joint": j, "actuator": "sts3215", "gain": 32, "offset": float(o)}
         for j, o in zip(JOINTS.names, OFFSETS, strict=True)]})
     held = {k: v for k, v in truth.values.items() if k != "q_offset"}
-    space = RobotSpace.build(joints, resolve_model("m1"), held, ("latency",), False)
+    space = RobotSpace.build(joints, get_model("m1"), held, ("latency",), False)
     assert space.names == ["sts3215/latency.command"]
     objective = RobotObjective(space, arm_model(), recs)
     scores = objective(space.population_of([{"sts3215/latency.command": latency},
@@ -140,12 +140,12 @@ def test_bench_logs_read_as_the_one_joint_robot_score_as_the_bench_does() -> Non
     from bam_identify.robot.bench import bench_robot
     from bam_sim.models.servo.actuators import get_actuator
 
-    truth = published("mx64", "m1")
+    truth = published_named("mx64", "m1")
     log = paper_like_set(truth, 1, duration=2.0, seed=1)[0]
     model, joints, recs = bench_robot([log], get_actuator("mx64"))
     assert joints.names == ["pendulum"] and joints.joints[0].gain is None  # the log's kp
     assert recs[0].gain.tolist() == [log.kp]
-    space = RobotSpace.build(joints, resolve_model("m1"), {})
+    space = RobotSpace.build(joints, get_model("m1"), {})
     vectors = truth.vector()[None, :].copy()
     vectors[0, P.Q_OFFSET] = 0.0
     objective = RobotObjective(space, model, recs, identification_integrator=True)
@@ -159,8 +159,8 @@ def test_bench_logs_read_as_the_one_joint_robot_score_as_the_bench_does() -> Non
 def test_a_population_scores_the_same_on_one_thread_or_several() -> None:
     """Candidates roll out on threads, each on its own copy of the robot: the residuals of
     a population are the same to the bit whatever the threads and the order."""
-    truth = published("sts3215", "m1")
-    space = RobotSpace.build(JOINTS, resolve_model("m1"), {})
+    truth = published_named("sts3215", "m1")
+    space = RobotSpace.build(JOINTS, get_model("m1"), {})
     train = recordings(truth)[:2]
     rng = np.random.default_rng(2)
     middle = {n: 0.5 * (lo + hi) for n, (lo, hi) in space.bounds.items()}
@@ -180,8 +180,8 @@ def test_a_candidate_that_makes_mujoco_diverge_scores_infinity_silently(tmp_path
     warning and writes no MUJOCO_LOG.TXT where the fit runs; after the block it warns
     again as before."""
     monkeypatch.chdir(tmp_path)
-    truth = published("sts3215", "m1")
-    space = RobotSpace.build(JOINTS, resolve_model("m1"), {})
+    truth = published_named("sts3215", "m1")
+    space = RobotSpace.build(JOINTS, get_model("m1"), {})
     objective = RobotObjective(space, arm_model(), recordings(truth)[:1], threads=1)
     good = np.stack([truth.vector()] * 2)
     bad = good.copy()

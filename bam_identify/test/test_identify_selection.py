@@ -16,7 +16,8 @@ from bam_identify.fitting.run import fit
 from bam_identify.fitting.selection import Candidate, select
 from bam_sim.bench.geometry import Bench
 from bam_sim.common.errors import BamError
-from bam_sim.models.files.parameter_file import load, published
+from bam_sim.models.files.parameter_file import load, published_named
+from bam_sim.models.servo.actuators import get_actuator
 
 
 def test_a_richer_model_wins_only_beyond_one_standard_error():
@@ -34,12 +35,12 @@ def logs_folder(folder: Path) -> Path:
     """Legacy logs of the published MX-64 M1 set: two setups, three gains (seeded 1 mrad
     noise), so that nothing is held and M6 has every term free."""
     folder.mkdir()
-    truth, rng, i = published("mx64", "m1"), np.random.default_rng(1), 0
+    truth, rng, i = published_named("mx64", "m1"), np.random.default_rng(1), 0
     for bench in (Bench(mass=1.0, length=0.15), Bench(mass=1.5, length=0.2)):
         for kp in (16.0, 32.0, 64.0):
             for trajectory in ("slow_oscillations", "lift_drop"):
                 log = record(truth, bench, kp, trajectory, duration=4.0, noise=1e-3, rng=rng)
-                write_legacy_log(folder / f"{i:02d}.json", log, "mx64", trajectory)
+                write_legacy_log(folder / f"{i:02d}.json", log, get_actuator("mx64"), trajectory)
                 i += 1
     return folder
 

@@ -29,8 +29,9 @@ from bam_identify.cli import fit_main
 from bam_identify.data.legacy_logs import write_legacy_log
 from bam_identify.data.synthetic import paper_like_set
 from bam_identify.export_cli import export_main
-from bam_sim.models.files.parameter_file import load, published, save
+from bam_sim.models.files.parameter_file import load, published_named, save
 from bam_sim.models.parameter_set import ParameterSet
+from bam_sim.models.servo.actuators import get_actuator
 
 NOISE = 1.0e-3  # rad, σ of the recorded positions
 DELAY = 0.012  # s: the command latency of the truth, 2.4 ticks of the 5 ms logs
@@ -40,7 +41,7 @@ IDENTIFIED = {"kt", "R", "armature", "friction_base", "friction_viscous", "q_off
 
 
 def truth() -> ParameterSet:
-    return published("mx64", "m1").replace(**{"latency.command": DELAY})
+    return published_named("mx64", "m1").replace(**{"latency.command": DELAY})
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +49,8 @@ def fitted(tmp_path_factory):
     """The M1 + latency fit of six noisy simulated logs: (parameter file, report folder)."""
     folder = tmp_path_factory.mktemp("sensitivity")
     for i, log in enumerate(paper_like_set(truth(), 6, duration=3.0, seed=3, noise=NOISE)):
-        write_legacy_log(folder / "logs" / f"{i}.json", log, "mx64", log.meta["trajectory"])
+        write_legacy_log(folder / "logs" / f"{i}.json", log, get_actuator("mx64"),
+                         log.meta["trajectory"])
     assert fit_main(["--logs", str(folder / "logs"), "--models", "m1", "--groups", "latency",
                      "--trials", "600", "--seed", "0", "--sensitivity", str(PERCENT),
                      "--validation-fraction", "0", "--quiet",
@@ -144,13 +146,13 @@ def interval(value: float, lower: float, upper: float) -> dict:
 
 def with_intervals(tmp_path, provenance: dict | None = None):
     """A saved M1 set whose provenance carries sensitivity intervals."""
-    params = published("mx64", "m1")
+    params = published_named("mx64", "m1")
     kt = params.values["kt"]
     found = {"percent": 5.0, "base_mae": 1e-3, "threshold_mae": 1.05e-3,
              "parameters": {"kt": interval(kt, 0.98 * kt, 1.02 * kt)},
              "friction_scale": interval(1.0, 0.9, 1.1)}
     path = tmp_path / "fitted.yaml"
-    save(ParameterSet.build("mx64", "m1", params.values,
+    save(ParameterSet.from_names("mx64", "m1", params.values,
                             provenance if provenance is not None else {"sensitivity": found}),
          path)
     return path

@@ -15,7 +15,7 @@ from bam_sim.bench.bench_log import BenchLog
 from bam_sim.bench.geometry import Bench
 from bam_sim.bench.stepper import BenchStepper
 from bam_sim.bench.trajectory import command_log
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
 
 pytestmark = pytest.mark.numerics  # CI reruns these with numpy's SIMD dispatch off
 
@@ -29,7 +29,7 @@ SETUPS = [(1.0, 0.15, 32.0, "lift_drop"), (0.5, 0.2, 16.0, "steps"),
 def recorded(mass: float, length: float, kp: float, name: str) -> BenchLog:
     """One run through the stepper with the sensor on, as the pendulum node publishes it."""
     commands = command_log(name, Bench(mass, length), kp, DT, duration=4.0)
-    stepper = BenchStepper(published("mx64", "m4"), commands.bench, DT, gain=kp,
+    stepper = BenchStepper(published_named("mx64", "m4"), commands.bench, DT, gain=kp,
                            goal=float(commands.goal[0]), quantization=STEP,
                            latency=READ_TICKS, seed=7)
     samples = []
@@ -61,9 +61,9 @@ def test_the_read_latency_is_recovered_by_the_latency_group(logs):
     the command's: it comes back within half a tick of the bus's read latency. The
     quantization (0.77 mrad rms of error at most) is the only noise, far below what a
     tick of delay costs on these trajectories."""
-    truth = published("mx64", "m4").values
+    truth = published_named("mx64", "m4").values
     held = {name: truth[name] for name in truth}
-    space = SearchSpace.build("mx64", "m4", groups=("latency",), fixed=held)
+    space = SearchSpace.from_names("mx64", "m4", groups=("latency",), fixed=held)
     result = identify(space, logs, FitSettings(trials=300, seed=0))
     assert result.values["latency.command"] == pytest.approx(READ_TICKS * DT, abs=0.5 * DT)
     assert result.train_mae < 0.5 * STEP  # the rest is the rounding to the encoder's step

@@ -20,7 +20,8 @@ from bam_identify.fitting.campaign import job_from_json, job_to_json
 from bam_identify.fitting.fit import FitSettings, identify
 from bam_identify.fitting.space import SearchSpace
 from bam_identify.fitting.study_record import shares_of
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
+from bam_sim.models.servo.actuators import get_actuator
 from bam_testing.processes import read_until
 
 pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under load
@@ -28,7 +29,7 @@ pytestmark = pytest.mark.live  # processes, DDS, buses or signals: rerun under l
 
 @pytest.fixture(scope="module")
 def logs():
-    return paper_like_set(published("mx64", "m1"), 4, duration=1.5, seed=8)
+    return paper_like_set(published_named("mx64", "m1"), 4, duration=1.5, seed=8)
 
 
 def _items(url: str, study: str) -> list:
@@ -52,7 +53,7 @@ def test_shares_cut_a_generation_in_order():
 def test_one_worker_evaluates_every_share_itself(logs, tmp_path):
     """Shares are claims, not a split decided in advance: alone, a worker takes them all,
     and the result is the unshared fit's."""
-    space = SearchSpace.build("mx64", "m1")
+    space = SearchSpace.from_names("mx64", "m1")
     url = f"sqlite:///{tmp_path / 'fit.db'}"
     shared = identify(space, logs, FitSettings(trials=230, seed=3, storage=url,
                                                study_name="alone", shares=3))
@@ -67,7 +68,7 @@ def test_one_worker_evaluates_every_share_itself(logs, tmp_path):
 def test_a_share_left_by_a_dead_worker_is_taken_over(logs, tmp_path):
     """A claim whose process is gone (same host, pid not running) is evaluated by the
     next worker instead of waited for forever."""
-    space = SearchSpace.build("mx64", "m1")
+    space = SearchSpace.from_names("mx64", "m1")
     url = f"sqlite:///{tmp_path / 'fit.db'}"
     identify(space, logs, FitSettings(trials=50, seed=5, storage=url, study_name="dead",
                                       shares=2))
@@ -95,10 +96,10 @@ import json, sys
 from bam_identify.data.synthetic import paper_like_set
 from bam_identify.fitting.fit import FitSettings, identify
 from bam_identify.fitting.space import SearchSpace
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
 from bam_testing.processes import read_until
-logs = paper_like_set(published("mx64", "m1"), 4, duration=1.5, seed=8)
-result = identify(SearchSpace.build("mx64", "m1"), logs, FitSettings(
+logs = paper_like_set(published_named("mx64", "m1"), 4, duration=1.5, seed=8)
+result = identify(SearchSpace.from_names("mx64", "m1"), logs, FitSettings(
     trials=67, seed=4, popsize=10, polish=False, storage=sys.argv[1], study_name="cut",
     shares=2))
 print(json.dumps({"values": result.values, "evaluated": result.evaluated}))
@@ -118,7 +119,7 @@ def test_two_workers_end_together_when_the_budget_cuts_a_share(logs, tmp_path):
         out, err = worker.communicate(timeout=600)
         assert worker.returncode == 0, err
         said.append(json.loads(out.strip().splitlines()[-1]))
-    direct = identify(SearchSpace.build("mx64", "m1"), logs,
+    direct = identify(SearchSpace.from_names("mx64", "m1"), logs,
                       FitSettings(trials=67, seed=4, popsize=10, polish=False))
     assert all(s["values"] == direct.values for s in said)
     assert sum(s["evaluated"] for s in said) == 67
@@ -140,7 +141,8 @@ def test_a_terminated_campaign_worker_gives_its_job_back(logs, tmp_path):
     """SIGTERM stops a worker as Ctrl-C does: exit 128 + SIGTERM, its job waiting again for
     the next worker."""
     for i, log in enumerate(logs):
-        write_legacy_log(tmp_path / "logs" / f"{i}.json", log, "mx64", log.meta["trajectory"])
+        write_legacy_log(tmp_path / "logs" / f"{i}.json", log, get_actuator("mx64"),
+                         log.meta["trajectory"])
     where = ["--storage", f"sqlite:///{tmp_path / 'fits.db'}", "--campaign", "c"]
     assert campaign_main(["add", *where, "--logs", str(tmp_path / "logs"), "--models", "m1",
                           "--trials", "1000000", "--output", str(tmp_path / "{model}.yaml"),
@@ -187,7 +189,8 @@ def test_a_mistyped_storage_or_campaign_is_refused(action, logs, tmp_path, capsy
     assert campaign_main([action, "--storage", f"sqlite:///{missing}", "--campaign", "c"]) == 2
     assert "no database at" in capsys.readouterr().err and not missing.exists()
     for i, log in enumerate(logs):
-        write_legacy_log(tmp_path / "logs" / f"{i}.json", log, "mx64", log.meta["trajectory"])
+        write_legacy_log(tmp_path / "logs" / f"{i}.json", log, get_actuator("mx64"),
+                         log.meta["trajectory"])
     url = f"sqlite:///{tmp_path / 'fits.db'}"
     assert campaign_main(["add", "--storage", url, "--campaign", "bench", "--logs",
                           str(tmp_path / "logs"), "--models", "m1", "--quiet"]) == 0

@@ -21,6 +21,8 @@ import pytest
 from bam_identify.data.synthetic import elastoplastic_example, paper_like_set
 from bam_identify.fitting.fit import FitSettings, identify
 from bam_identify.fitting.space import SearchSpace
+from bam_sim.models.model_registry import get_model
+from bam_sim.models.servo.actuators import get_actuator
 
 pytestmark = pytest.mark.numerics  # CI reruns these with numpy's SIMD dispatch off
 
@@ -31,9 +33,11 @@ import json
 from bam_identify.data.synthetic import elastoplastic_example, paper_like_set
 from bam_identify.fitting.fit import FitSettings, identify
 from bam_identify.fitting.space import SearchSpace
-logs = paper_like_set(elastoplastic_example("mx64", "ep_stribeck"), 4, duration=1.5,
-                      noise=1e-3, seed=2)
-result = identify(SearchSpace.build("mx64", "ep_stribeck"), logs,
+from bam_sim.models.model_registry import get_model
+from bam_sim.models.servo.actuators import get_actuator
+logs = paper_like_set(elastoplastic_example(get_actuator("mx64"), get_model("ep_stribeck")), 4,
+                      duration=1.5, noise=1e-3, seed=2)
+result = identify(SearchSpace.from_names("mx64", "ep_stribeck"), logs,
                   FitSettings(trials=400, seed=1))
 print(json.dumps({"values": result.values, "train_mae": result.train_mae,
                   "polishes": result.polishes}))
@@ -41,9 +45,10 @@ print(json.dumps({"values": result.values, "train_mae": result.train_mae,
 
 
 def fit_here() -> dict:
-    logs = paper_like_set(elastoplastic_example("mx64", "ep_stribeck"), 4, duration=1.5,
+    logs = paper_like_set(elastoplastic_example(get_actuator("mx64"), get_model("ep_stribeck")), 4,
+                          duration=1.5,
                           noise=1e-3, seed=2)
-    result = identify(SearchSpace.build("mx64", "ep_stribeck"), logs,
+    result = identify(SearchSpace.from_names("mx64", "ep_stribeck"), logs,
                       FitSettings(trials=400, seed=1))
     # through JSON as the subprocess's (floats round-trip exactly; tuples become lists)
     return json.loads(json.dumps({"values": result.values, "train_mae": result.train_mae,

@@ -35,7 +35,7 @@ from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import batch_errors, rollout
 from bam_sim.bench.stepper import BenchStepper
 from bam_sim.bench.trajectory import command_log
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
 from bam_sim.models.model_registry import get_model
 from bam_sim.models.parameter_set import ParameterSet
 
@@ -46,7 +46,7 @@ LATENCY = {"latency.command": 0.01, "latency.reading": 0.005}
 
 
 def _m1() -> ParameterSet:
-    return published("mx64", "m1")
+    return published_named("mx64", "m1")
 
 
 def _logs(n: int = 2) -> list[BenchLog]:
@@ -76,7 +76,7 @@ def _batch(params: ParameterSet, voltage: bool = False) -> None:
 def _elastoplastic() -> ParameterSet:
     """An ``ep_stribeck`` set: the published M2's motor, the registry's friction defaults
     (only the types matter; the set passes the validity check its kernel runs first)."""
-    m2 = published("mx64", "m2")
+    m2 = published_named("mx64", "m2")
     model = get_model("ep_stribeck")
     values = {**model.defaults(m2.actuator.scales),
               **{name: m2.values[name] for name in m2.actuator.motor_bounds}}
@@ -121,7 +121,7 @@ def _arm() -> None:
 def _diagram() -> None:
     from bam_sim.models.diagram import drive_backdrive
 
-    drive_backdrive(published("mx64", "m4"), np.linspace(-1.0, 1.0, 3))
+    drive_backdrive(published_named("mx64", "m4"), np.linspace(-1.0, 1.0, 3))
 
 
 # Each entry compiles one kernel (and what it calls), in a process of its own: they compile
@@ -133,7 +133,7 @@ WORK: dict[str, Callable[[], None]] = {
     "elasto-plastic lanes and joint": lambda: (_batch(_elastoplastic()),
                                                _elastoplastic_joint()),
     "SIMD lanes": lambda: _batch(_m1()),
-    "lanes with latency": lambda: _batch(published("mx64", "m6").replace(**LATENCY)),
+    "lanes with latency": lambda: _batch(published_named("mx64", "m6").replace(**LATENCY)),
     "DC-motor lanes": lambda: _batch(_m1().replace(**THERMAL)),
     "bench stepper": _steppers,
     "MuJoCo arm": _arm,

@@ -30,7 +30,7 @@ from bam_sim.common.errors import BamError, one_line
 from bam_sim.common.numbers import option
 from bam_sim.common.output_paths import check_output, claimed_outputs, output_file
 from bam_sim.models.files.parameter_file import load, published
-from bam_sim.models.model_registry import FRICTION_MODELS
+from bam_sim.models.model_registry import FRICTION_MODELS, get_model
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo.actuators import ACTUATORS, Actuator, get_actuator
 
@@ -97,7 +97,7 @@ def run(args: argparse.Namespace, cancel: Cancellation | None = None) -> str:
     """The figures of ``args``; ``cancel`` is checked before each rollout and figure."""
     cancel = cancel or Cancellation()
     actuator = get_actuator(args.actuator)
-    chosen = load(args.params) if args.params else published(actuator, args.model)
+    chosen = load(args.params) if args.params else published(actuator, get_model(args.model))
     if chosen.actuator.name != actuator.name:
         raise BamError(f"{args.params} is for actuator {chosen.actuator.name}, not "
                        f"{actuator.name}; pass --actuator {chosen.actuator.name}")
@@ -152,7 +152,7 @@ def run(args: argparse.Namespace, cancel: Cancellation | None = None) -> str:
 def _baseline(actuator: Actuator) -> ParameterSet | None:
     """The published M1 set drawn beside the chosen one (None: the actuator has none)."""
     try:
-        return published(actuator, "m1")
+        return published(actuator, get_model("m1"))
     except BamError:
         return None
 

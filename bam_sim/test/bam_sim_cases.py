@@ -1,6 +1,6 @@
 """Cases shared by the bam_sim tests (a plain module: test files import it)."""
 
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
 from bam_sim.models.model_registry import get_model
 from bam_sim.models.parameter_set import ParameterSet
 
@@ -35,12 +35,12 @@ SCALE = {"friction_base": "friction", "friction_stribeck": "friction",
 
 def ep_set(actuator: str, model: str, **values: float) -> ParameterSet:
     """A made-up ep_* set: motor of the published M2, friction scaled to the actuator."""
-    m2 = published(actuator, "m2")
+    m2 = published_named(actuator, "m2")
     scales = m2.actuator.scales
     base = {name: m2.values[name] for name in m2.actuator.motor_bounds}
     for name in get_model(model).params:
         base[name] = FRICTION[name] * scales.get(SCALE.get(name), 1.0)
-    return ParameterSet.build(actuator, model, {**base, **values})
+    return ParameterSet.from_names(actuator, model, {**base, **values})
 
 
 # Every group of the DC-motor model, all five states of the dcmotor family enabled (slew,

@@ -18,7 +18,7 @@ from bam_sim.bench.geometry import Bench
 from bam_sim.common.errors import BamError
 from bam_sim.models import parameter_vector as P
 from bam_sim.models.bam.friction import friction_budget
-from bam_sim.models.files.parameter_file import published, save
+from bam_sim.models.files.parameter_file import published_named, save
 from bam_sim.mujoco_arm.servo_arm import ArmJoint, ServoArm
 from bam_sim.mujoco_arm.shipped_arms import ARMS, arm_spec, load_arm, models_dir, pendulum_mjcf
 
@@ -61,9 +61,9 @@ MIXED = """
 </mujoco>
 """
 MIXED_JOINTS = (
-    ArmJoint("j3", "m3", published("mx64", "m1")),
-    ArmJoint("j1", "m1", published("mx106", "m4")),
-    ArmJoint("j2", "m2", published("erob80_50", "m6"), supply_voltage=40.0),
+    ArmJoint("j3", "m3", published_named("mx64", "m1")),
+    ArmJoint("j1", "m1", published_named("mx106", "m4")),
+    ArmJoint("j2", "m2", published_named("erob80_50", "m6"), supply_voltage=40.0),
 )
 
 
@@ -122,10 +122,10 @@ def test_arm_core_tip_site_matches_documented_kinematics(name: str) -> None:
 
 
 def test_arm_core_load_arm_reads_parameter_files(tmp_path) -> None:
-    path = save(published("mx64", "m1"), tmp_path / "elbow.yaml")
+    path = save(published_named("mx64", "m1"), tmp_path / "elbow.yaml")
     arm = load_arm("dynamixel", {"elbow": str(path)})
     assert arm.joints[1].params.model.name == "m1"
-    assert arm.joints[0].params == published("mx106", "m4")
+    assert arm.joints[0].params == published_named("mx106", "m4")
 
 
 # -- the per-step update ---------------------------------------------------------------
@@ -205,10 +205,10 @@ def test_arm_core_supply_voltage_sets_the_voltage_limit() -> None:
     """A Dynamixel at full duty: τ_m at rest = k_t/R·duty_max·V_in."""
     for volts in (12.0, 15.0):
         arm2 = ServoArm(mujoco.MjModel.from_xml_string(MIXED),
-                        [ArmJoint("j3", "m3", published("mx64", "m1"), supply_voltage=volts)])
+                        [ArmJoint("j3", "m3", published_named("mx64", "m1"), supply_voltage=volts)])
         arm2.set_command(goals=[3.0], gains=[100.0])
-        p = published("mx64", "m1").values
-        act = published("mx64", "m1").actuator
+        p = published_named("mx64", "m1").values
+        act = published_named("mx64", "m1").actuator
         assert arm2.state().motor_torque[0] == pytest.approx(
             p["kt"] / p["R"] * act.max_duty * volts)
         assert arm2.state().control[0] == pytest.approx(act.max_duty * volts)
@@ -247,7 +247,7 @@ def test_arm_core_reset_sets_goals_and_time() -> None:
 
 def test_arm_core_pendulum_mjcf_matches_bench_inertia() -> None:
     bench = Bench(1.2, 0.17, arm_mass=0.3)
-    params = published("mx64", "m1")
+    params = published_named("mx64", "m1")
     arm = ServoArm(mujoco.MjModel.from_xml_string(pendulum_mjcf(bench)),
                    [ArmJoint("pendulum", "pendulum", params)])
     arm.reset([0.7])
@@ -264,7 +264,7 @@ def _mixed_with(joints) -> ServoArm:
     return ServoArm(mujoco.MjModel.from_xml_string(MIXED), joints)
 
 
-P64 = published("mx64", "m1")
+P64 = published_named("mx64", "m1")
 
 
 @pytest.mark.parametrize("joints, message", [

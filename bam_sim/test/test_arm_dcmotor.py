@@ -36,7 +36,7 @@ POSITION_ATOL = 1e-9  # rad
 
 
 def family_set(armature: float) -> ParameterSet:
-    return ParameterSet.build("dcmotor", "lugre", {
+    return ParameterSet.from_names("dcmotor", "lugre", {
         "resistance": 2.0, "motorconst": 0.4, "armature": armature, **LUGRE, **GROUPS,
         "controller.kd": 0.2, "controller.ki": 2.0, "controller.Imax": 0.3,
         "controller.slewmax": 6.0, "controller.Vmax": 14.0})
@@ -44,7 +44,7 @@ def family_set(armature: float) -> ParameterSet:
 
 def voltage_set(armature: float) -> ParameterSet:
     # A Dynamixel (the MX duty law) with the groups and LuGre friction.
-    return ParameterSet.build("mx64", "lugre", {
+    return ParameterSet.from_names("mx64", "lugre", {
         "kt": 1.6, "R": 4.0, "armature": armature, **LUGRE, **GROUPS})
 
 
@@ -110,7 +110,7 @@ def _thermal_slots(xml: str) -> list[int]:
 
 
 def test_elastoplastic_sets_with_groups_are_refused() -> None:
-    params = ParameterSet.build("mx64", "ep_cv", {
+    params = ParameterSet.from_names("mx64", "ep_cv", {
         "kt": 1.6, "R": 4.0, "armature": 0.01, "friction_base": 0.05,
         "friction_viscous": 0.02, "contact_stiffness": 500.0, "contact_damping": 1.0,
         "thermal.resistance": 4.0, "thermal.capacitance": 2.0})

@@ -36,7 +36,7 @@ from bam_sim.bench.rollouts import rollout
 from bam_sim.bench.trajectory import TRAJECTORIES, command_log
 from bam_sim.models import parameter_vector as P
 from bam_sim.models.bam.friction import applied_friction, friction_budget
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
 from bam_sim.models.model_registry import BAM_MODELS
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo.laws import servo_torque
@@ -93,7 +93,7 @@ def semi_implicit_reference(params: ParameterSet, log: BenchLog) -> np.ndarray:
 @pytest.mark.parametrize("actuator", list(BENCHES))
 def test_arm_pendulum_matches_numba_pendulum(actuator: str, model: str) -> None:
     bench, kp = BENCHES[actuator]
-    params = published(actuator, model)
+    params = published_named(actuator, model)
     for name in TRAJECTORIES:
         log = command_log(name, bench, kp, dt=DT)
         assert log.time[-1] == pytest.approx(6.0)
@@ -109,7 +109,7 @@ def test_arm_pendulum_matches_numba_pendulum(actuator: str, model: str) -> None:
 def test_arm_pendulum_default_integrator_is_algorithm1_with_euler(actuator: str,
                                                                     model: str) -> None:
     bench, kp = BENCHES[actuator]
-    params = published(actuator, model)
+    params = published_named(actuator, model)
     bound = 1e-6 if model in ("m1", "m2") else 0.5e-3  # rad; see the module docstring
     for name in TRAJECTORIES:
         log = command_log(name, bench, kp, dt=DT)

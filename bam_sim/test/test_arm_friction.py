@@ -20,7 +20,7 @@ import pytest
 
 from bam_sim.bench.geometry import Bench
 from bam_sim.models import parameter_vector as P
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
 from bam_sim.mujoco_arm.servo_arm import ArmJoint, ServoArm
 from bam_sim.mujoco_arm.shipped_arms import load_arm, pendulum_mjcf
 
@@ -31,7 +31,7 @@ HOLD_TIME = 2.0  # s
 def pendulum(actuator: str, model: str = "m1") -> tuple[ServoArm, Bench]:
     bench = BENCHES[actuator]
     arm = ServoArm(mujoco.MjModel.from_xml_string(pendulum_mjcf(bench)),
-                   [ArmJoint("pendulum", "pendulum", published(actuator, model))])
+                   [ArmJoint("pendulum", "pendulum", published_named(actuator, model))])
     return arm, bench
 
 
@@ -90,7 +90,7 @@ def test_arm_friction_releases_unpowered_pendulum_above_budget(actuator: str) ->
 def test_arm_friction_holds_powered_joint_against_applied_load(actuator: str) -> None:
     """Torque on, goal = position (τ_m = 0 at rest), a user torque on the hanging
     pendulum (no gravity torque at q = 0): held below K_c, pushed away above it."""
-    kc = published(actuator, "m1").values["friction_base"]
+    kc = published_named(actuator, "m1").values["friction_base"]
     for fraction, held in ((0.9, True), (1.5, False)):
         arm, _ = pendulum(actuator)
         arm.reset([0.0])

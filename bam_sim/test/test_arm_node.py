@@ -19,7 +19,7 @@ from bam_msgs.msg import ActuatorCommand, BenchInfo
 from bam_sim.bench.geometry import Bench
 from bam_sim.common import contract
 from bam_sim.common.errors import BamError
-from bam_sim.models.files.parameter_file import published, save
+from bam_sim.models.files.parameter_file import published_named, save
 from bam_sim.mujoco_arm.shipped_arms import load_arm, pendulum_mjcf
 from bam_sim.nodes.arm_node import ArmNode, main
 from bam_testing.ros_context import private_context, ros_domain
@@ -135,7 +135,7 @@ def test_position_commands_set_one_goal_per_joint(arm):
 
 
 def test_bench_info_describes_the_arm_joint_by_joint(arm, tmp_path):
-    mine = save(published("erob80_50", "m3"), tmp_path / "erob80_50_m3.yaml")
+    mine = save(published_named("erob80_50", "m3"), tmp_path / "erob80_50_m3.yaml")
     a = arm(arm="erob", params_files=["", str(mine)], models=["m2", ""])
     a.wait_ready()
     # A subscriber joining after the arm started: the latched BenchInfo still arrives.
@@ -251,7 +251,7 @@ def test_bad_parameters_at_start_are_one_line_errors(context, params, message):
 
 
 def test_parameter_file_of_another_actuator_is_refused(context, tmp_path):
-    other = save(published("mx64", "m4"), tmp_path / "mx64.yaml")
+    other = save(published_named("mx64", "m4"), tmp_path / "mx64.yaml")
     with pytest.raises(BamError, match="joint 'shoulder' is a mx106"):
         ArmNode(context=context, parameter_overrides=[
             Parameter("params_files", value=[str(other), ""])])

@@ -10,7 +10,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
 from bam_sim.mujoco_arm.paths import arm_path
 from bam_sim.mujoco_arm.shipped_arms import arm_spec
 
@@ -44,8 +44,8 @@ def test_geometry_read_from_the_mjcf_matches_the_path_kinematics(experiment, nam
 
 def test_compare_path_is_zero_for_the_truth_and_not_for_m1(experiment):
     spec = arm_spec("dynamixel")
-    truth = {j.joint: published(j.actuator, j.model) for j in spec.joints}
-    m1 = {j.joint: published(j.actuator, "m1") for j in spec.joints}
+    truth = {j.joint: published_named(j.actuator, j.model) for j in spec.joints}
+    m1 = {j.joint: published_named(j.actuator, "m1") for j in spec.joints}
     path = arm_path("triangle_wave", *spec.link_lengths, duration=0.4, rate=1000.0)
     row = experiment.compare_path("dynamixel", truth, {"same": truth, "m1": m1}, path, [8.0, 8.0])
     assert row["same"]["mae"] == 0.0  # deterministic simulation

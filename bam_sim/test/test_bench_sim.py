@@ -14,7 +14,7 @@ from bam_sim.bench.rollouts import rollout
 from bam_sim.bench.stepper import BenchStepper, Command
 from bam_sim.bench.trajectory import command_log
 from bam_sim.common.errors import BamError
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
 
 pytestmark = pytest.mark.numerics  # CI reruns these with numpy's SIMD dispatch off
 
@@ -53,7 +53,7 @@ def as_log(samples, bench, supply_voltage=None) -> BenchLog:
     ("sts3215", "m1"),  # the STS firmware's target is a state of the stepper too
 ])
 def test_ticks_equal_rollout_bit_for_bit(actuator, model):
-    params = published(actuator, model)
+    params = published_named(actuator, model)
     bench = benches(actuator)
     kp = params.actuator.gains[2]
     # steps: goals faster than the STS firmware's target rate, which the stepper slews
@@ -76,7 +76,7 @@ def test_ticks_equal_rollout_bit_for_bit(actuator, model):
 
 
 def test_torque_off_means_no_motor_torque():
-    params = published("mx64", "m4")
+    params = published_named("mx64", "m4")
     sim = BenchStepper(params, Bench(1.0, 0.15), DT, position=1.0, torque_enable=False)
     samples = [sim.tick() for _ in range(200)]
     assert all(s.motor_torque == 0.0 and s.control == 0.0 for s in samples)
@@ -87,7 +87,7 @@ def test_torque_off_means_no_motor_torque():
 
 
 def test_sample_reports_the_command_of_its_tick():
-    sim = BenchStepper(published("mx64", "m1"), Bench(1.0, 0.15), DT)
+    sim = BenchStepper(published_named("mx64", "m1"), Bench(1.0, 0.15), DT)
     assert sim.command == Command(0.0, True, 8.0)  # goal = initial position, Table I gain
     sim.set_command(goal=0.3)
     first = sim.tick()
@@ -104,7 +104,7 @@ def test_sample_reports_the_command_of_its_tick():
     {"goal": "1.0"}, {"torque_enable": 1}, {"goal": 0.2, "gain": math.inf},
 ])
 def test_bad_commands_are_rejected_and_change_nothing(change):
-    sim = BenchStepper(published("mx64", "m4"), Bench(1.0, 0.15), DT, goal=0.1)
+    sim = BenchStepper(published_named("mx64", "m4"), Bench(1.0, 0.15), DT, goal=0.1)
     before = sim.command
     with pytest.raises(BamError):
         sim.set_command(**change)
@@ -113,7 +113,7 @@ def test_bad_commands_are_rejected_and_change_nothing(change):
 
 
 def test_bench_change_is_validated_and_applied():
-    params = published("mx64", "m4")
+    params = published_named("mx64", "m4")
     sim = BenchStepper(params, Bench(1.0, 0.15), DT, position=0.5, torque_enable=False)
     for bad in ({"length": 0.0}, {"mass": -1.0}, {"mass": math.nan}, {"arm_mass": math.inf}):
         with pytest.raises(BamError):
@@ -132,16 +132,16 @@ def test_bench_change_is_validated_and_applied():
 
 
 def test_parameter_swap_must_keep_the_actuator():
-    sim = BenchStepper(published("mx64", "m4"), Bench(1.0, 0.15), DT)
+    sim = BenchStepper(published_named("mx64", "m4"), Bench(1.0, 0.15), DT)
     with pytest.raises(BamError, match="mx106"):
-        sim.set_parameters(published("mx106", "m4"))
+        sim.set_parameters(published_named("mx106", "m4"))
     assert sim.params.model.name == "m4"
-    sim.set_parameters(published("mx64", "m6"))
+    sim.set_parameters(published_named("mx64", "m6"))
     assert sim.params.model.name == "m6" and sim.actuator.name == "mx64"
 
 
 def test_constructor_validates():
-    params = published("mx64", "m4")
+    params = published_named("mx64", "m4")
     with pytest.raises(BamError):
         BenchStepper(params, Bench(1.0, 0.15), 0.0)
     with pytest.raises(BamError):
@@ -155,7 +155,7 @@ def test_constructor_validates():
 
 
 def run_with_effects(**effects):
-    params = published("mx64", "m4")
+    params = published_named("mx64", "m4")
     bench = Bench(1.0, 0.15)
     commands = command_log("steps", bench, 16.0, DT, duration=2.0)
     sim = BenchStepper(params, bench, DT, gain=16.0, **effects)
@@ -192,7 +192,7 @@ def test_measurement_effects_do_not_touch_the_physics():
 
 
 def test_effects_can_change_at_run_time():
-    sim = BenchStepper(published("mx64", "m4"), Bench(1.0, 0.15), DT, position=0.3)
+    sim = BenchStepper(published_named("mx64", "m4"), Bench(1.0, 0.15), DT, position=0.3)
     sim.set_measurement(quantization=0.1)
     assert sim.tick().position == pytest.approx(0.3)
     with pytest.raises(BamError):
@@ -204,7 +204,7 @@ def test_latency_ticks_equal_rollout_and_delay_the_response():
     """A set with L_c (and L_r) on the stepper: with L_r = 0 the ticks are the rollout's
     bit for bit (the same interpolated commands); the response is the undelayed one
     shifted by L_c where L_c is whole ticks; L_r shifts the readings alone."""
-    base = published("mx64", "m4")
+    base = published_named("mx64", "m4")
     bench = benches("mx64")
     commands = command_log("steps", bench, 32.0, DT, duration=2.0)
     goal0 = float(commands.goal[0])
@@ -226,7 +226,7 @@ def test_latency_ticks_equal_rollout_and_delay_the_response():
 
 
 def test_a_sagging_supply_is_reported_like_the_rollout():
-    params = published("mx64", "m1").replace(**{"supply.resistance": 1.0})
+    params = published_named("mx64", "m1").replace(**{"supply.resistance": 1.0})
     bench = benches("mx64")
     commands = command_log("steps", bench, 32.0, DT, duration=2.0)
     sim = BenchStepper(params, bench, DT, gain=32.0, goal=float(commands.goal[0]))
@@ -235,5 +235,5 @@ def test_a_sagging_supply_is_reported_like_the_rollout():
     volts = np.array([s.input_voltage for s in samples])
     np.testing.assert_array_equal(volts, run.input_voltage)
     assert volts.min() < 14.0 and volts.max() == 15.0  # sags while it drives, never rises
-    plain = BenchStepper(published("mx64", "m1"), bench, DT, gain=32.0).tick()
+    plain = BenchStepper(published_named("mx64", "m1"), bench, DT, gain=32.0).tick()
     assert plain.input_voltage == 15.0

@@ -8,7 +8,7 @@ import pytest
 from bam_sim_cases import PENDULUM
 
 from bam_sim.common.errors import BamError
-from bam_sim.models.files.parameter_file import published, save
+from bam_sim.models.files.parameter_file import published_named, save
 from bam_sim.models.model_registry import get_model
 from bam_sim.models.servo import actuators
 from bam_sim.models.servo import laws as servo
@@ -47,7 +47,7 @@ def _grid():
     ("sts3215_12v", 32.0, None),  # the STS gain ratio (its target slew: the arm test below)
 ])
 def test_dcmotor_torque_is_the_voltage_servo_law(actuator, gain, volts):
-    params = published(actuator, "m1")
+    params = published_named(actuator, "m1")
     result = export_dcmotor(PENDULUM, [ExportJoint("j", params, gain, volts)])
     model = mujoco.MjModel.from_xml_string(result.xml)
     data = mujoco.MjData(model)
@@ -62,7 +62,7 @@ def test_dcmotor_torque_is_the_voltage_servo_law(actuator, gain, volts):
 
 @pytest.mark.parametrize("actuator,gain", [("erob80_100", 25.0), ("erob80_50", 100.0)])
 def test_dcmotor_torque_is_the_current_servo_law_below_the_clip_order_speed(actuator, gain):
-    params = published(actuator, "m1")
+    params = published_named(actuator, "m1")
     result = export_dcmotor(PENDULUM, [ExportJoint("j", params, gain)])
     model = mujoco.MjModel.from_xml_string(result.xml)
     data = mujoco.MjData(model)
@@ -84,7 +84,7 @@ def test_dcmotor_torque_is_the_current_servo_law_below_the_clip_order_speed(actu
 
 
 def test_zero_gains_release_the_motor():
-    params = published("mx64", "m1")
+    params = published_named("mx64", "m1")
     model = mujoco.MjModel.from_xml_string(
         export_dcmotor(PENDULUM, [ExportJoint("j", params, 32.0)]).xml)
     data = mujoco.MjData(model)
@@ -95,7 +95,7 @@ def test_zero_gains_release_the_motor():
 
 
 def test_export_reads_back_with_the_parameters_and_keeps_the_layout():
-    params = published("mx106", "m1")
+    params = published_named("mx106", "m1")
     result = export_dcmotor(PENDULUM, [ExportJoint("j", params, 8.0)])
     model = mujoco.MjModel.from_xml_string(result.xml)
     v = params.values
@@ -119,20 +119,20 @@ def test_export_reads_back_with_the_parameters_and_keeps_the_layout():
 
 
 def test_loss_note_lists_every_parameter_beyond_m1():
-    m6 = published("erob80_100", "m6")
+    m6 = published_named("erob80_100", "m6")
     lines = losses(m6)
     beyond = [n for n in get_model("m6").params if n not in get_model("m1").params]
     assert len(beyond) == 9
     for name in beyond:
         assert sum(line.startswith(f"{name} = ") for line in lines) == 1
     assert any("m6 static budget at rest" in line for line in lines)
-    assert not any(" = " in line for line in losses(published("mx64", "m1")))
+    assert not any(" = " in line for line in losses(published_named("mx64", "m1")))
     note = export_dcmotor(PENDULUM, [ExportJoint("j", m6)]).note()
     assert all(f"j: {name} = " in note for name in beyond)
 
 
 def test_settings_use_the_second_table_gain_by_default():
-    params = published("erob80_50", "m1")
+    params = published_named("erob80_50", "m1")
     default = dcmotor_settings("j", params)
     assert default.kp == pytest.approx(params.values["kt"] * 25.0)
     assert default.torque_limit == pytest.approx(params.values["kt"] * 12.0)
@@ -149,20 +149,20 @@ def test_settings_use_the_second_table_gain_by_default():
 ])
 def test_bad_mjcf_raises(text, match):
     with pytest.raises(BamError, match=match):
-        export_dcmotor(text, [ExportJoint("j", published("mx64", "m1"))])
+        export_dcmotor(text, [ExportJoint("j", published_named("mx64", "m1"))])
 
 
 def test_a_joint_without_motor_gets_a_dcmotor():
     text = PENDULUM.replace('<motor name="m" joint="j"/>', "")
     model = mujoco.MjModel.from_xml_string(
-        export_dcmotor(text, [ExportJoint("j", published("mx64", "m1"))]).xml)
+        export_dcmotor(text, [ExportJoint("j", published_named("mx64", "m1"))]).xml)
     assert model.nu == 1 and mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_ACTUATOR, 0) == "j"
 
 
 def test_cli_writes_the_export_and_prints_the_note(tmp_path, capsys):
     source = tmp_path / "pendulum.xml"
     source.write_text(PENDULUM)
-    params = save(published("mx64", "m4"), tmp_path / "mx64_m4.yaml")
+    params = save(published_named("mx64", "m4"), tmp_path / "mx64_m4.yaml")
     out = tmp_path / "out" / "pendulum_dcmotor.xml"
     assert main([str(source), "--joint", f"j={params}@16", "--output", str(out)]) == 0
     printed = capsys.readouterr().out
@@ -171,12 +171,12 @@ def test_cli_writes_the_export_and_prints_the_note(tmp_path, capsys):
     assert main([str(source), "--joint", f"j={params}", "--output", str(out)]) == 2
     assert "already exists" in capsys.readouterr().err
     with pytest.raises(BamError, match="already exists"):
-        write_dcmotor(source, [ExportJoint("j", published("mx64", "m1"))], out)
+        write_dcmotor(source, [ExportJoint("j", published_named("mx64", "m1"))], out)
 
 
 def _exported_arm(name, model="m1", gains=None, mujoco_version="4"):
     spec = arm_spec(name)
-    params = {j.joint: published(j.actuator, model) for j in spec.joints}
+    params = {j.joint: published_named(j.actuator, model) for j in spec.joints}
     gains = gains or [None] * len(spec.joints)
     result = export_dcmotor(spec.mjcf, [ExportJoint(j, p, g)
                                         for (j, p), g in zip(params.items(), gains)],
@@ -234,15 +234,15 @@ def test_exported_m1_arm_moves_like_the_servo_arm_with_m1(name, mujoco_version):
 
 
 def published_sets(name):
-    return [published(j.actuator, "m1") for j in arm_spec(name).joints]
+    return [published_named(j.actuator, "m1") for j in arm_spec(name).joints]
 
 
 def test_loss_note_names_the_sag_the_delays_and_the_sts_slew():
-    params = published("sts3215", "m1").replace(**{"supply.resistance": 0.4,
+    params = published_named("sts3215", "m1").replace(**{"supply.resistance": 0.4,
                                                    "latency.command": 0.004})
     lines = losses(params)
     assert any(line.startswith("supply.resistance = 0.4 Ω") for line in lines)
     assert any(line.startswith("latency.command = 0.004 s") for line in lines)
     assert any("slewmax" in line and "data.act" in line for line in lines)
     assert not any("latency" in line or "supply" in line
-                   for line in losses(published("sts3215", "m1")))
+                   for line in losses(published_named("sts3215", "m1")))

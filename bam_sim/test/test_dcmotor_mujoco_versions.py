@@ -15,7 +15,7 @@ from bam_sim_cases import PENDULUM
 
 from bam_sim.bench.latency import delayed_command
 from bam_sim.common.errors import BamError
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.mujoco_arm.dcmotor_export import (
     MUJOCO_VERSIONS,
@@ -31,15 +31,15 @@ DT = 0.001
 
 
 def family_set() -> ParameterSet:
-    return ParameterSet.build("dcmotor", "m1", {
+    return ParameterSet.from_names("dcmotor", "m1", {
         "resistance": 2.0, "motorconst": 0.4, "armature": 0.01, "friction_base": 0.02,
         "friction_viscous": 0.01, "controller.kd": 0.2, "controller.ki": 2.0,
         "controller.Imax": 0.3, "controller.slewmax": 6.0, "controller.Vmax": 14.0})
 
 
-SETS = {"voltage law": lambda: published("mx64", "m1"),
-        "current law": lambda: published("erob80_50", "m1"),
-        "sts gain ratio and slew": lambda: published("sts3215", "m1"),
+SETS = {"voltage law": lambda: published_named("mx64", "m1"),
+        "current law": lambda: published_named("erob80_50", "m1"),
+        "sts gain ratio and slew": lambda: published_named("sts3215", "m1"),
         "dcmotor family": family_set}
 
 
@@ -99,14 +99,14 @@ def test_the_4_file_loads_and_the_311_file_is_its_pre_312_form(name: str) -> Non
 
 def test_bad_mujoco_version_is_refused() -> None:
     with pytest.raises(BamError, match="give 3.11 or 4"):
-        export_dcmotor(PENDULUM, [ExportJoint("j", published("mx64", "m1"))],
+        export_dcmotor(PENDULUM, [ExportJoint("j", published_named("mx64", "m1"))],
                        mujoco_version="3.12")
 
 
 @pytest.mark.parametrize("version", MUJOCO_VERSIONS)
 def test_latency_is_the_native_delay_read_back_as_fitted(version: str) -> None:
     latency = 0.0042  # s, 4.2 steps
-    params = published("mx64", "m1").replace(**{"latency.command": latency})
+    params = published_named("mx64", "m1").replace(**{"latency.command": latency})
     xml = export_dcmotor(PENDULUM, [ExportJoint("j", params)], mujoco_version=version).xml
     (motor,) = dcmotors(xml)
     assert float(motor["delay"]) == latency and motor["interp"] == "linear"
@@ -118,9 +118,9 @@ def test_latency_is_the_native_delay_read_back_as_fitted(version: str) -> None:
 
 
 def test_no_latency_no_delay_and_a_sub_step_latency_is_said() -> None:
-    (motor,) = dcmotors(_exports(published("mx64", "m1"))["4"])
+    (motor,) = dcmotors(_exports(published_named("mx64", "m1"))["4"])
     assert "delay" not in motor and "nsample" not in motor
-    short = published("mx64", "m1").replace(**{"latency.command": 0.0004,
+    short = published_named("mx64", "m1").replace(**{"latency.command": 0.0004,
                                                "latency.reading": 0.002})
     lines = losses(short, DT)
     assert any("below the timestep" in line for line in lines)
@@ -131,7 +131,7 @@ def test_no_latency_no_delay_and_a_sub_step_latency_is_said() -> None:
 def test_native_delay_moves_like_the_rollouts_delayed_command(ticks: float) -> None:
     # MuJoCo's history read at t − L (linear) against the undelayed export fed the
     # rollouts' delayed command (bam_sim.bench.latency.delayed_command).
-    base = published("mx64", "m1")
+    base = published_named("mx64", "m1")
     delayed = mujoco.MjModel.from_xml_string(export_dcmotor(
         PENDULUM, [ExportJoint("j", base.replace(**{"latency.command": ticks * DT}))]).xml)
     plain = mujoco.MjModel.from_xml_string(export_dcmotor(PENDULUM, [ExportJoint("j", base)]).xml)

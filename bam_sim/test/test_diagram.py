@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 
 from bam_sim.models.diagram import drive_backdrive, plot_diagram
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
 
 TAU_M = np.linspace(-5.0, 5.0, 41)
 
 
 def test_m1_diagram_matches_closed_form():
     """M1 at rest: τ_e = −τ_m ± K_c, the + side being drive for τ_m > 0."""
-    params = published("mx64", "m1")
+    params = published_named("mx64", "m1")
     k_c = params.values["friction_base"]
     drive, backdrive = drive_backdrive(params, TAU_M)
     sign = np.where(TAU_M >= 0, 1.0, -1.0)
@@ -22,7 +22,7 @@ def test_m1_diagram_matches_closed_form():
 
 
 def test_m1_diagram_at_speed_adds_viscous_term():
-    params = published("mx64", "m1")
+    params = published_named("mx64", "m1")
     k_c, k_v = params.values["friction_base"], params.values["friction_viscous"]
     drive, _ = drive_backdrive(params, np.array([2.0]), velocity=1.5)
     assert drive[0] == pytest.approx(-2.0 + k_c + 1.5 * k_v, abs=1e-9)
@@ -33,7 +33,7 @@ def test_m3_diagram_matches_closed_form():
 
     drive = (K_c − (1 − K_l)τ_m)/(1 + K_l), backdrive = −(K_c + (1 + K_l)τ_m)/(1 − K_l).
     """
-    params = published("mx106", "m3")
+    params = published_named("mx106", "m3")
     k_c, k_l = params.values["friction_base"], params.values["load_friction_base"]
     tau_m = np.linspace(0.1, 5.0, 20)
     drive, backdrive = drive_backdrive(params, tau_m)
@@ -42,12 +42,13 @@ def test_m3_diagram_matches_closed_form():
 
 
 def test_self_locking_transmission_has_no_backdrive():
-    params = published("mx64", "m5").replace(load_friction_external=1.2)
+    params = published_named("mx64", "m5").replace(load_friction_external=1.2)
     _, backdrive = drive_backdrive(params, np.array([1.0]))
     assert backdrive[0] == -np.inf
 
 
 def test_diagram_png_is_written(tmp_path):
-    path = plot_diagram([published("erob80_100", m) for m in ("m1", "m6")], tmp_path / "d.png")
+    path = plot_diagram([published_named("erob80_100", m) for m in ("m1", "m6")],
+                        tmp_path / "d.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert path.stat().st_size > 10_000

@@ -10,7 +10,7 @@ from bam_sim_cases import ACTUATORS, MODELS, SEED
 
 from bam_sim.common.errors import BamError
 from bam_sim.models.bam.friction import applied_friction, friction_budget
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
 from bam_sim.models.model_registry import FRICTION_MODELS as REGISTRY
 from bam_sim.models.model_registry import get_model
 from bam_sim.models.parameter_vector import to_vector
@@ -52,7 +52,7 @@ def paper_budget(model: str, v: dict, tau_m: float, tau_e: float, dq: float) -> 
 @pytest.mark.parametrize("actuator", ACTUATORS)
 @pytest.mark.parametrize("model", MODELS)
 def test_budget_matches_paper_equations(actuator, model, rng):
-    params = published(actuator, model)
+    params = published_named(actuator, model)
     p = params.vector()
     scale = 3.0 if actuator.startswith("mx") else 60.0
     for tau_m, tau_e, dq in rng.uniform(-1, 1, (300, 3)) * [scale, scale, 4.0]:
@@ -86,10 +86,10 @@ REDUCTIONS = [
 @pytest.mark.parametrize("actuator", ["mx106", "erob80_100"])
 @pytest.mark.parametrize(("model", "zeroed", "simpler"), REDUCTIONS)
 def test_model_reduces_to_simpler_one(actuator, model, zeroed, simpler, rng):
-    full = published(actuator, model).replace(**zeroed)
+    full = published_named(actuator, model).replace(**zeroed)
     keep = {k: v for k, v in full.values.items() if k in set(get_model(simpler).params)
             or k not in set(get_model(model).params)}
-    reduced = published(actuator, simpler).replace(**keep)
+    reduced = published_named(actuator, simpler).replace(**keep)
     for tau_m, tau_e, dq in rng.uniform(-1, 1, (500, 3)) * [20.0, 20.0, 3.0]:
         a = friction_budget(full.model_id, full.vector(), tau_m, tau_e, dq)
         b = friction_budget(reduced.model_id, reduced.vector(), tau_m, tau_e, dq)
@@ -98,9 +98,9 @@ def test_model_reduces_to_simpler_one(actuator, model, zeroed, simpler, rng):
 
 def test_directional_model_with_equal_coefficients_is_m4(rng):
     """M5 with K_m = K_e = K_l and K_m^s = K_e^s = K_l^s is M4."""
-    m4 = published("mx64", "m4")
+    m4 = published_named("mx64", "m4")
     v = m4.values
-    m5 = published("mx64", "m5").replace(
+    m5 = published_named("mx64", "m5").replace(
         **{k: v[k] for k in ("kt", "R", "armature", "friction_base", "friction_viscous",
                              "friction_stribeck", "dtheta_stribeck", "alpha")},
         load_friction_motor=v["load_friction_base"],
@@ -145,7 +145,7 @@ def test_registry_names_parameters_and_bounds():
 def test_published_sets_lie_within_identification_bounds(actuator, model):
     from bam_sim.models.parameter_set import identification_bounds
 
-    params = published(actuator, model)
+    params = published_named(actuator, model)
     for name, (lo, hi) in identification_bounds(params.actuator, params.model).items():
         assert lo <= params.values[name] <= hi, name
 

@@ -13,7 +13,7 @@ import pytest
 
 from bam_sim.common.errors import BamError
 from bam_sim.models.files.bam_json import parameters_from_json, parameters_to_json
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
 from bam_sim.models.model_registry import BAM_MODELS, EP_MODELS, get_model
 from bam_sim.models.parameter_set import ParameterSet, identification_bounds
 from bam_sim.models.servo.actuators import ACTUATORS
@@ -30,7 +30,7 @@ def _random_set(actuator: str, model: str, seed: int) -> ParameterSet:
     bounds = identification_bounds(ACTUATORS[actuator], get_model(model))
     values = {n: float(rng.uniform(lo, hi)) for n, (lo, hi) in bounds.items()}
     values["q_offset"] = float(rng.uniform(-0.05, 0.05))
-    return ParameterSet.build(actuator, model, values)
+    return ParameterSet.from_names(actuator, model, values)
 
 
 def _same(a: ParameterSet, b: ParameterSet) -> None:
@@ -47,7 +47,7 @@ def test_published_files_are_all_covered():
 @pytest.mark.parametrize("path", PUBLISHED, ids=lambda p: p.stem)
 def test_published_set_round_trips(path):
     actuator, model = path.stem.rsplit("_", 1)
-    params = published(actuator, model)
+    params = published_named(actuator, model)
     _same(parameters_from_json(parameters_to_json(params)), params)
 
 
@@ -59,7 +59,7 @@ def test_fitted_set_round_trips(actuator, model):
 
 
 def test_layout_is_flat_with_model_and_actuator():
-    doc = json.loads(parameters_to_json(published("mx64", "m6")))
+    doc = json.loads(parameters_to_json(published_named("mx64", "m6")))
     assert (doc["model"], doc["actuator"]) == ("m6", "mx64")
     assert all(isinstance(v, float) for k, v in doc.items()
                if k not in ("model", "actuator", "max_current", "not_applied"))
@@ -67,22 +67,22 @@ def test_layout_is_flat_with_model_and_actuator():
     assert all(isinstance(line, str) for lines in doc["not_applied"].values() for line in lines)
     assert doc["max_current"] is None  # the MX firmware has no current limit: null
     # the eRob's current limit is a constant of the reference's actuator, not a key
-    assert "current_limit" not in json.loads(parameters_to_json(published("erob80_50", "m1")))
+    assert "current_limit" not in json.loads(parameters_to_json(published_named("erob80_50", "m1")))
 
 
 @pytest.mark.parametrize("model", EP_MODELS + ("lugre",))
 def test_other_model_families_are_refused(model):
-    params = ParameterSet.build("mx64", model, get_model(model).defaults(
+    params = ParameterSet.from_names("mx64", model, get_model(model).defaults(
         ACTUATORS["mx64"].scales) | {"kt": 1.6, "R": 2.3, "armature": 0.01})
     with pytest.raises(BamError, match=f"model {model} .*fit one of those"):
         parameters_to_json(params)
 
 
 def test_sts3215_supply_travels_as_vin():
-    doc = json.loads(parameters_to_json(published("sts3215_12v", "m1")))
+    doc = json.loads(parameters_to_json(published_named("sts3215_12v", "m1")))
     # the reference's registry has one STS3215: the 12 V set names it, with its supply
     assert (doc["actuator"], doc["vin"]) == ("sts3215", 12.0)
-    assert json.loads(parameters_to_json(published("sts3215", "m1")))["vin"] == 7.4
+    assert json.loads(parameters_to_json(published_named("sts3215", "m1")))["vin"] == 7.4
     doc["vin"] = 9.0
     with pytest.raises(BamError, match=r"no sts3215 at vin = 9.0 V here \(known: 7.4 V and 12 V\)"):
         parameters_from_json(json.dumps(doc))
@@ -104,11 +104,11 @@ def test_dcmotor_actuator_is_refused():
     values = {"motorconst": 0.5, "resistance": 2.0, "armature": 0.01,
               "friction_base": 0.05, "friction_viscous": 0.01}
     with pytest.raises(BamError, match="actuator dcmotor .*MuJoCo dcmotor MJCF"):
-        parameters_to_json(ParameterSet.build("dcmotor", "m1", values))
+        parameters_to_json(ParameterSet.from_names("dcmotor", "m1", values))
 
 
 def test_dc_motor_groups_are_refused():
-    params = published("mx64", "m1").replace(**{"thermal.resistance": 5.0,
+    params = published_named("mx64", "m1").replace(**{"thermal.resistance": 5.0,
                                                 "thermal.capacitance": 1.0,
                                                 "thermal.tempcoef": 0.0039})
     with pytest.raises(BamError, match="group thermal .*without --groups"):
@@ -116,7 +116,7 @@ def test_dc_motor_groups_are_refused():
 
 
 def test_a_current_limit_the_reference_hard_codes_otherwise_is_refused():
-    params = published("erob80_50", "m1").replace(current_limit=10.0)
+    params = published_named("erob80_50", "m1").replace(current_limit=10.0)
     with pytest.raises(BamError, match="current_limit = 10 .*fix it at 12"):
         parameters_to_json(params)
 

@@ -9,14 +9,14 @@ import yaml
 from bam_sim_cases import ACTUATORS, MODELS
 
 from bam_sim.common.errors import BamError
-from bam_sim.models.files.parameter_file import dump_yaml, load, published, save
+from bam_sim.models.files.parameter_file import dump_yaml, load, published_named, save
 from bam_sim.models.parameter_set import ParameterSet
 
 
 @pytest.mark.parametrize("actuator", ACTUATORS)
 @pytest.mark.parametrize("model", MODELS)
 def test_published_sets_load_with_citation(actuator, model):
-    params = published(actuator, model)
+    params = published_named(actuator, model)
     assert (params.actuator.name, params.model.name) == (actuator, model)
     assert "Extended Friction Models" in params.provenance["citation"]
     assert set(params.model.params) <= set(params.values)
@@ -24,13 +24,13 @@ def test_published_sets_load_with_citation(actuator, model):
 
 def test_published_values_match_the_paper_table():
     # Spot checks against reference/identified-parameters.md.
-    assert published("mx64", "m4").values["load_friction_stribeck"] == 0.23429
-    assert published("erob80_100", "m6").values["R"] == 2.0  # no R listed -> 2.0 Ω
-    assert published("erob80_50", "m3").values["current_limit"] == 12.0
+    assert published_named("mx64", "m4").values["load_friction_stribeck"] == 0.23429
+    assert published_named("erob80_100", "m6").values["R"] == 2.0  # no R listed -> 2.0 Ω
+    assert published_named("erob80_50", "m3").values["current_limit"] == 12.0
 
 
 def test_yaml_round_trip_is_a_ros_parameter_file(tmp_path):
-    params = published("mx106", "m5").replace(q_offset=-0.012)
+    params = published_named("mx106", "m5").replace(q_offset=-0.012)
     params = ParameterSet.build(params.actuator, params.model, params.values,
                                 {"seed": 7, "logs": ["a.mcap", "b.mcap"], "mae": 0.0123})
     path = save(params, tmp_path / "p.yaml")
@@ -45,15 +45,15 @@ def test_save_never_overwrites_without_permission(tmp_path):
     path = tmp_path / "p.yaml"
     path.write_text("precious")
     with pytest.raises(BamError, match="already exists.*--force"):
-        save(published("mx64", "m1"), path)
+        save(published_named("mx64", "m1"), path)
     assert path.read_text() == "precious"
-    save(published("mx64", "m1"), path, overwrite=True)
+    save(published_named("mx64", "m1"), path, overwrite=True)
     assert load(path).model.name == "m1"
     assert [p.name for p in tmp_path.iterdir()] == ["p.yaml"]  # no temporary left
 
 
 def test_legacy_json_import(tmp_path):
-    values = published("erob80_100", "m6").values
+    values = published_named("erob80_100", "m6").values
     legacy = {k: v for k, v in values.items() if k not in ("R", "current_limit", "q_offset")}
     path = tmp_path / "m6.json"
     path.write_text(json.dumps({**legacy, "model": "m6", "actuator": "erob80_100"}))
@@ -121,7 +121,7 @@ def test_missing_file_and_bad_json(tmp_path):
 
 
 def test_dump_is_loadable_text():
-    text = dump_yaml(published("mx64", "m2"))
+    text = dump_yaml(published_named("mx64", "m2"))
     assert text.startswith("# BAM actuator parameters: Dynamixel MX-64, friction model m2")
 
 

@@ -13,7 +13,7 @@ from bam_sim.bench.geometry import GRAVITY, Bench
 from bam_sim.bench.rollouts import rollout
 from bam_sim.common.errors import BamError
 from bam_sim.models.bam.friction import friction_budget
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo.laws import servo_torque
 
@@ -29,7 +29,7 @@ def constant_log(bench, kp, dt, n, goal, enabled, q0, dq0=0.0):
 @pytest.mark.parametrize("actuator", ["mx64", "erob80_100"])
 def test_static_holding_is_exact_for_1e5_steps(actuator, model):
     """From rest, inside the budget, the joint never moves: no drift, no chattering."""
-    params = published(actuator, model)
+    params = published_named(actuator, model)
     act = params.actuator
     bench = Bench(mass=1.0, length=0.15) if actuator == "mx64" else Bench(mass=8.2, length=0.5)
     # Torque on, goal slightly above: τ_m and τ_e oppose; pick q0 where friction holds.
@@ -49,7 +49,7 @@ def test_static_holding_is_exact_for_1e5_steps(actuator, model):
 
 def test_outside_the_budget_the_joint_moves():
     """The converse, so the holding test can fail: just beyond K_c the joint slides."""
-    params = published("mx64", "m1")
+    params = published_named("mx64", "m1")
     bench = Bench(mass=1.0, length=0.15)
     k_c = params.values["friction_base"]
     q_hold = math.asin(0.99 * k_c / bench.gravity_torque)
@@ -63,7 +63,7 @@ def test_outside_the_budget_the_joint_moves():
 def free_swing(q0: float, dt: float, duration: float, friction: dict | None = None):
     values = {"kt": 1.6, "R": 3.9, "armature": 0.012, "friction_base": 0.0,
               "friction_viscous": 0.0, **(friction or {})}
-    params = ParameterSet.build("mx64", "m1", values)
+    params = ParameterSet.from_names("mx64", "m1", values)
     bench = Bench(mass=1.0, length=0.15)
     n = int(round(duration / dt)) + 1
     run = rollout(params, constant_log(bench, 0.0, dt, n, 0.0, False, q0))
@@ -95,7 +95,7 @@ def test_friction_free_energy_loss_is_first_order_in_dt():
 
 @pytest.mark.parametrize("q0", [0.3, 1.5, 2.8])
 def test_energy_never_increases_with_m1_friction(q0):
-    published_m1 = published("mx64", "m1").values
+    published_m1 = published_named("mx64", "m1").values
     friction = {k: published_m1[k] for k in ("friction_base", "friction_viscous")}
     energy, _, _ = free_swing(q0, 0.005, 10.0, friction)
     assert np.all(np.diff(energy) <= 1e-12 * energy[0])
@@ -104,7 +104,7 @@ def test_energy_never_increases_with_m1_friction(q0):
 
 def test_hand_computed_trace_voltage_controlled():
     """Three steps of Algorithm 1 for an MX-like servo, M1, worked out by hand."""
-    params = ParameterSet.build("mx64", "m1", {"kt": 1.5, "R": 3.0, "armature": 0.01,
+    params = ParameterSet.from_names("mx64", "m1", {"kt": 1.5, "R": 3.0, "armature": 0.01,
                                                "friction_base": 0.1, "friction_viscous": 0.02})
     bench = Bench(mass=1.0, length=0.1)  # J = 0.01 + 0.01 = 0.02, mgl = 0.980665
     dt, kp, goal = 0.01, 10.0, 0.5
@@ -136,7 +136,7 @@ def test_hand_computed_trace_voltage_controlled():
 
 def test_hand_computed_trace_current_controlled():
     """Three steps for an eRob-like servo (PD current law, I_heat and back-EMF), M1."""
-    params = ParameterSet.build("erob80_50", "m1", {"kt": 5.0, "R": 2.0, "armature": 0.3,
+    params = ParameterSet.from_names("erob80_50", "m1", {"kt": 5.0, "R": 2.0, "armature": 0.3,
                                                     "friction_base": 2.0,
                                                     "friction_viscous": 1.0})
     bench = Bench(mass=5.0, length=0.5)  # J = 1.25 + 0.3 = 1.55, mgl = 24.516625
@@ -187,7 +187,7 @@ def test_step_called_from_python_equals_the_rollout():
     """The node-facing single step is the very step of the compiled rollouts."""
     from bam_sim.bench.pendulum import step
 
-    params = published("mx106", "m5")
+    params = published_named("mx106", "m5")
     act = params.actuator
     bench = Bench(mass=1.5, length=0.2)
     run = rollout(params, constant_log(bench, 16.0, 0.005, 3, 0.7, True, 0.1, 0.3))

@@ -22,7 +22,7 @@ from bam_sim.bench.rollouts import rollout
 from bam_sim.common import contract
 from bam_sim.common.errors import BamError
 from bam_sim.common.qos import profile
-from bam_sim.models.files.parameter_file import published, save
+from bam_sim.models.files.parameter_file import published_named, save
 from bam_sim.nodes.pendulum_node import PendulumNode, main
 from bam_testing.ros_context import private_context, ros_domain
 from bam_testing.ros_graph import (
@@ -113,7 +113,7 @@ def test_commands_move_the_joint_as_rollout_does(bench):
     velocity = np.array([joints[t].velocity[0] for t in stamps])
     log = BenchLog(bench=Bench(mass=0.5, length=0.2), kp=16.0, dt=1.0 / rate, goal=goal,
                    enabled=enabled, position=position, velocity=velocity)
-    run = rollout(published("mx64", "m4"), log)
+    run = rollout(published_named("mx64", "m4"), log)
     np.testing.assert_allclose(position, run.position, rtol=0, atol=1e-9)
     np.testing.assert_allclose([joints[t].effort[0] for t in stamps], run.motor_torque,
                                rtol=0, atol=1e-9)
@@ -150,7 +150,7 @@ def test_in_lockstep_each_command_makes_one_tick(bench):
     velocity = np.array([m.velocity[0] for m in list(b.joint_states)])
     log = BenchLog(bench=Bench(mass=0.5, length=0.2), kp=16.0, dt=1.0 / rate, goal=goals,
                    enabled=np.ones(goals.size, bool), position=position, velocity=velocity)
-    run = rollout(published("mx64", "m4"), log)
+    run = rollout(published_named("mx64", "m4"), log)
     np.testing.assert_allclose(position, run.position, rtol=0, atol=1e-9)
     assert np.ptp(position) > 0.1
 
@@ -235,10 +235,10 @@ def test_command_timeout_turns_the_torque_off(bench):
 
 
 def test_parameter_files_are_validated_at_run_time(bench, tmp_path):
-    other = save(published("mx106", "m4"), tmp_path / "mx106.yaml")
+    other = save(published_named("mx106", "m4"), tmp_path / "mx106.yaml")
     broken = tmp_path / "broken.yaml"
     broken.write_text("/**:\n  ros__parameters: {actuator: mx64, model: m4, kt: [}\n")
-    mine = save(published("mx64", "m6"), tmp_path / "mx64_m6.yaml")
+    mine = save(published_named("mx64", "m6"), tmp_path / "mx64_m6.yaml")
     b = bench(rate=200.0)
     b.wait_ready()
     node = b.node
@@ -274,7 +274,7 @@ def test_parameter_files_are_validated_at_run_time(bench, tmp_path):
 
 
 def test_bad_parameters_at_start_are_one_line_errors(context, tmp_path):
-    other = save(published("mx106", "m4"), tmp_path / "mx106.yaml")
+    other = save(published_named("mx106", "m4"), tmp_path / "mx106.yaml")
     with pytest.raises(BamError, match="unknown actuator"):
         PendulumNode(context=context, parameter_overrides=[Parameter("actuator", value="mx65")])
     with pytest.raises(BamError, match="mx106"):
@@ -298,7 +298,7 @@ def test_help_lists_the_parameters(capsys):
 def test_a_dcmotor_set_publishes_the_motor_current_and_winding_temperature(bench, tmp_path):
     from bam_sim.models.parameter_set import ParameterSet
 
-    params = ParameterSet.build("dcmotor", "lugre", {
+    params = ParameterSet.from_names("dcmotor", "lugre", {
         "resistance": 2.0, "motorconst": 0.5, "armature": 0.01, "inductance.L": 0.004,
         "thermal.resistance": 4.0, "thermal.capacitance": 2.0, "thermal.tempcoef": 0.0039,
         "thermal.reftemp": 20.0, "thermal.ambient": 23.0, "lugre.stiffness": 200.0,

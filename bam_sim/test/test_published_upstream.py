@@ -20,7 +20,7 @@ from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import rollout
 from bam_sim.bench.trajectory import PROTOCOL_TRAJECTORIES, command_log
 from bam_sim.models.files.bam_json import ISAACLAB, parameters_from_json, parameters_to_json
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
 from bam_sim.models.servo.actuators import VOLTAGE, get_actuator
 
 # command_delay of each STS3215 file at 31e5b97 (s).
@@ -41,7 +41,7 @@ NEW_SETS = [("sts3215", m) for m in STS_DELAYS] + [("st3025", "m4"), ("st3025", 
 
 @pytest.mark.parametrize(("actuator", "model"), NEW_SETS, ids="_".join)
 def test_new_sets_load_cite_their_source_and_round_trip(actuator, model):
-    params = published(actuator, model)
+    params = published_named(actuator, model)
     assert params.provenance["source"] == "published"
     commit = "31e5b97b3cabfe2b909850d483c4e84afa9781c4" if actuator == "sts3215" else (
         "27f3fa5ba7e3b14371d1bcb7ee9fd26a89caa1d0")
@@ -57,7 +57,7 @@ def test_new_sets_load_cite_their_source_and_round_trip(actuator, model):
 
 @pytest.mark.parametrize("model", list(STS_DELAYS))
 def test_sts3215_command_delay_is_the_latency_group(model):
-    params = published("sts3215", model)
+    params = published_named("sts3215", model)
     assert params.values["latency.command"] == STS_DELAYS[model]
     assert "latency" in params.groups
     if model in STS_MOTOR:
@@ -67,11 +67,11 @@ def test_sts3215_command_delay_is_the_latency_group(model):
 
 
 def test_st3025_sets_are_upstreams_27f3fa5_files():
-    m6 = published("st3025", "m6")
+    m6 = published_named("st3025", "m6")
     for name, value in ST3025_M6.items():
         assert m6.values[name] == value, name
     assert "max_velocity" not in m6.values
-    assert published("st3025", "m4").values["kt"] == ST3025_M4_KT
+    assert published_named("st3025", "m4").values["kt"] == ST3025_M4_KT
 
 
 def test_st3025_law_is_upstreams():
@@ -97,7 +97,7 @@ def test_upstream_st3025_file_imports_under_our_name():
 
 def test_st3025_for_isaaclab_folds_the_ratio_and_moves_alike():
     """Isaac Lab's law has no error_gain_ratio: error_gain carries it, the same duty."""
-    params = published("st3025", "m6")
+    params = published_named("st3025", "m6")
     doc = json.loads(parameters_to_json(params, target=ISAACLAB))
     assert "error_gain_ratio" not in doc
     assert doc["error_gain"] == pytest.approx(0.166 * ST3025_M6["error_gain_ratio"],

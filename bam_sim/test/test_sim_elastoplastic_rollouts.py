@@ -39,8 +39,8 @@ from bam_sim.models.elastoplastic.model import (
     simulate_joint,
 )
 from bam_sim.models.elastoplastic.validity import check_step, ep_form, max_load, violation
-from bam_sim.models.files.parameter_file import dump_yaml, load, parse_yaml, published, save
-from bam_sim.models.model_registry import EP_MODELS, FRICTION_MODELS, resolve_model
+from bam_sim.models.files.parameter_file import dump_yaml, load, parse_yaml, published_named, save
+from bam_sim.models.model_registry import EP_MODELS, FRICTION_MODELS, get_model
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo import actuators
 
@@ -144,12 +144,12 @@ def test_batched_rollout_equals_single_bit_for_bit(model, replay):
                              control=recorded.control, supply_voltage=14.0 + 0.5 * i))
     batch = LogBatch.pack(logs, act)
     pop = population_of(params, lanes.BLOCK + 5, SEED)  # a full block of lanes, a partial
-    assert np.all(batch_violation(resolve_model(model), pop, batch) == 0.0)
-    q = batch_rollout(resolve_model(model), pop, batch, replay)
-    mae = batch_mae(resolve_model(model), pop, batch, replay)
+    assert np.all(batch_violation(get_model(model), pop, batch) == 0.0)
+    q = batch_rollout(get_model(model), pop, batch, replay)
+    mae = batch_mae(get_model(model), pop, batch, replay)
     for i, row in enumerate(pop):
         values = {name: float(row[P.INDEX[name]]) for name in params.values}
-        one = ParameterSet.build("mx64", model, values)
+        one = ParameterSet.from_names("mx64", model, values)
         for j, log in enumerate(logs):
             single = rollout(one, log, replay).position
             np.testing.assert_array_equal(q[i, j, :len(log)], single)
@@ -189,7 +189,7 @@ def test_static_holding_on_the_pendulum(model):
     assert abs(run.position[-1] - run.position[settled]) <= 1e-12
     assert np.abs(run.velocity[settled:]).max() <= 1e-12
     # The same bench with M1 and F_C = 0.1 (< τ_e) lets the pendulum fall.
-    m1 = ParameterSet.build("mx64", "m1", {**{k: params.values[k] for k in ("kt", "R",
+    m1 = ParameterSet.from_names("mx64", "m1", {**{k: params.values[k] for k in ("kt", "R",
                             "armature")}, "friction_base": 0.1, "friction_viscous": 0.02})
     assert rollout(m1, log).position[-1] < 0.3 * q0
 
@@ -240,7 +240,7 @@ def test_stepper_keeps_the_deflection_for_new_values_and_resets_it_for_a_new_mod
     assert e != 0.0
     sim.set_parameters(params.replace(friction_viscous=0.03))
     assert sim.deflection == e
-    sim.set_parameters(published("mx64", "m4"))
+    sim.set_parameters(published_named("mx64", "m4"))
     assert sim.deflection == 0.0
     sim.tick()
     assert sim.deflection == 0.0  # M1..M6 carry no deflection
@@ -276,7 +276,7 @@ def test_invalid_sets_are_refused_before_any_simulation():
     assert "0.005 s" in message
     batch = LogBatch.pack([log], params.actuator)
     with pytest.raises(BamError, match=r"\(14\)"):
-        batch_mae(resolve_model("ep_stribeck"), np.stack([params.vector(), bad.vector()]),
+        batch_mae(get_model("ep_stribeck"), np.stack([params.vector(), bad.vector()]),
                   LogBatch.pack([BenchLog(log.bench, 8.0, DT, log.goal, log.enabled,
                                           position=log.goal)], params.actuator))
     with pytest.raises(BamError, match="sticking is unstable"):
@@ -313,7 +313,7 @@ def test_violation_agrees_with_the_core_checks(model):
 
 
 def test_m_models_are_never_checked():
-    m6 = published("mx64", "m6")
+    m6 = published_named("mx64", "m6")
     log = command_log("lift_drop", Bench(1.0, 0.15), 8.0, DT, duration=1.0)
     assert batch_violation(m6.model, m6.vector(), LogBatch.pack([log], m6.actuator)) == 0.0
 
@@ -345,7 +345,7 @@ def test_parameter_files_of_ep_models_round_trip(model, tmp_path):
 
 def test_parameter_file_errors_for_ep_models():
     with pytest.raises(BamError, match="no published ep_stribeck set"):
-        published("mx64", "ep_stribeck")
+        published_named("mx64", "ep_stribeck")
     text = dump_yaml(ep_set("mx64", "ep_stribeck"))
     with pytest.raises(BamError, match="missing parameter contact_damping"):
         parse_yaml("\n".join(line for line in text.splitlines()

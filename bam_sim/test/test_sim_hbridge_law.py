@@ -11,7 +11,7 @@ from bam_sim.bench.trajectory import command_log
 from bam_sim.common.errors import BamError
 from bam_sim.models import parameter_vector as P
 from bam_sim.models.dcmotor.hbridge import average_current, brute_force_average
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo import actuators
 from bam_sim.models.servo.laws import bridge_voltage, torque_from_control
@@ -22,8 +22,8 @@ PERIOD = 5.0e-5  # s, a 20 kHz PWM
 
 
 def coast_set(**groups: float) -> ParameterSet:
-    values = {**published("mx64", "m1").values, "hbridge.pwm_period": PERIOD, **groups}
-    return ParameterSet.build("mx64", "m1", values)
+    values = {**published_named("mx64", "m1").values, "hbridge.pwm_period": PERIOD, **groups}
+    return ParameterSet.from_names("mx64", "m1", values)
 
 
 @pytest.mark.parametrize(("duty", "dq"), [(0.2, 0.0), (0.5, 2.0), (0.9, -3.0), (-0.4, 1.0),
@@ -39,7 +39,7 @@ def test_voltage_law_torque_is_the_brute_force_bridge_average(duty: float, dq: f
 
 
 def test_without_the_group_the_law_is_drive_brake_equation_13() -> None:
-    params = published("mx64", "m1")
+    params = published_named("mx64", "m1")
     p, c = params.vector(), params.actuator.consts()
     assert bridge_voltage(p, c, 3.0, 1.5) == 3.0
     kt, r = p[P.KT], p[P.R]
@@ -58,7 +58,7 @@ def test_bench_rollout_applies_the_coast_average() -> None:
     on = log.enabled & (duty > 0.0) & (np.abs(kt * run.velocity) < supply)  # |e| < V
     expected = kt * duty[on] * (supply - kt * run.velocity[on]) / r
     np.testing.assert_allclose(run.motor_torque[on], expected, rtol=1e-12, atol=1e-12)
-    brake = rollout(published("mx64", "m1"), log)
+    brake = rollout(published_named("mx64", "m1"), log)
     assert np.abs(run.position - brake.position).max() > 1e-3  # coasting changes the motion
 
 
@@ -77,9 +77,9 @@ def test_dc_motor_model_path_relaxes_to_the_coast_average() -> None:
 
 
 def test_group_belongs_to_the_voltage_family() -> None:
-    values = {**published("erob80_50", "m1").values, "hbridge.pwm_period": PERIOD}
+    values = {**published_named("erob80_50", "m1").values, "hbridge.pwm_period": PERIOD}
     with pytest.raises(BamError, match="group hbridge .* belongs to the voltage family"):
-        ParameterSet.build("erob80_50", "m1", values)
+        ParameterSet.from_names("erob80_50", "m1", values)
 
 
 def test_dcmotor_export_names_the_coast_bridge_as_lost() -> None:

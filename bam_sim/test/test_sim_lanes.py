@@ -36,8 +36,8 @@ from bam_sim.models.elastoplastic.model import (
     stribeck_near,
     stribeck_sliding,
 )
-from bam_sim.models.files.parameter_file import published
-from bam_sim.models.model_registry import EP_FIRST, EP_MODELS, resolve_model
+from bam_sim.models.files.parameter_file import published_named
+from bam_sim.models.model_registry import EP_FIRST, EP_MODELS, get_model
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.parameter_vector import from_vector
 from bam_sim.models.servo.actuators import get_actuator
@@ -52,12 +52,12 @@ SETS = lanes.BLOCK + 5  # two blocks, the second partial
 
 def logs_of(actuator: str, rng: np.random.Generator) -> list[BenchLog]:
     """Logs of every trajectory, lengths and benches varied, with recorded control."""
-    act = published(actuator, "m1").actuator
+    act = published_named(actuator, "m1").actuator
     logs = []
     for i, name in enumerate(TRAJECTORIES):
         bench = Bench(mass=float(rng.choice(act.masses)), length=float(rng.choice(act.lengths)))
         log = command_log(name, bench, float(rng.choice(act.gains)), duration=1.5 + 0.25 * i)
-        sim = rollout(published(actuator, "m4"), log)
+        sim = rollout(published_named(actuator, "m4"), log)
         logs.append(BenchLog(bench=bench, kp=log.kp, dt=log.dt, goal=log.goal,
                              enabled=log.enabled, control=sim.control, name=name,
                              position=sim.position + rng.normal(0.0, 0.01, len(log))))
@@ -67,7 +67,7 @@ def logs_of(actuator: str, rng: np.random.Generator) -> list[BenchLog]:
 def population(actuator: str, model: str, rng: np.random.Generator) -> np.ndarray:
     """Sets around the published one, without its latency (the STS3215's: a kernel of its
     own, tested apart)."""
-    base = published(actuator, model).vector()
+    base = published_named(actuator, model).vector()
     base[[P.LATENCY_COMMAND, P.LATENCY_READING]] = 0.0
     return base * rng.uniform(0.7, 1.3, (SETS, base.size))
 
@@ -78,12 +78,12 @@ def population(actuator: str, model: str, rng: np.random.Generator) -> np.ndarra
 def test_lanes_equal_the_single_rollout_to_the_last_bit(actuator, model, replay):
     rng = np.random.default_rng(SEED)
     logs = logs_of(actuator, rng)
-    base = published(actuator, model)
+    base = published_named(actuator, model)
     batch = LogBatch.pack(logs, base.actuator)
     pop = population(actuator, model, rng)
-    assert lanes.eligible(resolve_model(model), base.actuator.family, pop, voltage=False)
-    positions = batch_rollout(resolve_model(model), pop, batch, replay=replay)
-    errors = batch_errors(resolve_model(model), pop, batch, replay=replay)[0]
+    assert lanes.eligible(get_model(model), base.actuator.family, pop, voltage=False)
+    positions = batch_rollout(get_model(model), pop, batch, replay=replay)
+    errors = batch_errors(get_model(model), pop, batch, replay=replay)[0]
     for i, vec in enumerate(pop):
         params = base.replace(**from_vector(vec, list(base.values)))
         for j, log in enumerate(logs):
@@ -101,14 +101,14 @@ def test_sets_with_latency_in_lanes_equal_the_single_rollout_to_the_last_bit(act
     the lanes on both sides of lift_drop's torque switch at once (a mixed enable)."""
     rng = np.random.default_rng(SEED)
     logs = logs_of(actuator, rng)
-    base = published(actuator, "m6")
+    base = published_named(actuator, "m6")
     batch = LogBatch.pack(logs, base.actuator)
     pop = population(actuator, "m6", rng)
     ticks = rng.uniform(0.0, 4.0, SETS)
     ticks[::4] = 0.0  # lanes without latency beside lanes with it
     pop[:, P.LATENCY_COMMAND] = 0.75 * ticks * batch.dt
     pop[:, P.LATENCY_READING] = 0.25 * ticks * batch.dt
-    model = resolve_model("m6")
+    model = get_model("m6")
     assert lanes.eligible(model, base.actuator.family, pop, voltage=False)
     assert lanes.kernel_of(model, pop) is lanes.delayed_lanes_kernel
     switch = next(j for j, log in enumerate(logs) if not log.enabled.all())
@@ -118,7 +118,7 @@ def test_sets_with_latency_in_lanes_equal_the_single_rollout_to_the_last_bit(act
                      for d in pop[:lanes.BLOCK, P.LATENCY_COMMAND]
                      + pop[:lanes.BLOCK, P.LATENCY_READING]}) == 2]
     assert mixed  # the case the select in _motor_torques is for
-    positions = batch_rollout(resolve_model("m6"), pop, batch, replay=replay)
+    positions = batch_rollout(get_model("m6"), pop, batch, replay=replay)
     names = sorted({*base.values, "latency.command", "latency.reading"})
     for i, vec in enumerate(pop):
         params = base.replace(**from_vector(vec, names))
@@ -130,21 +130,21 @@ def test_sets_with_latency_in_lanes_equal_the_single_rollout_to_the_last_bit(act
 def test_latency_keeps_the_elastoplastic_models_on_the_general_kernel():
     pop = population("mx64", "m6", np.random.default_rng(SEED))
     pop[2, P.LATENCY_COMMAND] = 0.004
-    assert lanes.eligible(resolve_model("m6"), 0, pop, voltage=False)
-    assert not lanes.eligible(resolve_model(EP_MODELS[0]), 0, pop, voltage=False)
+    assert lanes.eligible(get_model("m6"), 0, pop, voltage=False)
+    assert not lanes.eligible(get_model(EP_MODELS[0]), 0, pop, voltage=False)
     pop[2, P.LATENCY_COMMAND] = 0.0
-    assert lanes.kernel_of(resolve_model("m6"), pop) is lanes.lanes_kernel
+    assert lanes.kernel_of(get_model("m6"), pop) is lanes.lanes_kernel
 
 
 def test_lanes_and_the_general_kernel_agree_on_the_mae_to_the_last_bit():
     """The MAE sums in the same order in both kernels: equal, not close."""
     rng = np.random.default_rng(SEED)
     logs = logs_of("mx64", rng)
-    batch = LogBatch.pack(logs, published("mx64", "m6").actuator)
+    batch = LogBatch.pack(logs, published_named("mx64", "m6").actuator)
     pop = population("mx64", "m6", rng)
-    in_lanes = batch_errors(resolve_model("m6"), pop, batch)[0]
+    in_lanes = batch_errors(get_model("m6"), pop, batch)[0]
     # voltage: the general kernel
-    general = batch_errors(resolve_model("m6"), pop, batch, voltage=True)[0]
+    general = batch_errors(get_model("m6"), pop, batch, voltage=True)[0]
     np.testing.assert_array_equal(in_lanes, general)
 
 
@@ -155,7 +155,7 @@ def test_a_set_with_an_optional_group_goes_to_the_general_kernel(column, value):
     """One set with a group among sets without: neither lanes (the motor lanes take a
     population of which every set runs through the motor model)."""
     pop = population("mx64", "m6", np.random.default_rng(SEED))
-    model = resolve_model("m6")
+    model = get_model("m6")
     assert lanes.eligible(model, 0, pop, voltage=False)
     pop[3, column] = value
     assert not lanes.eligible(model, 0, pop, voltage=False)
@@ -167,36 +167,36 @@ def test_sets_that_all_use_the_motor_model_go_to_the_motor_lanes(column, value):
     pop = population("mx64", "m6", np.random.default_rng(SEED))
     pop[:, column] = value
     for model in ("m6", "lugre"):
-        assert motor_lanes.eligible(resolve_model(model), 0, pop, voltage=False)
-        assert not lanes.eligible(resolve_model(model), 0, pop, voltage=False)
+        assert motor_lanes.eligible(get_model(model), 0, pop, voltage=False)
+        assert not lanes.eligible(get_model(model), 0, pop, voltage=False)
     for other in ((P.LATENCY_READING, 0.004), (P.SUPPLY_R, 0.5), (P.HB_PERIOD, 5e-5)):
         changed = pop.copy()
         changed[5, other[0]] = other[1]  # steps the lanes do not take
-        assert not motor_lanes.eligible(resolve_model("m6"), 0, changed, voltage=False)
-    assert not motor_lanes.eligible(resolve_model("m6"), 0, pop, voltage=True)
-    assert not motor_lanes.eligible(resolve_model("ep_cv"), 0, pop, voltage=False)
+        assert not motor_lanes.eligible(get_model("m6"), 0, changed, voltage=False)
+    assert not motor_lanes.eligible(get_model("m6"), 0, pop, voltage=True)
+    assert not motor_lanes.eligible(get_model("ep_cv"), 0, pop, voltage=False)
 
 
 def test_an_empty_population_gives_empty_results():
     logs = logs_of("mx64", np.random.default_rng(SEED))
-    batch = LogBatch.pack(logs, published("mx64", "m6").actuator)
+    batch = LogBatch.pack(logs, published_named("mx64", "m6").actuator)
     empty = np.zeros((0, P.N_PARAMS))
-    assert not lanes.eligible(resolve_model("m6"), 0, empty, voltage=False)
-    assert batch_errors(resolve_model("m6"), empty, batch)[0].shape == (0, len(logs))
+    assert not lanes.eligible(get_model("m6"), 0, empty, voltage=False)
+    assert batch_errors(get_model("m6"), empty, batch)[0].shape == (0, len(logs))
 
 
 def test_other_models_and_voltage_scores_go_to_the_general_kernel():
     pop = population("mx64", "m1", np.random.default_rng(SEED))
-    assert not lanes.eligible(resolve_model("m1"), 0, pop, voltage=True)
+    assert not lanes.eligible(get_model("m1"), 0, pop, voltage=True)
     # The dcmotor family and LuGre run through the motor model: the motor lanes.
-    assert not lanes.eligible(resolve_model("lugre"), 2, pop, voltage=False)
-    assert not lanes.eligible(resolve_model("m1"), 2, pop, voltage=False)  # dcmotor family
-    assert motor_lanes.eligible(resolve_model("lugre"), 2, pop, voltage=False)
-    assert motor_lanes.eligible(resolve_model("m1"), 2, pop, voltage=False)
-    assert not motor_lanes.eligible(resolve_model("lugre"), 2, pop, voltage=True)
-    assert not motor_lanes.eligible(resolve_model("m1"), 0, pop, voltage=False)  # no group
+    assert not lanes.eligible(get_model("lugre"), 2, pop, voltage=False)
+    assert not lanes.eligible(get_model("m1"), 2, pop, voltage=False)  # dcmotor family
+    assert motor_lanes.eligible(get_model("lugre"), 2, pop, voltage=False)
+    assert motor_lanes.eligible(get_model("m1"), 2, pop, voltage=False)
+    assert not motor_lanes.eligible(get_model("lugre"), 2, pop, voltage=True)
+    assert not motor_lanes.eligible(get_model("m1"), 0, pop, voltage=False)  # no group
     for model in EP_MODELS:  # elasto-plastic: the lanes (test_sim_elastoplastic_rollouts)
-        assert lanes.eligible(resolve_model(model), 0, pop, voltage=False)
+        assert lanes.eligible(get_model(model), 0, pop, voltage=False)
 
 
 # LuGre, with every state and group of bam_sim_cases.MOTOR_GROUPS.
@@ -224,17 +224,17 @@ def motor_base(actuator: str, model: str) -> ParameterSet:
         if model != "lugre":
             values.update({"friction_base": 0.05, "friction_viscous": 0.02})
     elif model == "lugre":
-        m1 = published(actuator, "m1").values
+        m1 = published_named(actuator, "m1").values
         values = {name: m1[name] for name in ("kt", "R", "armature")}
     else:
-        values = dict(published(actuator, model).values)
+        values = dict(published_named(actuator, model).values)
         values.update({"latency.command": 0.0, "latency.reading": 0.0})
     if actuator == "erob80_50":  # a stronger motor: its saturation, stick and cogging
         values.update({"saturation.torque": 40.0, "cogging.amplitude": 0.5})
         if model == "lugre":
             values.update({"lugre.stiffness": 2.0e4, "lugre.damping": 200.0})
     groups = {**MOTOR_GROUPS, **(LUGRE if model == "lugre" else {})}
-    return ParameterSet.build(actuator, model, {**groups, **values})
+    return ParameterSet.from_names(actuator, model, {**groups, **values})
 
 
 def motor_logs(base: ParameterSet, rng: np.random.Generator) -> list[BenchLog]:
@@ -297,7 +297,7 @@ def test_motor_lanes_equal_the_single_rollout_to_the_last_bit(actuator, model, r
     batch = LogBatch.pack(logs, base.actuator)
     pop = motor_population(base, rng)
     assert motor_lanes.eligible(base.model, base.actuator.family, pop, voltage=False)
-    positions = batch_rollout(resolve_model(model), pop, batch, replay=replay)
+    positions = batch_rollout(get_model(model), pop, batch, replay=replay)
     for i, vec in enumerate(pop):
         params = set_of(base, vec)
         for j, log in enumerate(logs):
@@ -316,9 +316,9 @@ def test_motor_lanes_and_the_general_kernel_agree_on_both_maes_to_the_last_bit(a
     logs = motor_logs(base, rng)
     batch = LogBatch.pack(logs, base.actuator)
     pop = motor_population(base, rng)
-    in_lanes = batch_errors(resolve_model(model), pop, batch, replay=replay)
+    in_lanes = batch_errors(get_model(model), pop, batch, replay=replay)
     # voltage: the general kernel
-    general = batch_errors(resolve_model(model), pop, batch, replay=replay, voltage=True)
+    general = batch_errors(get_model(model), pop, batch, replay=replay, voltage=True)
     np.testing.assert_array_equal(in_lanes[0], general[0])
     np.testing.assert_array_equal(in_lanes[1], general[1])
     thermal = pop[:, P.TH_R] > 0.0
@@ -381,7 +381,7 @@ def test_each_phi_z_case_in_lanes_is_the_scalar_step_to_the_last_bit(model):
 
 
 def model_form(model: str) -> int:
-    return resolve_model(model).model_id - EP_FIRST
+    return get_model(model).model_id - EP_FIRST
 
 
 @nb.njit(cache=True)

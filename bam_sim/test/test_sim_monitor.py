@@ -34,7 +34,7 @@ from bam_sim.bench.trajectory import played
 from bam_sim.common import contract
 from bam_sim.common.errors import BamError
 from bam_sim.common.qos import profile
-from bam_sim.models.files.parameter_file import published, save
+from bam_sim.models.files.parameter_file import published_named, save
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.nodes.monitor_node import MonitorNode, main
 from bam_sim.nodes.pendulum_node import PendulumNode
@@ -53,7 +53,7 @@ RATE = 200.0  # Hz of the pendulum and its states
 DT = 1.0 / RATE
 ENCODER = 2.0 * math.pi / 4096  # rad, the MX-64's encoder step
 BENCH = dict(mass=1.0, length=0.15, arm_mass=0.1)
-TRUE = published("mx64", "m4")
+TRUE = published_named("mx64", "m4")
 # The protocol's trajectories the driver plays, back to back, over and over.
 TRAJECTORIES = ("slow_oscillations", "lift_drop", "steps")
 OK_RUN = 18.0  # s of simulated time: one pass over the trajectories

@@ -25,8 +25,8 @@ from bam_sim.bench.trajectory import command_log
 from bam_sim.common.errors import BamError
 from bam_sim.models import parameter_vector as P
 from bam_sim.models.elastoplastic.validity import lugre_violation
-from bam_sim.models.files.parameter_file import dump_yaml, parse_yaml, published
-from bam_sim.models.model_registry import resolve_model
+from bam_sim.models.files.parameter_file import dump_yaml, parse_yaml, published_named
+from bam_sim.models.model_registry import get_model
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo.actuators import get_actuator
 
@@ -87,7 +87,7 @@ def run_mujoco(xml: str, control) -> dict[str, np.ndarray]:
 def motor_set(actuator: str, motor: dict[str, float]) -> ParameterSet:
     values = {**motor, **MOTOR_GROUPS, **LUGRE,
               "armature": motor["armature"] + COM_INERTIA}  # our J holds the body's own
-    return ParameterSet.build(actuator, "lugre", values)
+    return ParameterSet.from_names(actuator, "lugre", values)
 
 
 def check_against(ours, ref, thermal_slot: int) -> None:
@@ -102,7 +102,7 @@ def check_against(ours, ref, thermal_slot: int) -> None:
 def test_dcmotor_family_equals_mujocos_dcmotor_pendulum_with_every_state():
     kp = 20.0
     motor = {"resistance": 2.0, "motorconst": 0.5, "armature": 0.01}
-    params = ParameterSet.build("dcmotor", "lugre", {**motor_set("dcmotor", motor).values,
+    params = ParameterSet.from_names("dcmotor", "lugre", {**motor_set("dcmotor", motor).values,
                                                      **MOTOR_CONTROLLER})
     xml = pendulum_xml(MOTOR_XML.format(R=2.0, K=0.5, J=0.01)
                        + f' input="pos" controller="{kp} 5 0.3 4 0.5 20"')
@@ -121,7 +121,7 @@ def test_dcmotor_family_equals_mujocos_dcmotor_pendulum_with_every_state():
 def test_voltage_law_through_the_motor_model_equals_mujoco_with_voltage_input():
     kp = 16.0
     act = get_actuator("mx64")
-    mx = published("mx64", "m1").values
+    mx = published_named("mx64", "m1").values
     motor = {"kt": mx["kt"], "R": mx["R"], "armature": mx["armature"]}
     params = motor_set("mx64", motor)
     xml = pendulum_xml(MOTOR_XML.format(R=mx["R"], K=mx["kt"], J=mx["armature"])
@@ -140,13 +140,13 @@ def test_voltage_law_through_the_motor_model_equals_mujoco_with_voltage_input():
 def test_current_law_through_the_motor_model_equals_mujoco_with_ff_input():
     kp, mass, length = 100.0, 3.1, 0.5
     act = get_actuator("erob80_50")
-    er = published("erob80_50", "m1").values
+    er = published_named("erob80_50", "m1").values
     lugre = {"lugre.stiffness": 2.0e4, "lugre.damping": 200.0}
     groups = {**MOTOR_GROUPS, "saturation.torque": 40.0, "cogging.amplitude": 0.5,
               "thermal.capacitance": 0.5}
     values = {"kt": er["kt"], "R": er["R"], "armature": er["armature"] + COM_INERTIA,
               **groups, **LUGRE, **lugre}
-    params = ParameterSet.build("erob80_50", "lugre", values)
+    params = ParameterSet.from_names("erob80_50", "lugre", values)
     motor = (f'resistance="{er["R"]}" motorconst="{er["kt"]}" armature="{er["armature"]}" '
              'inductance="0.004" thermal="4 0.5 0 0.0039 20 25" saturation="40 0 2000" '
              'cogging="0.5 12 0.3" lugre="20000 200 0.05 0.1 0.2" input="ff" '
@@ -166,7 +166,7 @@ def test_current_law_through_the_motor_model_equals_mujoco_with_ff_input():
 def test_a_neutral_group_changes_nothing_but_rounding():
     # thermal with α = 0 leaves R(T) = R0: the motor model's torque is BAM's (13), by
     # another code path (the DC-motor kernel instead of servo.py).
-    base = published("mx64", "m4")
+    base = published_named("mx64", "m4")
     heated = base.replace(**{"thermal.resistance": 3.0, "thermal.capacitance": 20.0})
     log = command_log("raise_lower", Bench(1.0, 0.15), 16.0)
     a, b = rollout(base, log), rollout(heated, log)
@@ -177,7 +177,7 @@ def test_a_neutral_group_changes_nothing_but_rounding():
 
 
 def test_torque_off_leaves_cogging_alone_and_no_current():
-    params = ParameterSet.build("dcmotor", "m1", {
+    params = ParameterSet.from_names("dcmotor", "m1", {
         "resistance": 2.0, "motorconst": 0.5, "armature": 0.01, "friction_base": 0.05,
         "friction_viscous": 0.02, "cogging.amplitude": 0.03, "cogging.poles": 8.0,
         "cogging.phase": 0.2, "inductance.timeconst": 0.01})
@@ -191,7 +191,7 @@ def test_torque_off_leaves_cogging_alone_and_no_current():
 
 
 def test_batched_rollouts_equal_single_rollouts_and_do_not_depend_on_threads():
-    params = ParameterSet.build("dcmotor", "lugre", {
+    params = ParameterSet.from_names("dcmotor", "lugre", {
         "resistance": 2.0, "motorconst": 0.5, "armature": 0.01, **MOTOR_GROUPS, **LUGRE,
         **MOTOR_CONTROLLER})
     logs = [command_log(name, Bench(m, 0.15), kp) for name, m, kp in
@@ -201,9 +201,9 @@ def test_batched_rollouts_equal_single_rollouts_and_do_not_depend_on_threads():
     before = numba.get_num_threads()
     try:
         numba.set_num_threads(1)
-        one = batch_rollout(resolve_model("lugre"), population, batch)
+        one = batch_rollout(get_model("lugre"), population, batch)
         numba.set_num_threads(before)
-        many = batch_rollout(resolve_model("lugre"), population, batch)
+        many = batch_rollout(get_model("lugre"), population, batch)
     finally:
         numba.set_num_threads(before)
     np.testing.assert_array_equal(one, many)
@@ -214,7 +214,7 @@ def test_batched_rollouts_equal_single_rollouts_and_do_not_depend_on_threads():
 
 
 def test_temperature_error_is_scored_against_the_recorded_temperature():
-    params = ParameterSet.build("dcmotor", "m1", {
+    params = ParameterSet.from_names("dcmotor", "m1", {
         "resistance": 2.0, "motorconst": 0.5, "armature": 0.01, "friction_base": 0.05,
         "friction_viscous": 0.02, "thermal.resistance": 4.0, "thermal.capacitance": 2.0,
         "thermal.ambient": 25.0})
@@ -233,8 +233,8 @@ def test_temperature_error_is_scored_against_the_recorded_temperature():
     _, zero, _ = batch_errors(params.model, params.vector(),
                               LogBatch.pack([exact], params.actuator))
     assert zero[0, 0] == 0.0
-    no_thermal = published("mx64", "m1")
-    _, none, _ = batch_errors(resolve_model("m1"), no_thermal.vector(),
+    no_thermal = published_named("mx64", "m1")
+    _, none, _ = batch_errors(get_model("m1"), no_thermal.vector(),
                               LogBatch.pack([exact], no_thermal.actuator))
     assert np.isnan(none[0, 0])
 
@@ -262,7 +262,7 @@ def free_swing(params: ParameterSet, velocity: float, steps: int = 1200) -> np.n
 def test_lugre_limits_separate_stable_from_diverging_sets(sigma0, sigma1, velocity, stable):
     values = {"resistance": 2.0, "motorconst": 0.5, "armature": 0.01, **LUGRE,
               "lugre.stiffness": sigma0, "lugre.damping": sigma1, "lugre.viscous": 0.0}
-    params = ParameterSet.build("dcmotor", "lugre", values)
+    params = ParameterSet.from_names("dcmotor", "lugre", values)
     inertia = Bench(MASS, LENGTH).inertia(0.01)
     assert (lugre_violation(params.vector()[None, :], DT, np.array([inertia]))[0]
             == 0.0) == stable
@@ -363,10 +363,10 @@ def test_bad_groups_are_refused_in_one_line(text, message):
 
 def test_a_dcmotor_set_has_no_published_defaults():
     with pytest.raises(BamError, match="there is no published m1 set of dcmotor"):
-        published("dcmotor", "m1")
+        published_named("dcmotor", "m1")
     with pytest.raises(BamError, match="there is no published lugre set"):
-        published("mx64", "lugre")
-    assert ParameterSet.build("dcmotor", "m1", GOOD).values["motorconst"] == 0.5
+        published_named("mx64", "lugre")
+    assert ParameterSet.from_names("dcmotor", "m1", GOOD).values["motorconst"] == 0.5
 
 
 def test_group_bounds_lie_inside_the_plausible_ranges():

@@ -29,7 +29,7 @@ from bam_sim.common import ros_arguments
 from bam_sim.common.errors import BamError
 from bam_sim.common.node_parameters import declare, refuse_unknown
 from bam_sim.common.runner import error_line
-from bam_sim.models.files.parameter_file import load, parse_mapping, published, save
+from bam_sim.models.files.parameter_file import load, parse_mapping, published_named, save
 from bam_sim.nodes import ros_parameter_set
 from bam_sim.nodes.arm_node import ArmNode
 from bam_sim.nodes.pendulum_node import PARAMETERS, PendulumNode
@@ -49,7 +49,7 @@ def _fitted(folder: Path, edit=None, name: str = "fitted.yaml") -> Path:
     """The published MX-64 m4 set as a fitted file, each line passed through ``edit``."""
     good = folder / "good.yaml"
     if not good.exists():
-        save(published("mx64", "m4"), good)
+        save(published_named("mx64", "m4"), good)
     lines = [edit(line) if edit else line for line in good.read_text().splitlines()]
     path = folder / name
     path.write_text("\n".join(line for line in lines if line is not None) + "\n")
@@ -121,7 +121,7 @@ def test_bad_ros_arguments_are_one_line_before_rcl_refuses_them(folder, args, me
     ["--params-file", "{folder}/nested.yaml"], ["--enable-stdout-logs", "--", "extra"],
 ])
 def test_good_ros_arguments_pass_our_check_and_rcl(folder, args):
-    save(published("mx64", "m4"), folder / "good.yaml")
+    save(published_named("mx64", "m4"), folder / "good.yaml")
     (folder / "empty.yaml").write_text("")
     (folder / "nested.yaml").write_text("bench1:\n  pendulum:\n    ros__parameters: {a: 1}\n")
     argv = ["pendulum", "--ros-args", *[a.replace("{folder}", str(folder)) for a in args]]
@@ -229,7 +229,7 @@ def test_a_faulty_fitted_file_is_refused_alike_by_params_file_and_by_ros_args(
 
 def test_the_set_rcl_hands_a_node_is_the_file_read_back(folder):
     """rcl flattens a file (provenance.source, ...): the loader gets the same set back."""
-    path = save(published("mx106", "m6"), folder / "mx106.yaml")
+    path = save(published_named("mx106", "m6"), folder / "mx106.yaml")
     with private_context(DOMAIN, args=["--ros-args", "--params-file", str(path)]) as ctx:
         node = Node("pendulum", context=ctx, start_parameter_services=False,
                     enable_rosout=False)
@@ -264,7 +264,7 @@ def test_a_set_given_as_ros_parameters_is_the_file_and_its_entries_are_declared(
     forms (motorconst: {Kt, Ke}, thermal.timeconst) and metadata included."""
     path = folder / "set.yaml"
     if text is None:
-        save(published("mx64", "m6"), path)
+        save(published_named("mx64", "m6"), path)
     else:
         path.write_text(text)
     ctx = _started(["pendulum", "--ros-args", "--params-file", str(path)])

@@ -10,7 +10,7 @@ import yaml
 
 from bam_sim.common.errors import BamError, one_line
 from bam_sim.common.numbers import number
-from bam_sim.models.files.parameter_file import dump_yaml, parse_yaml, published
+from bam_sim.models.files.parameter_file import dump_yaml, parse_yaml, published_named
 
 
 @pytest.mark.parametrize("value, expected", [
@@ -48,7 +48,7 @@ def test_text_can_be_refused_where_values_come_from_code():
 
 
 def test_yaml_1_1_exponents_load_in_parameter_files():
-    text = dump_yaml(published("mx64", "m1")).replace("kt: ", "kt: 1e0  # was ", 1)
+    text = dump_yaml(published_named("mx64", "m1")).replace("kt: ", "kt: 1e0  # was ", 1)
     assert isinstance(yaml.safe_load("x: 1e0")["x"], str)  # what YAML 1.1 does
     assert parse_yaml(text, "test").values["kt"] == 1.0
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bam_sim.common.errors import BamError
-from bam_sim.models.files.parameter_file import published, save
+from bam_sim.models.files.parameter_file import published_named, save
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.nodes.arm_node import ArmNode
 from bam_sim.nodes.pendulum_node import PendulumNode
@@ -26,7 +26,7 @@ STUCK = 20.0  # N·m of Coulomb friction: several times the MX-64's stall torque
 
 
 def stiff_file(folder: Path, actuator: str = "mx64") -> Path:
-    params = published(actuator, "m1").replace(friction_base=STUCK)
+    params = published_named(actuator, "m1").replace(friction_base=STUCK)
     return save(params, folder / f"{actuator}_stuck.yaml")
 
 
@@ -63,8 +63,8 @@ def test_pendulum_takes_a_fitted_file(tmp_path, how):
 def test_pendulum_takes_an_elasto_plastic_file(tmp_path):
     """An ep_stribeck file whose static friction far exceeds the servo's torque holds the
     joint, within the pre-sliding deflection τ/K (K = 2e4 N·m/rad: < 0.5 mrad)."""
-    m1 = published("mx64", "m1").values
-    params = ParameterSet.build("mx64", "ep_stribeck", {
+    m1 = published_named("mx64", "m1").values
+    params = ParameterSet.from_names("mx64", "ep_stribeck", {
         **{k: m1[k] for k in ("kt", "R", "armature")}, "friction_base": STUCK,
         "friction_stribeck": 5.0, "dtheta_stribeck": 0.5, "friction_viscous": 0.02,
         "contact_stiffness": 2.0e4, "contact_damping": 0.6})

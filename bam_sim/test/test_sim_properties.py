@@ -23,7 +23,7 @@ from bam_sim.bench.geometry import Bench
 from bam_sim.bench.stepper import BenchStepper
 from bam_sim.common.commands import CommandError, CommandLimits, check_command, parse_command
 from bam_sim.common.errors import BamError
-from bam_sim.models.files.parameter_file import load, published
+from bam_sim.models.files.parameter_file import load, published_named
 from bam_sim.models.parameter_vector import PARAM_NAMES, PLAUSIBLE
 from bam_sim.models.servo.actuators import get_actuator
 
@@ -61,7 +61,7 @@ def _loads_or_refuses(path: Path) -> None:
 @given(actuator=ACTUATOR, model=MODEL, values=VALUES,
        base=st.sampled_from([None, ("mx64", "m6"), ("erob80_100", "m4")]))
 def test_random_parameter_files_load_or_are_refused(actuator, model, values, base):
-    params = dict(published(*base).values) if base else {}
+    params = dict(published_named(*base).values) if base else {}
     params.update(values)
     doc = {"/**": {"ros__parameters": {"actuator": actuator, "model": model, **params}}}
     with tempfile.TemporaryDirectory() as folder:
@@ -88,7 +88,7 @@ BOOLS = st.lists(st.booleans(), max_size=3)
 def test_random_commands_never_break_the_simulated_pendulum(commands):
     """What the pendulum node does with a command: parse, check, apply, step."""
     act = get_actuator("mx64")
-    stepper = BenchStepper(published("mx64", "m4"), Bench(1.0, 0.15), 0.005)
+    stepper = BenchStepper(published_named("mx64", "m4"), Bench(1.0, 0.15), 0.005)
     limits = CommandLimits.per_joint([(act.goal_range, act.gain_limit)])
     for names, goals, enables, gains in commands:
         msg = ActuatorCommand(names=names, goal_positions=goals, torque_enables=enables,

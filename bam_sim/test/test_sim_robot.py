@@ -21,7 +21,7 @@ from test_arm_equivalence import BENCHES, DT, MAX_MAE, semi_implicit_reference
 from bam_sim.bench.rollouts import rollout as bench_rollout
 from bam_sim.bench.trajectory import TRAJECTORIES, command_log
 from bam_sim.common.errors import BamError
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
 from bam_sim.mujoco_arm.shipped_arms import arm_spec, pendulum_mjcf
 from bam_sim.robot.joint_map import joint_map, load_joint_map
 from bam_sim.robot.recording import RobotRecording
@@ -48,7 +48,7 @@ def robot_positions(log, params, identification: bool) -> np.ndarray:
 @pytest.mark.parametrize("trajectory", list(TRAJECTORIES))
 def test_the_bench_as_a_one_joint_robot_follows_algorithm1(trajectory: str) -> None:
     bench, kp = BENCHES["mx64"]
-    params = published("mx64", "m1")
+    params = published_named("mx64", "m1")
     log = command_log(trajectory, bench, kp, dt=DT)
     euler = robot_positions(log, params, identification=False)
     assert np.ptp(euler) > 0.3  # it moves
@@ -67,12 +67,12 @@ def test_the_latency_delays_the_goals_as_on_the_bench(latency: float) -> None:
     same set (the goal interpolated between ticks): the identification integrator's bound,
     where the latency itself moves the arm by many times that."""
     bench, kp = BENCHES["mx64"]
-    params = published("mx64", "m1").replace(**{"latency.command": latency})
+    params = published_named("mx64", "m1").replace(**{"latency.command": latency})
     log = command_log("lift_drop", bench, kp, dt=0.005)
     delayed = robot_positions(log, params, identification=True)
     np.testing.assert_array_less(np.mean(np.abs(delayed - bench_rollout(params, log).position)),
                                  MAX_MAE)
-    plain = robot_positions(log, published("mx64", "m1"), identification=True)
+    plain = robot_positions(log, published_named("mx64", "m1"), identification=True)
     assert np.mean(np.abs(delayed - plain)) > 3 * MAX_MAE
 
 
@@ -83,7 +83,7 @@ def test_a_latency_of_whole_samples_is_the_recording_with_its_goals_shifted() ->
     joints = joint_map({"joints": [{"joint": j.joint, "actuator": j.actuator, "gain": 32}
                                    for j in spec.joints]})
     model = mujoco.MjModel.from_xml_path(str(spec.mjcf))
-    arm = bind(model, joints, [published("sts3215", "m1")] * 2)
+    arm = bind(model, joints, [published_named("sts3215", "m1")] * 2)
     n, every = 120, 5  # samples, MuJoCo steps apart
     goal = np.random.default_rng(1).uniform(-0.5, 0.5, (n // 10, 2)).repeat(10, axis=0)
     rec = RobotRecording("steps", np.arange(n) * every * arm.dt, np.zeros((n, 2)), goal,
@@ -103,7 +103,7 @@ def test_an_offset_moves_the_reading_and_the_goal_together() -> None:
     log = command_log(list(TRAJECTORIES)[0], bench, kp, dt=DT)
     model = mujoco.MjModel.from_xml_string(pendulum_mjcf(log.bench, timestep=log.dt))
     model.opt.gravity[:] = 0.0
-    arm = bind(model, joint_map(PENDULUM), [published("mx64", "m1")])
+    arm = bind(model, joint_map(PENDULUM), [published_named("mx64", "m1")])
     rec = recording_of(log)
     plain = rollout(arm, rec, np.zeros(1))
     shifted = rollout(arm, rec, np.array([0.1]))
@@ -115,7 +115,7 @@ def test_the_shipped_arm_as_a_robot_moves_each_joint_to_its_goal() -> None:
     joints = joint_map({"joints": [{"joint": j.joint, "actuator": j.actuator, "gain": 32}
                                    for j in spec.joints]})
     model = mujoco.MjModel.from_xml_path(str(spec.mjcf))
-    arm = bind(model, joints, [published("sts3215", "m1")] * 2)
+    arm = bind(model, joints, [published_named("sts3215", "m1")] * 2)
     n = 3000  # 3 s at 1 ms: long enough to settle
     goal = np.tile([0.4, -0.3], (n, 1))
     rec = RobotRecording("hold", np.arange(n) * arm.dt, np.zeros((n, 2)), goal,
@@ -128,7 +128,7 @@ def test_the_shipped_arm_as_a_robot_moves_each_joint_to_its_goal() -> None:
 
 def test_a_recording_sampled_faster_than_the_model_steps_is_refused() -> None:
     model = mujoco.MjModel.from_xml_string(pendulum_mjcf(BENCHES["mx64"][0], timestep=0.01))
-    arm = bind(model, joint_map(PENDULUM), [published("mx64", "m1")])
+    arm = bind(model, joint_map(PENDULUM), [published_named("mx64", "m1")])
     n = 10
     rec = RobotRecording("fast", np.arange(n) * 0.002, np.zeros((n, 1)), np.zeros((n, 1)),
                          np.array([8.0]), np.ones((n, 1), bool))

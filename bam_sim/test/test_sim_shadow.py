@@ -32,14 +32,14 @@ from bam_sim.bench.shadow import (
 from bam_sim.bench.stepper import BenchStepper
 from bam_sim.bench.trajectory import get_trajectory
 from bam_sim.common.errors import BamError
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
 from bam_sim.models.parameter_set import ParameterSet
 
 DT = 0.005  # s: 200 Hz states, as the live tests run the pendulum
 BENCH = Bench(mass=1.0, length=0.15, arm_mass=0.1)
 TRAJECTORIES = ("accelerated_oscillations", "lift_drop", "steps", "slow_oscillations",
                 "raise_lower")
-TRUE = published("mx64", "m4")
+TRUE = published_named("mx64", "m4")
 
 
 def commands(rounds: int = 1) -> tuple[np.ndarray, np.ndarray]:
@@ -131,13 +131,13 @@ def test_the_tracker_ignores_windows_without_sensitivity():
 
 
 def test_the_reference_mae_comes_from_the_files_provenance():
-    fitted = ParameterSet.build("mx64", "m4", TRUE.values,
+    fitted = ParameterSet.from_names("mx64", "m4", TRUE.values,
                                 {"train_mae": 0.02, "validation_mae": 0.03})
     assert reference_mae(fitted, "f.yaml") == (0.03, "validation MAE")
     assert reference_mae(fitted, "f.yaml", given=0.5) == (0.5, "given reference MAE")
     # A fit without validation logs writes no validation_mae: its training MAE stands in,
     # and the diagnostics say so.
-    train_only = ParameterSet.build("mx64", "m4", TRUE.values, {"train_mae": 0.02})
+    train_only = ParameterSet.from_names("mx64", "m4", TRUE.values, {"train_mae": 0.02})
     mae, name = reference_mae(train_only, "f.yaml")
     assert mae == 0.02 and name == "training MAE (no validation_mae in the file)"
     shadow = shadow_of(simulate(TRUE)[:10])
@@ -155,7 +155,7 @@ def test_a_provenance_mae_that_is_no_mae_is_refused_not_replaced(key, value):
     line, unless an MAE is given."""
     provenance = {"train_mae": 0.02} if key == "validation_mae" else {}
     provenance[key] = value
-    bad = ParameterSet.build("mx64", "m4", TRUE.values, provenance)
+    bad = ParameterSet.from_names("mx64", "m4", TRUE.values, provenance)
     with pytest.raises(BamError, match=rf"f.yaml: provenance {key} is .*, not an MAE > 0 "
                        r"rad; .*reference_mae:=RAD") as caught:
         reference_mae(bad, "f.yaml")

@@ -9,7 +9,7 @@ import pytest
 from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import rollout
 from bam_sim.bench.trajectory import command_log
-from bam_sim.models.files.parameter_file import published, save
+from bam_sim.models.files.parameter_file import published_named, save
 from bam_sim.simulate_cli import main
 
 CASES = {
@@ -38,7 +38,7 @@ CASES = {
 @pytest.mark.parametrize("case", CASES)
 def test_simulate_refuses_bad_input_in_one_line(case, tmp_path, capsys):
     extra, message = CASES[case]
-    save(published("mx64", "m4"), tmp_path / "m4.yaml")
+    save(published_named("mx64", "m4"), tmp_path / "m4.yaml")
     (tmp_path / "taken.png").write_bytes(b"keep")
     before = {p: p.read_bytes() for p in tmp_path.iterdir()}
     try:
@@ -55,7 +55,7 @@ def test_simulate_refuses_bad_input_in_one_line(case, tmp_path, capsys):
 def test_the_refused_rollout_did_diverge_and_a_stable_one_passes(tmp_path, capsys):
     """The check refuses what the simulator really blew up on, and nothing sane."""
     log = command_log("lift_drop", Bench(0.01, 0.01), 254.0, 0.05)
-    position = rollout(published("mx64", "m1"), log).position
+    position = rollout(published_named("mx64", "m1"), log).position
     assert not np.all(np.isfinite(position)) or np.max(np.abs(position)) > 2 * np.pi + 1.5
     out = tmp_path / "ok.png"
     assert main(["--kp", "32", "--dt", "0.001", "--output", str(out)]) == 0

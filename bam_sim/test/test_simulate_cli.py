@@ -22,9 +22,9 @@ def test_simulate_refuses_to_overwrite(tmp_path, capsys):
 
 
 def test_simulate_params_for_another_actuator(tmp_path, capsys):
-    from bam_sim.models.files.parameter_file import published, save
+    from bam_sim.models.files.parameter_file import published_named, save
 
-    path = save(published("mx106", "m2"), tmp_path / "p.yaml")
+    path = save(published_named("mx106", "m2"), tmp_path / "p.yaml")
     assert main(["--actuator", "mx64", "--params", str(path),
                  "--output", str(tmp_path / "s.png")]) == 2
     assert "is for actuator mx106, not mx64" in capsys.readouterr().err
@@ -37,7 +37,7 @@ def test_simulate_a_dcmotor_set_reports_its_winding_temperature(tmp_path, capsys
     from bam_sim.models.files.parameter_file import save
     from bam_sim.models.parameter_set import ParameterSet
 
-    params = ParameterSet.build("dcmotor", "lugre", {
+    params = ParameterSet.from_names("dcmotor", "lugre", {
         "resistance": 2.0, "motorconst": 0.5, "armature": 0.01, "thermal.resistance": 4.0,
         "thermal.capacitance": 2.0, "thermal.ambient": 21.0, "lugre.stiffness": 200.0,
         "lugre.damping": 3.0, "lugre.coulomb": 0.05, "lugre.static": 0.1,

@@ -29,7 +29,7 @@ from bam_sim.bench.bench_log import LogBatch
 from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import batch_rollout
 from bam_sim.bench.trajectory import command_log
-from bam_sim.models.files.parameter_file import published
+from bam_sim.models.files.parameter_file import published_named
 from bam_sim.models.parameter_set import ParameterSet
 
 SETS = 4
@@ -57,11 +57,11 @@ HOST_ONLY = ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "NUMBA_CACHE_DIR", "NPY_DIS
 
 
 def parameter_sets() -> dict[str, ParameterSet]:
-    m2 = published("mx64", "m2").values
+    m2 = published_named("mx64", "m2").values
     motor = {name: m2[name] for name in ("kt", "R", "armature")}
-    return {"m1": published("mx64", "m1"), "m6": published("mx64", "m6"),
-            "ep_stribeck": ParameterSet.build("mx64", "ep_stribeck", {**motor, **EP_FRICTION}),
-            "lugre": ParameterSet.build("dcmotor", "lugre", DCMOTOR)}
+    return {"m1": published_named("mx64", "m1"), "m6": published_named("mx64", "m6"),
+            "ep_stribeck": ParameterSet.from_names("mx64", "ep_stribeck", {**motor, **EP_FRICTION}),
+            "lugre": ParameterSet.from_names("dcmotor", "lugre", DCMOTOR)}
 
 
 def positions(models: Iterable[str] | None = None, threads: int | None = None

@@ -46,11 +46,11 @@ def _warm(modules: list[str]) -> None:
 
     from bam_sim.bench.geometry import Bench
     from bam_sim.bench.stepper import BenchStepper
-    from bam_sim.models.files.parameter_file import published
+    from bam_sim.models.files.parameter_file import published_named
 
     for module in modules:
         importlib.import_module(module)
-    params = published("mx64", "m4")
+    params = published_named("mx64", "m4")
     BenchStepper(params, Bench(mass=1.0, length=0.15), 0.001).tick()
 
 

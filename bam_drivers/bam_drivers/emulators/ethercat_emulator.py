@@ -88,7 +88,7 @@ from bam_sim.bench.geometry import Bench
 from bam_sim.common.command_line import ArgumentParser
 from bam_sim.common.errors import BamError, one_line
 from bam_sim.common.numbers import number
-from bam_sim.models.files.parameter_file import load, published
+from bam_sim.models.files.parameter_file import load, published_named
 
 NO_NAMESPACE = 3  # exit code: the network namespace could not be created
 LINK_WAIT = 30.0  # s for the veth pair to come up: only a hang reaches it, whatever the load
@@ -372,7 +372,8 @@ class EthercatEmulator(EmulatorServer):
         drives = []
         for i, name in enumerate(c.drives):
             model = get_drive_model(name)
-            params = load(c.params_file) if c.params_file else published(model.name, c.physics)
+            params = (load(c.params_file) if c.params_file
+                      else published_named(model.name, c.physics))
             if params.actuator.name != model.name:
                 raise BamError(f"parameter set for {params.actuator.name} on a {model.name} "
                                "drive")

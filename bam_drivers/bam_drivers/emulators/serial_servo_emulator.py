@@ -69,6 +69,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from bam_drivers.dynamixel import control_table as dynamixel_tables
 from bam_drivers.emulators.emulator_server import (
     EmulatorServer,
     ServerConfig,
@@ -79,7 +80,6 @@ from bam_drivers.emulators.emulator_server import (
 )
 from bam_drivers.emulators.serial_servos import EmulatedBus, EmulatedServo
 from bam_drivers.feetech import control_table as feetech_tables
-from bam_drivers.serial_servo import control_table as dynamixel_tables
 from bam_drivers.serial_servo import packet as pk
 from bam_drivers.serial_servo.control_table import get_table
 from bam_sim.bench.geometry import Bench
@@ -87,7 +87,7 @@ from bam_sim.bench.stepper import BenchStepper
 from bam_sim.common.command_line import ArgumentParser
 from bam_sim.common.errors import BamError
 from bam_sim.common.numbers import number
-from bam_sim.models.files.parameter_file import load, published
+from bam_sim.models.files.parameter_file import load, published_named
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo.actuators import ACTUATORS as REGISTRY
 from bam_sim.models.servo.actuators import driven_by
@@ -196,7 +196,7 @@ def load_physics(config: EmulatorConfig) -> ParameterSet:
     actuator, sep, model = spec.partition(":")
     if not sep or not actuator or not model:
         raise BamError(f"physics {spec!r} must be ACTUATOR:MODEL, e.g. mx64:m4")
-    return published(actuator, model)
+    return published_named(actuator, model)
 
 
 def _default_physics(servo_model: str) -> str:

@@ -7,7 +7,7 @@ memory and its physics. The process that puts this behind a pseudo-terminal is
 :mod:`bam_drivers.emulators.serial_servo_emulator`.
 
 Firmware behaviour emulated (ROBOTIS e-manual, protocol 1.0 / 2.0 and the
-control tables of :mod:`bam_drivers.serial_servo.control_table`):
+control tables of :mod:`bam_drivers.dynamixel.control_table`):
 
 * the joint is a :class:`bam_sim.bench.stepper.BenchStepper` pendulum driven by
   the MX voltage P law of bam_sim (equations 12, 13 of the paper):
@@ -60,8 +60,9 @@ import time
 from collections.abc import Callable, Iterator
 from enum import Enum
 
+from bam_drivers.dynamixel.control_table import P2_VELOCITY_UNIT
 from bam_drivers.serial_servo import packet as pk
-from bam_drivers.serial_servo.control_table import P2_VELOCITY_UNIT, ControlTable
+from bam_drivers.serial_servo.control_table import ControlTable
 from bam_sim.bench.stepper import BenchStepper
 from bam_sim.models import parameter_vector as P
 from bam_sim.models.parameter_set import ParameterSet

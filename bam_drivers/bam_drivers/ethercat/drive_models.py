@@ -1,6 +1,6 @@
 """The eRob drives as data: identity, gear, encoder, rated values, process-data layout.
 
-Like the Dynamixel control tables (:mod:`bam_drivers.serial_servo.control_table`),
+Like the Dynamixel control tables (:mod:`bam_drivers.dynamixel.control_table`),
 everything the driver and the emulator must agree on about a drive model is
 here, so neither hard-codes it: the EtherCAT identity (vendor 0x5A65726F
 "Zero", product 0x00029252, the ZeroErr drive of every eRob), the gear ratio

@@ -30,6 +30,7 @@ from dataclasses import replace
 
 from diagnostic_msgs.msg import DiagnosticStatus
 
+from bam_drivers.dynamixel.control_table import TABLES
 from bam_drivers.nodes.driver_node import (
     ARM_MASS,
     COMMAND_TIMEOUT,
@@ -47,7 +48,7 @@ from bam_drivers.nodes.driver_node import (
 # Re-exported (the redundant alias says so): the driver's topics are read from its module.
 from bam_drivers.nodes.driver_node import DIAGNOSTICS_TOPIC as DIAGNOSTICS_TOPIC
 from bam_drivers.serial_servo.bus import SerialServoBus, ServoCounters
-from bam_drivers.serial_servo.control_table import TABLES, get_table
+from bam_drivers.serial_servo.control_table import get_table
 from bam_drivers.serial_servo.supervisor import Cycle, SerialServoSupervisor, SupplyCheck
 from bam_msgs.msg import ActuatorState, ActuatorStateArray
 from bam_sim.common.actuator_topics import joint_state

@@ -3,7 +3,7 @@
 The port is ``dynamixel-sdk``'s ``PortHandler`` (opening, baud rates, byte
 time); the packets are framed and checked here, with
 :mod:`bam_drivers.serial_servo.packet`, and the control tables of
-:mod:`bam_drivers.serial_servo.control_table` give the registers. No ROS
+:mod:`bam_drivers.dynamixel.control_table` give the registers. No ROS
 import. Every servo must be of the table's model
 (:meth:`SerialServoBus.check_models`: its model number): an MX-64 is not
 driven, nor recorded, as an MX-106. :meth:`SerialServoBus.open` (re)opens
@@ -87,10 +87,10 @@ from dataclasses import dataclass, field
 import serial
 from dynamixel_sdk import PortHandler
 
+from bam_drivers.dynamixel.control_table import TABLES
 from bam_drivers.serial_servo import packet as pk
 from bam_drivers.serial_servo import port_lock
 from bam_drivers.serial_servo.control_table import (
-    TABLES,
     ControlTable,
     get_table,
     table_for_model_number,
@@ -267,14 +267,17 @@ class SerialServoBus:
     SDK = "dynamixel-sdk"
     BAUD_RATES = BAUD_RATES
     TABLES = TABLES
-    TABLES_MODULE = "bam_drivers.serial_servo.control_table"
+    TABLES_MODULE = "bam_drivers.dynamixel.control_table"
     PORT: type[PortMixin] = _Port  # the SDK's port class, with PortMixin
 
-    def __init__(self, port: str, table: ControlTable | str, ids: Sequence[int], *,
+    def __init__(self, port: str, table: ControlTable, ids: Sequence[int], *,
                  baud_rate: int = 1_000_000, offsets: Sequence[float] | None = None,
                  directions: Sequence[int] | None = None,
                  latency_timer_ms: float = 0.0) -> None:
-        self.table = get_table(table, self.TABLES) if isinstance(table, str) else table
+        if self.TABLES.get(table.name) is not table:
+            raise BamError(f"{table.title} is not a {self.KIND} servo; the {self.KIND} bus "
+                           f"drives {', '.join(self.TABLES)}")
+        self.table = table
         self.port_name = str(port)
         self.ids = _check_ids(ids)
         n = len(self.ids)
@@ -295,6 +298,12 @@ class SerialServoBus:
         self._locked = False  # this bus holds the port's lock
         self._claim = port_lock.Claim(self.port_name, self.KIND)  # held across reopenings
         self._alert_read = dict.fromkeys(self.ids, -math.inf)
+
+    @classmethod
+    def named(cls, port: str, servo_model: str, ids: Sequence[int], **kw) -> SerialServoBus:
+        """A bus of the servo model a parameter or a command line names (one of
+        :attr:`TABLES`); ``kw`` as :class:`SerialServoBus`."""
+        return cls(port, get_table(servo_model, cls.TABLES), ids, **kw)
 
     def _check_args(self, baud_rate: int, latency_timer_ms: float) -> None:
         n = len(self.ids)

@@ -53,7 +53,7 @@ from bam_identify.data.typestore import (
 from bam_sim.bench.bench_log import BenchLog
 from bam_sim.bench.geometry import GRAVITY, Bench
 from bam_sim.common.errors import BamError
-from bam_sim.models.servo.actuators import CURRENT, Actuator, resolve_actuator
+from bam_sim.models.servo.actuators import CURRENT, Actuator
 
 
 @dataclass(frozen=True)
@@ -81,10 +81,10 @@ class BagSession:
     voltage, damping, control rate) or from the actuator's constants.
     ``trials`` holds :class:`BagTrial` or tuples
     ``(log, trajectory, gain, trial_id, repetition)``. ``actuator``: the registry's
-    record, or its name.
+    record.
     """
 
-    actuator: Actuator | str
+    actuator: Actuator
     trials: Sequence[BagTrial | tuple] = field(default_factory=tuple)
     joint_name: str = "joint"
     mass: float | None = None
@@ -109,7 +109,7 @@ def _as_trial(item: BagTrial | tuple, where: str) -> BagTrial:
 
 def _session_fields(session: BagSession, trials: list[BagTrial], where: str) -> dict:
     """The BenchInfo fields of a session, checked against its logs."""
-    act = resolve_actuator(session.actuator)
+    act = session.actuator
     first = trials[0].log
     bench = Bench(
         mass=first.bench.mass if session.mass is None else session.mass,

@@ -65,7 +65,7 @@ from bam_sim.bench.bench_log import BenchLog
 from bam_sim.common.errors import BamError
 from bam_sim.models.files.parameter_file import write_atomic
 from bam_sim.models.servo import actuators
-from bam_sim.models.servo.actuators import Actuator, get_actuator, resolve_actuator
+from bam_sim.models.servo.actuators import Actuator, get_actuator
 
 REQUIRED = ("mass", "length", "kp", "motor", "entries")
 ENTRY_REQUIRED = ("timestamp", "position", "goal_position", "torque_enable")
@@ -266,7 +266,7 @@ def read_legacy_logs(paths: str | os.PathLike | Iterable[str | os.PathLike],
     return [read_legacy_log(f, dt) for f in legacy_log_files(paths)]
 
 
-def write_legacy_log(path: str | os.PathLike, log: BenchLog, actuator: str | Actuator,
+def write_legacy_log(path: str | os.PathLike, log: BenchLog, actuator: Actuator,
                      trajectory: str, overwrite: bool = False) -> Path:
     """Write ``log`` as a processed JSON log of the published implementation.
 
@@ -277,7 +277,6 @@ def write_legacy_log(path: str | os.PathLike, log: BenchLog, actuator: str | Act
     of the actuator), so that :func:`read_legacy_log` reads them back.
     """
     path = Path(path)
-    act = resolve_actuator(actuator)
     if path.exists() and not overwrite:
         raise BamError(f"{path} already exists; choose another path or allow overwriting "
                        "(--force)")
@@ -287,15 +286,15 @@ def write_legacy_log(path: str | os.PathLike, log: BenchLog, actuator: str | Act
     doc: dict[str, object] = {
         "mass": float(log.bench.mass), "arm_mass": float(log.bench.arm_mass),
         "arm-mass": float(log.bench.arm_mass), "length": float(log.bench.length),
-        "kp": float(log.kp), "motor": act.name, "trajectory": str(trajectory),
+        "kp": float(log.kp), "motor": actuator.name, "trajectory": str(trajectory),
         "dt": float(log.dt),
     }
-    if act.family == actuators.VOLTAGE:
+    if actuator.family == actuators.VOLTAGE:
         doc["vin"] = float(log.supply_voltage if log.supply_voltage is not None
-                           else act.supply_voltage)
+                           else actuator.supply_voltage)
     else:
-        doc["damping"] = float(log.damping if log.damping is not None else act.damping)
-    unit = LOAD_UNITS.get(act.name)
+        doc["damping"] = float(log.damping if log.damping is not None else actuator.damping)
+    unit = LOAD_UNITS.get(actuator.name)
     load = load_counts(log.load, unit) if log.load is not None and unit else None
     entries = []
     for k in range(len(log)):

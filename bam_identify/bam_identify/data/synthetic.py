@@ -17,7 +17,7 @@ from bam_sim.bench.rollouts import rollout
 from bam_sim.bench.trajectory import command_log
 from bam_sim.common.errors import BamError
 from bam_sim.models.files.parameter_file import published
-from bam_sim.models.model_registry import FrictionModel, resolve_model
+from bam_sim.models.model_registry import FrictionModel, get_model
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo.actuators import Actuator
 
@@ -87,8 +87,7 @@ _EP_EXAMPLE = {"friction_base": (0.12, "friction"), "friction_stribeck": (0.16, 
                "load_friction_base": (0.02, None), "load_friction_stribeck": (0.03, None)}
 
 
-def elastoplastic_example(actuator: Actuator | str,
-                          model: FrictionModel | str = "ep_stribeck") -> ParameterSet:
+def elastoplastic_example(actuator: Actuator, model: FrictionModel) -> ParameterSet:
     """A made-up ``ep_*`` set to simulate recordings from: not identified on any servo.
 
     Motor parameters (k_t, R, J_m, ...) of the actuator's published M2 set (M1 where
@@ -97,20 +96,19 @@ def elastoplastic_example(actuator: Actuator | str,
     spring-damper at the registry's defaults, so (14) and the coupling limit
     hold on the Table I benches at a 5 ms step.
     """
-    mdl = resolve_model(model)
-    if not mdl.elastoplastic:
-        raise BamError(f"{mdl.name} is not an elasto-plastic model; choose one of ep_cv, "
+    if not model.elastoplastic:
+        raise BamError(f"{model.name} is not an elasto-plastic model; choose one of ep_cv, "
                        "ep_stribeck, ep_rational, ep_load")
     try:
-        m2 = published(actuator, "m2")
+        m2 = published(actuator, get_model("m2"))
     except BamError:
-        m2 = published(actuator, "m1")
+        m2 = published(actuator, get_model("m1"))
     scales = m2.actuator.scales
     values = {name: m2.values[name] for name in m2.actuator.motor_bounds}
-    for name in mdl.params:
+    for name in model.params:
         factor, scale = _EP_EXAMPLE[name]
         values[name] = factor * scales.get(scale, 1.0)
-    return ParameterSet.build(actuator, mdl.name, values,
+    return ParameterSet.build(actuator, model, values,
                               {"source": "bam_identify.data.synthetic.elastoplastic_example"})
 
 
@@ -129,5 +127,5 @@ _DCMOTOR_EXAMPLE = {
 def dcmotor_example(**values: float) -> ParameterSet:
     """A made-up ``dcmotor`` set with LuGre and the thermal group, to simulate recordings
     from (not identified on any motor); ``values`` replace some of its numbers."""
-    return ParameterSet.build("dcmotor", "lugre", {**_DCMOTOR_EXAMPLE, **values},
-                              {"source": "bam_identify.data.synthetic.dcmotor_example"})
+    return ParameterSet.from_names("dcmotor", "lugre", {**_DCMOTOR_EXAMPLE, **values},
+                                   {"source": "bam_identify.data.synthetic.dcmotor_example"})

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 
 from bam_sim.common.errors import BamError
 from bam_sim.models.files.parameter_file import published
-from bam_sim.models.model_registry import FrictionModel
+from bam_sim.models.model_registry import FrictionModel, get_model
 from bam_sim.models.servo.actuators import Actuator
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ def swing_priors(logs: list[BenchLog], actuator: Actuator, model: FrictionModel)
     if "friction_viscous" not in model.params or any(not log.enabled.all() for log in logs):
         return Prior()
     try:
-        value = published(actuator, "m1").values["friction_viscous"]
+        value = published(actuator, get_model("m1")).values["friction_viscous"]
     except BamError:
         return Prior()
     return Prior.of({"friction_viscous": float(value)}, "published M1", SWING_REASON)

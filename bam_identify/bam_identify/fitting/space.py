@@ -26,13 +26,13 @@ from bam_sim.models import parameter_vector as P
 from bam_sim.models.dcmotor.groups import (
     get_group,
 )
-from bam_sim.models.model_registry import FrictionModel, resolve_model
+from bam_sim.models.model_registry import FrictionModel, get_model
 from bam_sim.models.parameter_set import (
     ParameterSet,
     allowed_names,
     identification_bounds,
 )
-from bam_sim.models.servo.actuators import FAMILY_NAMES, Actuator, resolve_actuator
+from bam_sim.models.servo.actuators import FAMILY_NAMES, Actuator, get_actuator
 
 Q_OFFSET_BOUNDS = (-0.2, 0.2)  # rad: a bench mounting error, not a free rotation
 
@@ -76,39 +76,43 @@ class SearchSpace(UnitBox):
     fixed: dict[str, float]
 
     @classmethod
-    def build(cls, actuator: Actuator | str, model: FrictionModel | str,
+    def build(cls, actuator: Actuator, model: FrictionModel,
               fixed: dict[str, float] | None = None, identify_offset: bool = True,
               groups: tuple[str, ...] = ()) -> SearchSpace:
         """``groups``: optional groups of the DC-motor model whose parameters are
         identified too (:data:`bam_sim.models.dcmotor.groups.GROUPS`; their other
-        parameters are held at ``fixed``, where the group needs them).
-
-        ``actuator`` and ``model`` are the registry's objects, or names given on
-        the command line or in a file (resolved here, once)."""
-        act, mdl = resolve_actuator(actuator), resolve_model(model)
-        bounds = dict(identification_bounds(act, mdl))
+        parameters are held at ``fixed``, where the group needs them)."""
+        bounds = dict(identification_bounds(actuator, model))
         for name in groups:
             group = get_group(name)
-            if group.family is not None and group.family != act.family:
+            if group.family is not None and group.family != actuator.family:
                 raise BamError(f"--groups {group.name}: the group belongs to the "
-                               f"{FAMILY_NAMES[group.family]} family, not to {act.name}")
-            bounds.update(group.bounds(act.scales))
+                               f"{FAMILY_NAMES[group.family]} family, not to {actuator.name}")
+            bounds.update(group.bounds(actuator.scales))
         if identify_offset:
             bounds["q_offset"] = Q_OFFSET_BOUNDS
-        allowed = allowed_names(act, mdl)
+        allowed = allowed_names(actuator, model)
         fixed = dict(fixed or {})
         for name, value in fixed.items():
             if name not in allowed:
-                raise BamError(f"--set {name}: '{name}' is not a parameter of model {mdl.name} on "
-                               f"{act.name}; its parameters are {', '.join(sorted(allowed))}")
+                raise BamError(f"--set {name}: '{name}' is not a parameter of model "
+                               f"{model.name} on {actuator.name}; its parameters are "
+                               f"{', '.join(sorted(allowed))}")
             P.check_value(name, value, "--set")
             bounds.pop(name, None)
-        space = cls(act, mdl, bounds, fixed)
+        space = cls(actuator, model, bounds, fixed)
         # A set of the space must be valid as a whole (a group missing what it needs, a
         # held value outside a group's rules): say so now, not after the fit.
         middle = {name: 0.5 * (lo + hi) for name, (lo, hi) in bounds.items()}
         space.parameter_set(middle, {})
         return space
+
+    @classmethod
+    def from_names(cls, actuator: str, model: str, fixed: dict[str, float] | None = None,
+                   identify_offset: bool = True, groups: tuple[str, ...] = ()) -> SearchSpace:
+        """:meth:`build` where a command line or a file names the actuator and the model."""
+        return cls.build(get_actuator(actuator), get_model(model), fixed, identify_offset,
+                         groups)
 
     @property
     def index(self) -> np.ndarray:

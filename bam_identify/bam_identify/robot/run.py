@@ -37,7 +37,7 @@ from bam_sim.common.errors import BamError
 from bam_sim.common.output_paths import write_new
 from bam_sim.models import parameter_vector as P
 from bam_sim.models.files.parameter_file import load
-from bam_sim.models.model_registry import resolve_model
+from bam_sim.models.model_registry import get_model
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.mujoco_arm import mujoco_warnings
 from bam_sim.robot.joint_map import JointMap, load_joint_map
@@ -149,7 +149,7 @@ def _warm_start(args, model: str, results: list[RobotResult]) -> RobotResult | N
 
 def _fit_model(args, data: RobotData, model, name: str, cancel: Cancellation,
                base: RobotResult | None) -> RobotResult:
-    mdl = resolve_model(name)
+    mdl = get_model(name)
     if mdl.elastoplastic:
         raise BamError(f"--models {name}: a robot fit runs M1..M6 and lugre; the elasto-plastic "
                        "models are identified on the bench")
@@ -297,7 +297,7 @@ def _plot(path: Path, data: RobotData, result: RobotResult) -> Path:
     from bam_identify.fitting.report import _pyplot
 
     recording = (data.validation or data.train)[0]
-    space = RobotSpace.build(data.joints, resolve_model(result.model), {}, (), True)
+    space = RobotSpace.build(data.joints, get_model(result.model), {}, (), True)
     vectors = np.stack([result.sets[j.servo_type].vector() for j in data.joints.joints])
     vectors[:, P.Q_OFFSET] = [result.offsets[j] for j in data.joints.names]
     simulated = RobotObjective(space, load_model(data.mjcf), [recording]).simulate(vectors)[0]

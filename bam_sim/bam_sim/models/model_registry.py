@@ -185,9 +185,3 @@ def get_model(name: str) -> FrictionModel:
         raise BamError(f"unknown friction model '{name}'; "
                        f"choose one of {', '.join(FRICTION_MODELS)}")
     return FRICTION_MODELS[key]
-
-
-def resolve_model(model: FrictionModel | str) -> FrictionModel:
-    """``model`` itself, or the entry of a name an edge gives (a file, a command line, a
-    table): what an API that takes the object accepts instead, looked up here only."""
-    return model if isinstance(model, FrictionModel) else get_model(model)

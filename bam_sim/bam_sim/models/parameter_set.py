@@ -20,8 +20,8 @@ from bam_sim.models.dcmotor.groups import (
     check_groups,
     group_error,
 )
-from bam_sim.models.model_registry import FrictionModel, resolve_model
-from bam_sim.models.servo.actuators import Actuator, resolve_actuator
+from bam_sim.models.model_registry import FrictionModel, get_model
+from bam_sim.models.servo.actuators import Actuator, get_actuator
 
 
 def required_names(actuator: Actuator, model: FrictionModel) -> tuple[str, ...]:
@@ -63,40 +63,43 @@ class ParameterSet:
     @classmethod
     def build(
         cls,
-        actuator: Actuator | str,
-        model: FrictionModel | str,
+        actuator: Actuator,
+        model: FrictionModel,
         values: Mapping[str, object],
         provenance: Mapping[str, object] | None = None,
         where: str = "",
     ) -> ParameterSet:
         """Validate ``values`` for (actuator, model) and complete the fixed ones.
 
-        ``actuator`` and ``model`` are the registry's objects, or their names where
-        a file or a message gives them (resolved here, once).
-
-        Raises :class:`BamError` naming the offending field: an unknown or
-        misspelt name, a parameter the model does not have, a missing one, a
-        non-finite or negative value.
+        Raises :class:`BamError` naming the offending field: a parameter the model
+        does not have, a missing one, a non-finite or negative value.
         """
-        act, mdl = resolve_actuator(actuator), resolve_model(model)
         origin = f" in {where}" if where else ""
-        allowed = allowed_names(act, mdl)
+        allowed = allowed_names(actuator, model)
         clean: dict[str, float] = {}
         for name, value in values.items():
             if name not in allowed:
-                raise BamError(_not_allowed(name, act, mdl, allowed) + origin)
+                raise BamError(_not_allowed(name, actuator, model, allowed) + origin)
             clean[name] = P.check_value(name, value, where)
-        missing = [n for n in required_names(act, mdl) if n not in clean]
+        missing = [n for n in required_names(actuator, model) if n not in clean]
         if missing:
             raise BamError(
                 f"missing parameter{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
-                f"for {act.name} {mdl.name}{origin}"
+                f"for {actuator.name} {model.name}{origin}"
             )
         check_groups(clean, where)
-        for name, value in act.fixed.items():
+        for name, value in actuator.fixed.items():
             clean.setdefault(name, value)
         clean.setdefault("q_offset", 0.0)
-        return cls(act, mdl, clean, dict(provenance or {}))
+        return cls(actuator, model, clean, dict(provenance or {}))
+
+    @classmethod
+    def from_names(cls, actuator: str, model: str, values: Mapping[str, object],
+                   provenance: Mapping[str, object] | None = None,
+                   where: str = "") -> ParameterSet:
+        """:meth:`build` where a file, a message or a command line names the actuator and
+        the model: an unknown or misspelt name is a one-line BamError."""
+        return cls.build(get_actuator(actuator), get_model(model), values, provenance, where)
 
     @property
     def model_id(self) -> int:

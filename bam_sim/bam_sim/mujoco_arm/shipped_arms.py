@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 from bam_sim.bench.geometry import GRAVITY, Bench
 from bam_sim.common.errors import BamError
-from bam_sim.models.files.parameter_file import load, published
+from bam_sim.models.files.parameter_file import load, published_named
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.mujoco_arm.servo_arm import ArmJoint, ServoArm
 
@@ -139,7 +139,7 @@ def load_arm(name_or_mjcf: str | os.PathLike,
         joints = []
         for j in spec.joints:
             chosen = (_param_set(j.joint, params[j.joint]) if j.joint in params
-                      else published(j.actuator, j.model))
+                      else published_named(j.actuator, j.model))
             if chosen.actuator.name != j.actuator:
                 raise BamError(f"joint '{j.joint}' of the {spec.name} arm is an {j.actuator}; "
                                f"the parameter set given is for {chosen.actuator.name}")

@@ -46,6 +46,7 @@ from bam_sim.common.node_parameters import (
 from bam_sim.common.numbers import finite_non_negative
 from bam_sim.common.runner import run_node
 from bam_sim.models.files.parameter_file import load, published
+from bam_sim.models.model_registry import get_model
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo.actuators import CURRENT, Actuator
 from bam_sim.mujoco_arm.servo_arm import ServoArm
@@ -223,7 +224,7 @@ class ArmNode(SimNode):
         and ``default`` are names (a ROS parameter's, the arm table's)."""
         chosen = model_parameter(model) if model else None  # a clear error for an unknown one
         if not path:
-            return published(actuator, chosen or default)
+            return published(actuator, chosen or get_model(default))
         params = load(path)
         if params.actuator.name != actuator.name:
             raise BamError(f"{path} is for actuator {params.actuator.name}, but joint "

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from bam_sim.common.errors import BamError
 from bam_sim.common.numbers import number
 from bam_sim.models.bam.equivalence import EQUIVALENT, as_directional
-from bam_sim.models.model_registry import BAM_MODELS
+from bam_sim.models.model_registry import BAM_MODELS, get_model
 from bam_sim.models.parameter_set import ParameterSet, required_names
 from bam_sim.models.servo.actuators import ACTUATORS, VOLTAGE, Actuator, get_actuator
 
@@ -205,7 +205,7 @@ def parameters_from_json(text: str, where: str = "<string>") -> ParameterSet:
     provenance: dict[str, object] = {"source": "legacy BAM JSON", "imported_from": where}
     if "kp" in doc:
         provenance["kp"] = _gain(doc["kp"], f"\"kp\" in {where}")
-    return ParameterSet.build(actuator, doc["model"], values, provenance, where)
+    return ParameterSet.build(actuator, get_model(doc["model"]), values, provenance, where)
 
 
 def _document(text: str, where: str) -> dict:

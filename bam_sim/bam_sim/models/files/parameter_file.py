@@ -32,9 +32,9 @@ from bam_sim.common.errors import BamError
 from bam_sim.common.input_files import read_text
 from bam_sim.common.numbers import number
 from bam_sim.models.dcmotor.groups import INPUT_MODES, effective_constant, thermal_pair
-from bam_sim.models.model_registry import BAM_PAPER, FrictionModel, resolve_model
+from bam_sim.models.model_registry import BAM_PAPER, FrictionModel, get_model
 from bam_sim.models.parameter_set import ParameterSet
-from bam_sim.models.servo.actuators import DCMOTOR, Actuator, resolve_actuator
+from bam_sim.models.servo.actuators import DCMOTOR, Actuator, get_actuator
 
 PUBLISHED_CITATION = (
     "M. Duclusaud, G. Passault, V. Padois, O. Ly, 'Extended Friction Models for the "
@@ -85,7 +85,7 @@ def parse_mapping(entries: Mapping[str, object], where: str) -> ParameterSet:
         raise BamError(f"'provenance' in {where} must be a mapping")
     has_input, mode = "input" in flat, flat.pop("input", None)
     values = _flatten_groups({k: v for k, v in flat.items() if k not in _META}, where)
-    params = ParameterSet.build(flat["actuator"], flat["model"], values, provenance, where)
+    params = ParameterSet.from_names(flat["actuator"], flat["model"], values, provenance, where)
     if has_input:  # checked on the actuator the set resolved
         _check_input(mode, params.actuator, flat["actuator"], where)
     return params
@@ -229,21 +229,24 @@ def _ros_safe(value: object) -> object:
     return str(value)
 
 
-def published(actuator: Actuator | str, model: FrictionModel | str) -> ParameterSet:
-    """The published parameter set of ``model`` for ``actuator`` (shipped defaults); names
-    where a command line, a ROS parameter or a table gives them."""
-    mdl = resolve_model(model)
-    if mdl.elastoplastic or mdl.lugre:
-        kind = "elasto-plastic models" if mdl.elastoplastic else "LuGre model"
-        raise BamError(f"there is no published {mdl.name} set (the {kind} are "
+def published(actuator: Actuator, model: FrictionModel) -> ParameterSet:
+    """The published parameter set of ``model`` for ``actuator`` (shipped defaults)."""
+    if model.elastoplastic or model.lugre:
+        kind = "elasto-plastic models" if model.elastoplastic else "LuGre model"
+        raise BamError(f"there is no published {model.name} set (the {kind} are "
                        "not part of the published release); give a parameter file, e.g. "
-                       "one written by 'fit --models " + mdl.name + "'")
-    act = resolve_actuator(actuator)
-    name = f"{act.name}_{mdl.name}.yaml"
+                       "one written by 'fit --models " + model.name + "'")
+    name = f"{actuator.name}_{model.name}.yaml"
     source = resources.files("bam_sim.models.files").joinpath("published", name)
     if not source.is_file():
-        raise BamError(f"there is no published {mdl.name} set of {act.name} (the published "
-                       "sets are M1..M6 of the MX, XL, eRob and STS3215 (7.4 V) servos, M1 "
-                       "of the STS3215 at 12 V, M4 and M6 of the ST3025); give a parameter "
-                       "file, e.g. one written by 'fit'")
+        raise BamError(f"there is no published {model.name} set of {actuator.name} (the "
+                       "published sets are M1..M6 of the MX, XL, eRob and STS3215 (7.4 V) "
+                       "servos, M1 of the STS3215 at 12 V, M4 and M6 of the ST3025); give a "
+                       "parameter file, e.g. one written by 'fit'")
     return parse_yaml(source.read_text(encoding="utf-8"), f"published/{name}")
+
+
+def published_named(actuator: str, model: str) -> ParameterSet:
+    """:func:`published` where a command line, a ROS parameter or a table names the actuator
+    and the model: an unknown name is a one-line BamError."""
+    return published(get_actuator(actuator), get_model(model))

@@ -285,12 +285,6 @@ def get_actuator(name: str) -> Actuator:
     return ACTUATORS[key]
 
 
-def resolve_actuator(actuator: Actuator | str) -> Actuator:
-    """``actuator`` itself, or the entry of a name an edge gives (a file, a command line,
-    a table): what an API that takes the object accepts instead, looked up here only."""
-    return actuator if isinstance(actuator, Actuator) else get_actuator(actuator)
-
-
 DRIVERS: tuple[str, ...] = tuple(dict.fromkeys(a.driver for a in ACTUATORS.values() if a.driver))
 
 
