@@ -26,7 +26,7 @@ venv those sets (``LATER``) are not rolled out but listed under ``not_checked`` 
 the commit they need; point ``.venv-ref`` at an install of those commits to check them.
 
 Logs: Table I benches × protocol trajectories of each actuator, recorded with its
-published M4 set (benchmarks/throughput.make_logs); only the initial states and the
+published M4 set (benchmarks/workload.make_logs); only the initial states and the
 commands matter here.
 
 Run: ``tools/workspace.sh exec python benchmarks/bam_json_export.py``; writes
@@ -44,7 +44,8 @@ from pathlib import Path
 
 import numpy as np
 from provenance import environment, write_result
-from throughput import make_logs, published_models, workload_json
+from throughput import workload_json
+from workload import make_logs, published_models
 
 from bam_sim.bench.rollouts import rollout
 from bam_sim.models.files.bam_json import parameters_to_json

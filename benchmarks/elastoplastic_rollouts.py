@@ -27,7 +27,7 @@ from pathlib import Path
 import numba
 import numpy as np
 from provenance import environment, write_result
-from throughput import make_logs
+from workload import make_logs
 
 from bam_identify.data.synthetic import elastoplastic_example
 from bam_sim.bench.bench_log import LogBatch

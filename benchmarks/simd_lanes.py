@@ -60,7 +60,8 @@ from pathlib import Path
 import numba as nb
 import numpy as np
 from provenance import environment, write_result
-from throughput import SEED, make_logs, make_population, measure
+from throughput import SEED, make_population, measure
+from workload import make_logs
 
 from bam_sim.bench.bench_log import LogBatch
 from bam_sim.bench.rollouts import batch_mae, batch_rollout

@@ -120,7 +120,6 @@ Neutral workload format (read by reference_runner.py)::
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import re
@@ -132,15 +131,15 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import dcmotor_rollouts as dc
+import elastoplastic_rollouts as ep
 import numba
 import numpy as np
 from provenance import environment
+from workload import MODELS, make_logs
 
 from bam_sim.bench.bench_log import BenchLog, LogBatch
-from bam_sim.bench.geometry import Bench
-from bam_sim.bench.rollouts import batch_mae, batch_rollout, batch_violation, rollout
-from bam_sim.bench.trajectory import PROTOCOL_TRAJECTORIES, command_log
-from bam_sim.common.errors import BamError
+from bam_sim.bench.rollouts import batch_mae, batch_rollout, batch_violation
 from bam_sim.models.files.parameter_file import published_named
 from bam_sim.models.model_registry import EP_MODELS, get_model
 from bam_sim.models.parameter_set import ParameterSet
@@ -149,7 +148,6 @@ from bam_sim.models.servo.actuators import VOLTAGE, get_actuator
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-MODELS = ("m1", "m2", "m3", "m4", "m5", "m6")
 DCMOTOR = "dcmotor_lugre"  # the dcmotor family: LuGre, every state and group
 LATENCY = "m6_latency"  # M6 with the latency group: each set's commands late
 LATENCY_TICKS = (0.5, 2.5)  # the sets' L/Δt, drawn in this range (the STS3215's ~1.1)
@@ -279,37 +277,6 @@ def machine_peak(threads: int) -> dict:
                             "vector_all_cores": gflops(threads, lanes)}}
 
 
-def make_logs(actuator: str, n_logs: int, n_steps: int, dt: float, seed: int) -> list[BenchLog]:
-    """Table I configurations × protocol trajectories, 'recorded' with the published M4
-    (M1 where only that one is published)."""
-    rng = np.random.default_rng(seed)
-    truth = published_named(actuator, "m4" if "m4" in published_models(actuator) else "m1")
-    act = truth.actuator
-    configs = list(itertools.product(act.masses, act.lengths, act.gains,
-                                     PROTOCOL_TRAJECTORIES))
-    rng.shuffle(configs)
-    logs = []
-    for mass, length, kp, name in configs[:n_logs]:
-        cmd = command_log(name, Bench(mass, length), kp, dt, duration=(n_steps - 1) * dt)
-        sim = rollout(truth, cmd)
-        logs.append(BenchLog(bench=cmd.bench, kp=kp, dt=dt, goal=cmd.goal, enabled=cmd.enabled,
-                             position=sim.position + rng.normal(0, 1e-3, n_steps),
-                             velocity=sim.velocity, name=name))
-    return logs
-
-
-def published_models(actuator: str) -> list[str]:
-    """The models of M1..M6 with a published set for ``actuator``."""
-    out = []
-    for model in MODELS:
-        try:
-            published_named(actuator, model)
-        except BamError:
-            continue
-        out.append(model)
-    return out
-
-
 def make_population(actuator: str, model: str, size: int, seed: int) -> np.ndarray:
     base = published_named(actuator, model)
     rng = np.random.default_rng([seed, MODELS.index(model)])
@@ -367,10 +334,6 @@ def workloads(args: argparse.Namespace, batch: LogBatch,
     M1..M6 and ep_* score the MX-64 logs (batch_mae); the dcmotor family rolls out
     the logs of dcmotor_rollouts.py (command logs, no recorded positions).
     """
-    # Imported here: elastoplastic_rollouts imports this module.
-    import dcmotor_rollouts as dc
-    import elastoplastic_rollouts as ep
-
     steps = args.population * args.logs * args.steps
     out = {m: (lambda m=m: batch_mae(get_model(m), populations[m], batch), steps)
            for m in MODELS}
