@@ -66,7 +66,7 @@ def main() -> int:
         bench_val = Objective(space, validation).errors(bench.values)[0]
         bench_s = time.perf_counter() - started
         started = time.perf_counter()
-        robot_space = RobotSpace.build(joints, mdl, {})
+        robot_space = RobotSpace.build(joints.with_model(mdl), {})
         objective = RobotObjective(robot_space, model, train_recs)
         start = None if robot_base is None else robot_space.nested_start(
             rows[robot_base]["robot"]["values"])

@@ -69,8 +69,8 @@ def ours(mjcf: Path, joints, truth, recs, candidates: int, threads: int) -> tupl
     """(seconds, robot-steps) of scoring a population of ``candidates`` sets over ``recs``
     on ``threads`` threads, as the robot fit does (``fit --jobs``)."""
     model = mujoco.MjModel.from_xml_path(str(mjcf))
-    objective = RobotObjective(RobotSpace.build(joints, get_model("m1"), {}), model, recs,
-                               threads=threads)
+    space = RobotSpace.build(joints.with_model(get_model("m1")), {})
+    objective = RobotObjective(space, model, recs, threads=threads)
     population = np.stack([np.stack([truth.vector()] * len(joints.joints))] * candidates)
     objective.residuals(population[:threads])  # every thread's robot warm
     per_candidate = sum(int(round(r.time[-1] / model.opt.timestep)) for r in recs)

@@ -114,7 +114,7 @@ def ours(train, validation, args, reference_train_mae: float) -> dict:
     truth = published_named("sts3215", "m1")
     held = {k: truth.values[k] for k in ("error_gain_ratio", "max_velocity")}
     model = mujoco.MjModel.from_xml_path(str(MJCF))
-    space = RobotSpace.build(joints, get_model("m1"), held, identify_offsets=False)
+    space = RobotSpace.build(joints.with_model(get_model("m1")), held, identify_offsets=False)
     started = time.perf_counter()
     reached: list[float] = []
 

@@ -88,9 +88,11 @@ def fit_parser() -> argparse.ArgumentParser:
 
 def _search_arguments(parser: argparse.ArgumentParser) -> None:
     """What is searched, and how."""
-    parser.add_argument("--models", nargs="+", default=list(FitJob.models),
-                        choices=sorted(FRICTION_MODELS), metavar="MODEL",
-                        help=f"among {', '.join(FRICTION_MODELS)}")
+    parser.add_argument("--models", nargs="+", choices=sorted(FRICTION_MODELS),
+                        metavar="MODEL",
+                        help=f"among {', '.join(FRICTION_MODELS)} (default: "
+                        f"{' '.join(FitJob.models)}; a robot: the joint map's models, where "
+                        "it gives them)")
     parser.add_argument("--trials", type=number_option("trials"),
                         default=FitJob.trials, help="candidates per model")
     parser.add_argument("--seed", type=number_option("seed"), default=0)

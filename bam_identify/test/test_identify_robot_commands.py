@@ -172,3 +172,32 @@ def test_a_richer_model_starts_from_the_simpler_one_fitted(robot, tmp_path, caps
     m1, m3 = (load(tmp_path / f"sts3215_{m}.yaml").provenance for m in ("m1", "m3"))
     assert m3["warm_start"] == "m1" and "warm_start" not in m1
     assert m3["train_mae"] <= m1["train_mae"]
+
+
+def test_a_joint_map_that_names_each_joints_model_is_fitted_as_it_stands(robot, tmp_path,
+                                                                         capsys) -> None:
+    """Without --models, a map giving each joint (here each its own type) a model is one
+    fit of those models, a file per type with its own model; the report's joint map keeps
+    them. A map naming some joints' models and not others is refused in one line."""
+    folder, mjcf, joints, dataset, _, truth = robot
+    doc = yaml.safe_load(joints.read_text())
+    for joint, model in zip(doc["joints"], ("m1", "m3")):
+        joint.update(type=joint["joint"], model=model)
+    mapped = tmp_path / "mapped.yaml"
+    mapped.write_text(yaml.safe_dump(doc))
+    options = ["--robot", mjcf, "--joints", mapped, "--lerobot", dataset, "--trials", 40,
+               "--output", tmp_path / "{actuator}_{model}.yaml", "--report",
+               tmp_path / "report", "--quiet"]
+    code, stdout, err = run(fit_main, options, capsys)
+    assert code == 0, err
+    assert stdout.startswith("m1+m3: train MAE")
+    shoulder, elbow = (load(tmp_path / name) for name in ("shoulder_m1.yaml", "elbow_m3.yaml"))
+    assert (shoulder.model.name, elbow.model.name) == ("m1", "m3")
+    assert shoulder.actuator is elbow.actuator is truth.actuator
+    found = yaml.safe_load((tmp_path / "report" / "m1+m3_joints.yaml").read_text())
+    assert [j["model"] for j in found["joints"]] == ["m1", "m3"]
+    del doc["joints"][1]["model"]
+    mapped.write_text(yaml.safe_dump(doc))
+    code, _, err = run(fit_main, [*options, "--force"], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "joint 'shoulder' names its model and joint 'elbow' does not" in err

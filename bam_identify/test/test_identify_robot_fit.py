@@ -65,7 +65,7 @@ def fitted():
     truth = published_named("sts3215", "m1")
     held = {"error_gain_ratio": truth.values["error_gain_ratio"],
             "max_velocity": truth.values["max_velocity"]}
-    space = RobotSpace.build(JOINTS, get_model("m1"), held)
+    space = RobotSpace.build(JOINTS.with_model(get_model("m1")), held)
     train, validation = recordings(truth)[:2], recordings(truth)[2:]
     objective = RobotObjective(space, arm_model(), train)
     check = RobotObjective(space, arm_model(), validation)
@@ -118,7 +118,7 @@ def test_the_command_latency_is_identified_on_the_robot() -> None:
         {"joint": j, "actuator": "sts3215", "gain": 32, "offset": float(o)}
         for j, o in zip(JOINTS.names, OFFSETS, strict=True)]})
     held = {k: v for k, v in truth.values.items() if k != "q_offset"}
-    space = RobotSpace.build(joints, get_model("m1"), held, ("latency",), False)
+    space = RobotSpace.build(joints.with_model(get_model("m1")), held, ("latency",), False)
     assert space.names == ["sts3215/latency.command"]
     objective = RobotObjective(space, arm_model(), recs)
     scores = objective(space.population_of([{"sts3215/latency.command": latency},
@@ -145,7 +145,7 @@ def test_bench_logs_read_as_the_one_joint_robot_score_as_the_bench_does() -> Non
     model, joints, recs = bench_robot([log], get_actuator("mx64"))
     assert joints.names == ["pendulum"] and joints.joints[0].gain is None  # the log's kp
     assert recs[0].gain.tolist() == [log.kp]
-    space = RobotSpace.build(joints, get_model("m1"), {})
+    space = RobotSpace.build(joints.with_model(get_model("m1")), {})
     vectors = truth.vector()[None, :].copy()
     vectors[0, P.Q_OFFSET] = 0.0
     objective = RobotObjective(space, model, recs, identification_integrator=True)
@@ -160,7 +160,7 @@ def test_a_population_scores_the_same_on_one_thread_or_several() -> None:
     """Candidates roll out on threads, each on its own copy of the robot: the residuals of
     a population are the same to the bit whatever the threads and the order."""
     truth = published_named("sts3215", "m1")
-    space = RobotSpace.build(JOINTS, get_model("m1"), {})
+    space = RobotSpace.build(JOINTS.with_model(get_model("m1")), {})
     train = recordings(truth)[:2]
     rng = np.random.default_rng(2)
     middle = {n: 0.5 * (lo + hi) for n, (lo, hi) in space.bounds.items()}
@@ -181,7 +181,7 @@ def test_a_candidate_that_makes_mujoco_diverge_scores_infinity_silently(tmp_path
     again as before."""
     monkeypatch.chdir(tmp_path)
     truth = published_named("sts3215", "m1")
-    space = RobotSpace.build(JOINTS, get_model("m1"), {})
+    space = RobotSpace.build(JOINTS.with_model(get_model("m1")), {})
     objective = RobotObjective(space, arm_model(), recordings(truth)[:1], threads=1)
     good = np.stack([truth.vector()] * 2)
     bad = good.copy()
@@ -197,3 +197,18 @@ def test_a_candidate_that_makes_mujoco_diverge_scores_infinity_silently(tmp_path
     assert "Nan, Inf or huge value in QACC" in "".join(capfd.readouterr())
     assert (tmp_path / "MUJOCO_LOG.TXT").exists()
     assert objective.diverged == 2
+
+
+def test_a_set_per_joint_keeps_each_joints_offset_apart_from_its_parameters() -> None:
+    """``--per-joint`` names each type for its joint: ``shoulder/kt`` and the offset
+    ``shoulder/offset`` share a prefix, and the offset stays out of the set."""
+    truth = published_named("sts3215", "m1")
+    space = RobotSpace.build(JOINTS.per_joint().with_model(get_model("m1")), {})
+    values = {name: truth.values.get(name.partition("/")[2], 0.0) for name in space.names}
+    values.update({"shoulder/offset": 0.03, "elbow/offset": -0.02})
+    sets = space.parameter_sets(values, {})
+    assert set(sets) == {"shoulder", "elbow"}
+    assert all(s.values["kt"] == truth.values["kt"] and s.values["q_offset"] == 0.0
+               for s in sets.values())
+    assert space.offsets(values) == {"shoulder": 0.03, "elbow": -0.02}
+    np.testing.assert_array_equal(space.population_of([values])[0][:, P.Q_OFFSET], OFFSETS)

@@ -219,12 +219,12 @@ def test_a_robot_of_a_joint_map_publishes_its_joints(arm, tmp_path):
         '<motor name="pendulum"', '<motor name="wrist_motor"'))
     joint_map = tmp_path / "joints.yaml"
     joint_map.write_text("joints:\n  - {joint: pendulum, actuator: sts3215, gain: 20, "
-                         "motor: wrist_motor}\n")
-    a = arm(mjcf=str(mjcf), joint_map=str(joint_map), models=["m1"], publish_every=2,
-            real_time_factor=0.0)
+                         "motor: wrist_motor, model: m1}\n")
+    a = arm(mjcf=str(mjcf), joint_map=str(joint_map), publish_every=2, real_time_factor=0.0)
     a.wait_ready()
     assert list(a.joint_states[-1].name) == ["pendulum"]
-    assert a.node.arm.joints[0].params.actuator.name == "sts3215"
+    params = a.node.arm.joints[0].params
+    assert (params.actuator.name, params.model.name) == ("sts3215", "m1")  # not m4, the default
     assert a.last_state()[0].gain == 20.0
 
 

@@ -22,6 +22,7 @@ from bam_sim.bench.rollouts import rollout as bench_rollout
 from bam_sim.bench.trajectory import TRAJECTORIES, command_log
 from bam_sim.common.errors import BamError
 from bam_sim.models.files.parameter_file import published_named
+from bam_sim.models.model_registry import get_model
 from bam_sim.mujoco_arm.shipped_arms import arm_spec, pendulum_mjcf
 from bam_sim.robot.joint_map import joint_map, load_joint_map
 from bam_sim.robot.recording import RobotRecording
@@ -142,11 +143,13 @@ def test_a_joint_map_file_reads_back_what_it_dumps(tmp_path) -> None:
         {"joint": "shoulder", "actuator": "sts3215", "gain": 32, "offset": 0.01,
          "reading": {"column": 1, "unit": "ticks", "zero": 2048, "direction": -1}},
         {"joint": "elbow", "actuator": "sts3215", "gain": "recorded", "type": "wrist",
-         "reading": {"column": 0, "unit": "deg"}}]}))
+         "model": "m4", "reading": {"column": 0, "unit": "deg"}}]}))
     joints = load_joint_map(path)
     assert joints.names == ["shoulder", "elbow"]
     assert joints.types() == {"sts3215": [0], "wrist": [1]}
     assert joints.joints[1].gain is None  # recorded
+    assert joints.joints[0].model is None and joints.joints[1].model is get_model("m4")
+    assert not joints.modelled and joints.with_model(get_model("m1")).modelled
     # 2048 + 1024 ticks, turning against the joint: −π/2.
     assert joints.joints[0].reading.to_radians(np.array([3072.0]))[0] == pytest.approx(-np.pi / 2)
     assert joints.joints[1].reading.to_radians(np.array([90.0]))[0] == pytest.approx(np.pi / 2)
@@ -155,6 +158,7 @@ def test_a_joint_map_file_reads_back_what_it_dumps(tmp_path) -> None:
     back = load_joint_map(again)
     assert back.offsets.tolist() == [0.01, -0.02]
     assert [j.reading for j in back.joints] == [j.reading for j in joints.joints]
+    assert [j.model for j in back.joints] == [j.model for j in joints.joints]
     assert back.per_joint().types() == {"shoulder": [0], "elbow": [1]}
 
 
@@ -166,6 +170,8 @@ def test_a_joint_map_file_reads_back_what_it_dumps(tmp_path) -> None:
     ({"joint": "a", "actuator": "sts3215", "gain": 32, "colour": 1}, "unknown key 'colour'"),
     ({"joint": "a", "actuator": "sts3215", "gain": 32, "offset": 90}, "beyond half a turn"),
     ({"actuator": "sts3215", "gain": 32}, "give the MJCF joint's name"),
+    ({"joint": "a", "actuator": "sts3215", "gain": 32, "model": "m7"},
+     "joint 'a': unknown friction model 'm7'"),
 ])
 def test_a_wrong_joint_map_is_refused_in_one_line(entry, phrase) -> None:
     with pytest.raises(BamError, match=phrase) as info:
@@ -179,3 +185,17 @@ def test_a_joint_mapped_twice_is_refused() -> None:
         joint_map({"joints": [entry, {**entry, "reading": {"column": 1}}]})
     with pytest.raises(BamError, match="write a 'joints:' list"):
         joint_map({"joint": "a"})
+
+
+@pytest.mark.parametrize("other, what", [({"actuator": "xl330", "gain": 400}, "actuators"),
+                                         ({"model": "m4"}, "models")])
+def test_joints_of_one_type_share_an_actuator_and_a_model(other, what) -> None:
+    """A type is one parameter set: joints of two actuators or two models are two types."""
+    first = {"joint": "a", "actuator": "sts3215", "gain": 32, "type": "arm", "model": "m1"}
+    second = {**first, "joint": "b", "reading": {"column": 1}, **other}
+    with pytest.raises(BamError, match=f"joints 'a' and 'b' are of type 'arm' but their "
+                                       f"{what} differ") as info:
+        joint_map({"joints": [first, second]}, "joints.yaml")
+    assert "\n" not in str(info.value)
+    assert joint_map({"joints": [first, {**second, "type": "b"}]}).types() == {"arm": [0],
+                                                                             "b": [1]}

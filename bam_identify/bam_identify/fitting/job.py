@@ -92,6 +92,7 @@ class FitJob:
         values = {f.name: getattr(args, f.name) for f in fields(cls)}
         for name in ("bags", "logs", "models", "set", "groups"):
             values[name] = tuple(values[name] or ())
+        values["models"] = values["models"] or cls.models
         return cls(**values)
 
 

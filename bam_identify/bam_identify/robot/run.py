@@ -8,6 +8,10 @@ offset, identified by CMA-ES and the LM polish of the bench fit
 into training and validation by recording, seeded. Written: one parameter file per
 servo type and model (``--output``, ``{actuator}`` being the type), and the report
 folder (``report.md``, ``summary.json``, a figure per model of a validation recording).
+Each model of ``--models`` is fitted on every joint; without ``--models``, a joint map
+that gives each joint its ``model`` is fitted as it stands (one fit, its label the
+models joined, e.g. ``m4+m6``), and one that gives none is fitted with the bench fit's
+default models.
 
 ``eval --robot ... --params FILE...`` scores parameter files on a robot's
 recordings: each joint runs the file of its actuator (or ``joint=FILE``), with the
@@ -26,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from bam_identify.fitting.fit import FitResult, FitSettings, run_search
+from bam_identify.fitting.job import FitJob
 from bam_identify.fitting.provenance import version
 from bam_identify.fitting.report import check_report_folder
 from bam_identify.fitting.run import save_fit
@@ -111,7 +116,8 @@ def load_robot(args, cancel: Cancellation) -> RobotData:
 
 @dataclass
 class RobotResult:
-    model: str
+    model: str  # the label of the fit's models (RobotSpace.label)
+    joints: JointMap  # with the models fitted
     fitted: FitResult
     sets: dict[str, ParameterSet]
     offsets: dict[str, float]
@@ -128,9 +134,10 @@ def fit_robot(args, cancel: Cancellation) -> str:
     data = load_robot(args, cancel)
     model = load_model(data.mjcf)
     results: list[RobotResult] = []
-    for name in args.models:
-        results.append(_fit_model(args, data, model, name, cancel, _warm_start(args, name,
-                                                                               results)))
+    candidates = fit_candidates(args.models, data.joints)
+    for joints in candidates:
+        results.append(_fit_model(args, data, model, joints, len(candidates) > 1, cancel,
+                                  _warm_start(args, joints, results)))
     _write_report(args.report, data, results, args.force)
     lines = [f"{r.model}: train MAE {r.train_mae.mean():.4g} rad" +
              ("" if r.validation_mae is None else
@@ -139,38 +146,57 @@ def fit_robot(args, cancel: Cancellation) -> str:
     return "\n".join([*lines, f"report: {args.report / 'report.md'}"])
 
 
-def _warm_start(args, model: str, results: list[RobotResult]) -> RobotResult | None:
+def fit_candidates(models: list[str] | None, joints: JointMap) -> list[JointMap]:
+    """The joint maps to fit, each with its models (module docstring)."""
+    if models:
+        return [joints.with_model(get_model(name)) for name in dict.fromkeys(models)]
+    if joints.modelled:
+        return [joints]
+    given = [j.joint for j in joints.joints if j.model is not None]
+    if given:
+        missing = next(j.joint for j in joints.joints if j.model is None)
+        raise BamError(f"{joints.source}: joint '{given[0]}' names its model and joint "
+                       f"'{missing}' does not; give every joint a 'model', or --models")
+    return [joints.with_model(get_model(name)) for name in FitJob.models]
+
+
+def _warm_start(args, joints: JointMap, results: list[RobotResult]) -> RobotResult | None:
     """The best nested simpler model fitted so far, to start from (None: start cold): the
-    richer model then ends no worse than it on the training recordings."""
+    richer model then ends no worse than it on the training recordings. Only where one
+    model runs on every joint."""
+    models = {j.model.name for j in joints.joints}
+    if args.no_warm_start or len(models) != 1:
+        return None
     by_name = {r.model: r for r in results}
-    best = best_nested(model, {name: r.fitted.train_mae for name, r in by_name.items()})
-    return None if args.no_warm_start or best is None else by_name[best]
+    best = best_nested(models.pop(), {name: r.fitted.train_mae for name, r in by_name.items()})
+    return None if best is None else by_name[best]
 
 
-def _fit_model(args, data: RobotData, model, name: str, cancel: Cancellation,
-               base: RobotResult | None) -> RobotResult:
-    mdl = get_model(name)
-    if mdl.elastoplastic:
-        raise BamError(f"--models {name}: a robot fit runs M1..M6 and lugre; the elasto-plastic "
-                       "models are identified on the bench")
+def _fit_model(args, data: RobotData, model, joints: JointMap, several: bool,
+               cancel: Cancellation, base: RobotResult | None) -> RobotResult:
+    for j in joints.joints:
+        if j.model.elastoplastic:
+            raise BamError(f"joint '{j.joint}': {j.model.name}: a robot fit runs M1..M6 and "
+                           "lugre; the elasto-plastic models are identified on the bench")
     unsupported = sorted(set(args.groups) & ROBOT_LACKS.keys())
     if unsupported:
         raise BamError(f"--groups {unsupported[0]}: {ROBOT_LACKS[unsupported[0]]}")
-    space = RobotSpace.build(data.joints, mdl, parse_assignments(args.set), tuple(args.groups),
+    space = RobotSpace.build(joints, parse_assignments(args.set), tuple(args.groups),
                              not args.no_offset)
+    label = space.label
     objective = RobotObjective(space, model, data.train, cancel, threads=args.jobs)
     # A stored study is recorded, resumed or shared by workers as a bench fit's is.
-    study = args.study or f"bam_robot_{mdl.name}_seed{args.seed}"
-    if args.study and len(args.models) > 1:
-        study = f"{args.study}_{mdl.name}"
+    study = args.study or f"bam_robot_{label}_seed{args.seed}"
+    if args.study and several:
+        study = f"{args.study}_{label}"
     settings = FitSettings(trials=args.trials, seed=args.seed, popsize=args.popsize,
                            target=args.target_mae, storage=args.storage, study_name=study,
                            shares=args.workers, polish=not args.no_polish,
                            start=space.nested_start(base.fitted.values) if base else None)
-    fingerprint = {"robot": str(data.mjcf), "model": mdl.name, "data": objective.fingerprint(),
+    fingerprint = {"robot": str(data.mjcf), "model": label, "data": objective.fingerprint(),
                    "bounds": {k: list(v) for k, v in space.bounds.items()},
                    "seed": args.seed}
-    progress = None if args.quiet else _Progress(f"{mdl.name} ({len(space.names)} parameters)",
+    progress = None if args.quiet else _Progress(f"{label} ({len(space.names)} parameters)",
                                                  args.trials)
     try:
         with mujoco_warnings.silenced():  # counted in objective.diverged, said once below
@@ -185,13 +211,14 @@ def _fit_model(args, data: RobotData, model, name: str, cancel: Cancellation,
     if data.validation:
         check = RobotObjective(space, model, data.validation, cancel)
         validation_mae = check.per_joint(vectors).mean(axis=0)
-    provenance = _provenance(args, data, mdl.name, fitted)
+    provenance = _provenance(args, data, label, fitted)
     if base is not None:
         provenance["warm_start"] = base.model
     sets = space.parameter_sets(fitted.values, provenance)
-    outputs = [save_fit(params, Path(str(args.output).format(actuator=kind, model=mdl.name)),
+    outputs = [save_fit(params, Path(str(args.output).format(actuator=kind,
+                                                             model=params.model.name)),
                         args.force, fitted.interrupted) for kind, params in sets.items()]
-    return RobotResult(mdl.name, fitted, sets, space.offsets(fitted.values), train_mae,
+    return RobotResult(label, joints, fitted, sets, space.offsets(fitted.values), train_mae,
                        validation_mae, outputs, objective.diverged)
 
 
@@ -238,7 +265,7 @@ def _write_report(folder: Path, data: RobotData, results: list[RobotResult],
                "models": {r.model: _summary(r, data.joints) for r in results}}
     write_new(folder / "summary.json", json.dumps(summary, indent=2) + "\n", "--report", force)
     for r in results:  # the map with the identified offsets: what eval --joints reads
-        write_new(folder / f"{r.model}_joints.yaml", data.joints.with_offsets(r.offsets).dump(),
+        write_new(folder / f"{r.model}_joints.yaml", r.joints.with_offsets(r.offsets).dump(),
                   "--report", force)
         r.export_note = _export_robot(folder / f"{r.model}_robot.xml", data, r, force)
     figures = {r.model: _plot(folder / f"{r.model}_rollout.png", data, r) for r in results}
@@ -297,7 +324,7 @@ def _plot(path: Path, data: RobotData, result: RobotResult) -> Path:
     from bam_identify.fitting.report import _pyplot
 
     recording = (data.validation or data.train)[0]
-    space = RobotSpace.build(data.joints, get_model(result.model), {}, (), True)
+    space = RobotSpace.build(result.joints, {}, (), True)
     vectors = np.stack([result.sets[j.servo_type].vector() for j in data.joints.joints])
     vectors[:, P.Q_OFFSET] = [result.offsets[j] for j in data.joints.names]
     simulated = RobotObjective(space, load_model(data.mjcf), [recording]).simulate(vectors)[0]

@@ -1,9 +1,11 @@
 """The free parameters of a robot fit: each servo type's set, and each joint's offset.
 
 Joints of one servo type (the joint map's ``type``, the actuator by default) share one
-parameter set, searched in that type's :class:`~bam_identify.fitting.space.SearchSpace`
-(the bench fit's bounds, held values and groups); ``per_joint`` makes every joint its
-own type. Each joint's offset (its reading at q = 0, the encoder's zero error) is
+parameter set of their model, searched in that type's
+:class:`~bam_identify.fitting.space.SearchSpace` (the bench fit's bounds, held values and
+groups); ``per_joint`` makes every joint its own type. The models are the joint map's
+(:meth:`~bam_sim.robot.joint_map.JointMap.with_model` puts one model on every joint).
+Each joint's offset (its reading at q = 0, the encoder's zero error) is
 searched within ``OFFSET_BOUNDS`` of the map's own, unless held there. A candidate's
 free values are named ``type/parameter`` and ``joint/offset``; its kernel form is one
 parameter vector per joint, the offset in the ``q_offset`` slot.
@@ -16,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from bam_identify.fitting.space import Q_OFFSET_BOUNDS, SearchSpace, UnitBox, nested_start
+from bam_sim.common.errors import BamError
 from bam_sim.models import parameter_vector as P
-from bam_sim.models.model_registry import FrictionModel
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.robot.joint_map import JointMap
 
@@ -31,23 +33,31 @@ class RobotSpace(UnitBox):
     """A robot fit's search space; the same interface as the bench's SearchSpace."""
 
     joints: JointMap
-    model: FrictionModel
     types: dict[str, SearchSpace]  # servo type -> its space (no offset)
     bounds: dict[str, tuple[float, float]]
 
     @classmethod
-    def build(cls, joints: JointMap, model: FrictionModel, fixed: dict[str, float],
-              groups: tuple[str, ...] = (), identify_offsets: bool = True) -> RobotSpace:
+    def build(cls, joints: JointMap, fixed: dict[str, float], groups: tuple[str, ...] = (),
+              identify_offsets: bool = True) -> RobotSpace:
+        """The space of ``joints``, each of which names its model."""
         types = {}
         for name, members in joints.types().items():
-            actuator = joints.joints[members[0]].actuator
-            types[name] = SearchSpace.build(actuator, model, fixed, False, groups)
+            first = joints.joints[members[0]]
+            if first.model is None:
+                raise BamError(f"{joints.source}: joint '{first.joint}' has no friction model; "
+                               "give its 'model' in the joint map, or --models")
+            types[name] = SearchSpace.build(first.actuator, first.model, fixed, False, groups)
         bounds = {f"{t}{SEPARATOR}{p}": b for t, s in types.items() for p, b in s.bounds.items()}
         if identify_offsets:  # around the map's offset: a correction of it
             bounds.update({f"{j.joint}{SEPARATOR}{OFFSET}": (j.offset + OFFSET_BOUNDS[0],
                                                             j.offset + OFFSET_BOUNDS[1])
                            for j in joints.joints})
-        return cls(joints, model, types, bounds)
+        return cls(joints, types, bounds)
+
+    @property
+    def label(self) -> str:
+        """The models of the space, e.g. ``m4`` or ``m1+m4`` (in the map's order)."""
+        return "+".join(dict.fromkeys(s.model.name for s in self.types.values()))
 
     def population(self, x: np.ndarray) -> np.ndarray:
         """The kernels' parameter vectors (m, n_joints, N_PARAMS) of candidates x (m, n)."""
@@ -86,5 +96,8 @@ class RobotSpace(UnitBox):
 
 
 def _own(values: dict[str, float], prefix: str) -> dict[str, float]:
+    """The values of servo type ``prefix``; a joint's offset is not one of them where a
+    type takes its joint's name (``--per-joint``)."""
     head = f"{prefix}{SEPARATOR}"
-    return {k[len(head):]: v for k, v in values.items() if k.startswith(head)}
+    return {k[len(head):]: v for k, v in values.items()
+            if k.startswith(head) and k[len(head):] != OFFSET}

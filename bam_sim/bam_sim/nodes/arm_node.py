@@ -194,6 +194,8 @@ class ArmNode(SimNode):
         """Each joint's parameter set, from its file and model entries."""
         joints = self.joint_names
         defaults = {j.joint: j.model for j in spec.joints}
+        if self._map is not None:  # a joint map's models where it names them
+            defaults |= {j.joint: j.model.name for j in self._map.joints if j.model is not None}
         files = _per_joint("params_files", values["params_files"], joints)
         models = _per_joint("models", values["models"], joints)
         self._sources = [os.path.abspath(f) if f else "published" for f in files]

@@ -8,6 +8,7 @@ A small YAML file the user writes beside the robot's MJCF (``joints.yaml``)::
         gain: 32                 # firmware P gain, or "recorded" (bam/commands carry it)
         motor: shoulder_pan      # the MJCF <motor> driving it (default: the joint's name)
         type: sts3215            # joints of one type share a set (default: the actuator)
+        model: m4                # its friction model (optional; fit --models overrides it)
         offset: 0.0              # rad, the reading at q = 0 (a robot fit identifies it)
         reading:                 # how a LeRobot column reads (default: rad, column = order)
           column: 0
@@ -15,8 +16,9 @@ A small YAML file the user writes beside the robot's MJCF (``joints.yaml``)::
           zero: 0.0              # the reading at q = 0, in its unit
           direction: 1           # -1 where the servo turns against the joint's axis
 
-Names are resolved here, once: the map holds the registry's Actuator objects.
-Every problem is one line naming the joint, the key and the fix.
+Names are resolved here, once: the map holds the registry's Actuator and FrictionModel
+objects. Joints of one type share one parameter set, so they share an actuator and a
+model. Every problem is one line naming the joint, the key and the fix.
 """
 
 from __future__ import annotations
@@ -29,12 +31,13 @@ import numpy as np
 import yaml
 
 from bam_sim.common.errors import BamError, one_line
+from bam_sim.models.model_registry import FrictionModel, get_model
 from bam_sim.models.servo.actuators import Actuator, get_actuator
 
 UNITS = ("rad", "deg", "ticks")
 RECORDED = "recorded"
 DEFAULT_TICKS = 4096  # per turn: the STS and Dynamixel encoders
-_JOINT_KEYS = {"joint", "actuator", "gain", "motor", "type", "reading", "offset"}
+_JOINT_KEYS = {"joint", "actuator", "gain", "motor", "type", "reading", "offset", "model"}
 _READING_KEYS = {"column", "unit", "zero", "direction", "ticks_per_turn"}
 
 
@@ -69,6 +72,7 @@ class RobotJoint:
     servo_type: str
     reading: Reading
     offset: float = 0.0  # rad: the reading at q = 0 (the encoder's zero error)
+    model: FrictionModel | None = None  # None: the fit's --models choose it
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,15 @@ class JointMap:
         for i, j in enumerate(self.joints):
             types.setdefault(j.servo_type, []).append(i)
         return types
+
+    @property
+    def modelled(self) -> bool:
+        """Whether the map gives every joint its friction model."""
+        return all(j.model is not None for j in self.joints)
+
+    def with_model(self, model: FrictionModel) -> JointMap:
+        """The same map with ``model`` on every joint."""
+        return JointMap(tuple(replace(j, model=model) for j in self.joints), self.source)
 
     def per_joint(self) -> JointMap:
         """The same map with one type per joint (a set per joint, not per servo type)."""
@@ -111,6 +124,7 @@ class JointMap:
             entries.append({"joint": j.joint, "actuator": j.actuator.name,
                             "gain": RECORDED if j.gain is None else j.gain, "motor": j.motor,
                             "type": j.servo_type, "offset": j.offset,
+                            **({"model": j.model.name} if j.model is not None else {}),
                             "reading": {"column": r.column, "unit": r.unit, "zero": r.zero,
                                         "direction": int(r.direction),
                                         "ticks_per_turn": r.ticks_per_turn}})
@@ -144,7 +158,26 @@ def joint_map(doc: object, source: str = "<joint map>") -> JointMap:
         twice = sorted({v for v in values if values.count(v) > 1}, key=str)
         if twice:
             raise BamError(f"{source}: {what} {twice[0]!r} is given twice; map each joint once")
+    _check_types(joints, source)
     return JointMap(joints, source)
+
+
+def _check_types(joints: tuple[RobotJoint, ...], source: str) -> None:
+    """Joints of one type share a parameter set: one actuator, one model."""
+    first: dict[str, RobotJoint] = {}
+    for j in joints:
+        other = first.setdefault(j.servo_type, j)
+        for what, mine, theirs in (("actuator", j.actuator, other.actuator),
+                                   ("model", j.model, other.model)):
+            if mine is not theirs:
+                raise BamError(f"{source}: joints '{other.joint}' and '{j.joint}' are of type "
+                               f"'{j.servo_type}' but their {what}s differ ({_named(theirs)}, "
+                               f"{_named(mine)}); one type shares one set: give them the same "
+                               f"{what} or types of their own")
+
+
+def _named(record: Actuator | FrictionModel | None) -> str:
+    return "none" if record is None else record.name
 
 
 def _joint(entry: object, index: int, source: str) -> RobotJoint:
@@ -172,7 +205,17 @@ def _joint(entry: object, index: int, source: str) -> RobotJoint:
     offset = _number(entry.get("offset", 0.0), "offset", where)
     if abs(offset) > math.pi:
         raise BamError(f"{where}: offset {offset:g} rad is beyond half a turn; give it in rad")
-    return RobotJoint(name, actuator, gain, motor, servo_type, reading, offset)
+    return RobotJoint(name, actuator, gain, motor, servo_type, reading, offset,
+                      _model(entry.get("model"), where))
+
+
+def _model(value: object, where: str) -> FrictionModel | None:
+    if value is None:
+        return None
+    try:
+        return get_model(str(value))
+    except BamError as exc:
+        raise BamError(f"{where}: {exc}") from None
 
 
 def _name(value: object, key: str, where: str) -> str:
