@@ -88,7 +88,10 @@ def eval_parser() -> argparse.ArgumentParser:
     data_arguments(parser)
     parser.add_argument("--replay", action="store_true", help="replay the recorded control")
     parser.add_argument("--json", type=Path, help="write the scores to this file")
-    parser.add_argument("--force", action="store_true", help="overwrite --json")
+    parser.add_argument("--figure", type=Path, metavar="PNG",
+                        help="with --robot: draw the recording the files miss most, joint by "
+                        "joint (recorded, simulated, goal); .png, .pdf or .svg")
+    parser.add_argument("--force", action="store_true", help="overwrite --json and --figure")
     return parser
 
 
@@ -102,6 +105,9 @@ def _evaluate(args: argparse.Namespace, cancel: Cancellation) -> str:
         from bam_identify.robot.run import eval_robot
 
         return eval_robot(args, cancel)
+    if args.figure is not None:
+        raise BamError("--figure draws a robot's recordings: give --robot and --joints (a "
+                       "bench fit's report holds its figures)")
     # Imported once the command line is read, as for the fit.
     from bam_identify.fitting.evaluate import evaluate
 

@@ -21,7 +21,7 @@ from robot_recordings import ACTION, STATE, Commands, write_lerobot, write_robot
 
 from bam_identify.cli import eval_main, fit_main
 from bam_sim.models import parameter_vector as P
-from bam_sim.models.files.parameter_file import load, published_named
+from bam_sim.models.files.parameter_file import load, published_named, save
 from bam_sim.mujoco_arm.shipped_arms import arm_spec
 from bam_sim.robot.joint_map import joint_map
 from bam_sim.robot.rollout import bind, simulated_recording
@@ -201,3 +201,31 @@ def test_a_joint_map_that_names_each_joints_model_is_fitted_as_it_stands(robot, 
     code, _, err = run(fit_main, [*options, "--force"], capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "joint 'shoulder' names its model and joint 'elbow' does not" in err
+
+
+def test_eval_draws_the_recording_a_set_misses_most(robot, tmp_path, capsys) -> None:
+    """``eval --figure``: the worst recording by MAE, a PNG read back; the figure is an
+    output like any other (not over an input, not over a file without --force, a format
+    matplotlib writes), and the bench's eval has none."""
+    folder, mjcf, joints, dataset, _, truth = robot
+    params = tmp_path / "m1.yaml"
+    save(truth, params)
+    figure = tmp_path / "worst.png"
+    options = ["--robot", mjcf, "--joints", joints, "--lerobot", dataset, "--params", params]
+    code, stdout, err = run(eval_main, [*options, "--json", tmp_path / "scores.json",
+                                        "--figure", figure], capsys)
+    assert code == 0, err
+    per_recording = np.array(json.loads((tmp_path / "scores.json").read_text())
+                             ["per_recording"]).mean(axis=1)
+    worst = f"dataset#episode {int(np.argmax(per_recording))}"
+    assert f"figure: {figure} ({worst}, MAE" in stdout
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for extra, phrase in ((["--figure", figure], "already exists; choose another path or "
+                                                 "pass --force"),
+                          (["--figure", params, "--force"], "is the input --params"),
+                          (["--figure", tmp_path / "w.gif"], "unsupported file type '.gif'")):
+        code, _, err = run(eval_main, [*options, *extra], capsys)
+        assert code == 2 and phrase in err and len(err.strip().splitlines()) == 1, err
+    code, _, err = run(eval_main, ["--logs", folder, "--params", params, "--figure", figure],
+                       capsys)
+    assert code == 2 and "--figure draws a robot's recordings" in err, err

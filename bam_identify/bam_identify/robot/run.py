@@ -39,7 +39,7 @@ from bam_identify.robot.objective import RobotObjective
 from bam_identify.robot.space import RobotSpace
 from bam_sim.common.cancellation import Cancellation
 from bam_sim.common.errors import BamError
-from bam_sim.common.output_paths import write_new
+from bam_sim.common.output_paths import check_output, output_file, write_new
 from bam_sim.models import parameter_vector as P
 from bam_sim.models.files.parameter_file import load
 from bam_sim.models.model_registry import get_model
@@ -49,6 +49,7 @@ from bam_sim.robot.joint_map import JointMap, load_joint_map
 from bam_sim.robot.recording import RobotRecording
 from bam_sim.robot.rollout import bind, latencies, load_model, rollout
 
+FIGURE_FORMATS = (".png", ".pdf", ".svg")  # eval --figure: what matplotlib writes here
 # Optional groups a robot fit does not identify yet, and why.
 ROBOT_LACKS = {
     "thermal": "robot recordings carry no winding temperature to fit it on",
@@ -321,25 +322,31 @@ def _export_robot(path: Path, data: RobotData, result: RobotResult, force: bool)
 
 
 def _plot(path: Path, data: RobotData, result: RobotResult) -> Path:
-    from bam_identify.fitting.report import _pyplot
-
     recording = (data.validation or data.train)[0]
     space = RobotSpace.build(result.joints, {}, (), True)
     vectors = np.stack([result.sets[j.servo_type].vector() for j in data.joints.joints])
     vectors[:, P.Q_OFFSET] = [result.offsets[j] for j in data.joints.names]
     simulated = RobotObjective(space, load_model(data.mjcf), [recording]).simulate(vectors)[0]
+    return plot_rollout(path, data.joints.names, recording, simulated, result.model)
+
+
+def plot_rollout(path: Path, names: list[str], recording: RobotRecording,
+                 simulated: np.ndarray, label: str) -> Path:
+    """A figure of ``recording``, joint by joint: the goal, the reading and the simulated
+    reading (T, n) of ``label``; written to ``path`` (its suffix gives the format)."""
+    from bam_identify.fitting.report import _pyplot
+
     plt = _pyplot()
     n = recording.n_joints
     fig, axes = plt.subplots(n, 1, figsize=(8, 1.8 * n + 0.6), sharex=True, squeeze=False)
     for i, ax in enumerate(axes[:, 0]):
         ax.plot(recording.time, recording.goal[:, i], color="0.7", lw=0.8, label="goal")
         ax.plot(recording.time, recording.position[:, i], color="k", lw=1.0, label="recorded")
-        ax.plot(recording.time, simulated[:, i], color="C1", lw=1.0, ls="--",
-                label=f"{result.model}")
-        ax.set_ylabel(f"{data.joints.names[i]}\n(rad)")
+        ax.plot(recording.time, simulated[:, i], color="C1", lw=1.0, ls="--", label=label)
+        ax.set_ylabel(f"{names[i]}\n(rad)")
     axes[0, 0].legend(loc="upper right", fontsize=8)
     axes[-1, 0].set_xlabel("time (s)")
-    axes[0, 0].set_title(f"{recording.name}: {result.model}")
+    axes[0, 0].set_title(f"{recording.name}: {label}")
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
@@ -349,15 +356,26 @@ def _plot(path: Path, data: RobotData, result: RobotResult) -> Path:
 # -- eval ----------------------------------------------------------------------------------
 
 def eval_robot(args, cancel: Cancellation) -> str:
-    """Per joint MAE of parameter files on a robot's recordings (``eval --robot``)."""
+    """Per joint MAE of parameter files on a robot's recordings (``eval --robot``); with
+    ``--figure``, the recording they miss most, joint by joint."""
+    inputs = [("--params", str(p).split("=", 1)[-1]) for p in args.params]  # [joint=]FILE
+    inputs += [("--robot", args.robot), ("--joints", args.joints)]
+    inputs += [(option, path) for option, paths in (("--bags", args.bags),
+                                                    ("--lerobot", args.lerobot))
+               for path in paths or ()]
+    for path, what, suffixes in ((args.json, "--json", ()),
+                                 (args.figure, "--figure", FIGURE_FORMATS)):
+        if path is not None:
+            check_output(path, what, force=args.force, inputs=inputs, suffixes=suffixes)
     joints = load_joint_map(args.joints)
     model = load_model(args.robot)
     sets = _sets_per_joint(joints, args.params)
     recordings, _ = read_recordings(joints, args.bags, args.lerobot, cancel)
     arm = bind(model, joints, sets)
     latency = latencies(np.stack([s.vector() for s in sets]))
-    mae = np.array([np.abs(rollout(arm, rec, joints.offsets, latency) - rec.position)
-                    .mean(axis=0) for rec in recordings])
+    simulated = [rollout(arm, rec, joints.offsets, latency) for rec in recordings]
+    mae = np.array([np.abs(sim - rec.position).mean(axis=0)
+                    for sim, rec in zip(simulated, recordings)])
     lines = [f"{'joint':<16} {'MAE (rad)':>10}"]
     lines += [f"{j:<16} {mae[:, i].mean():>10.4g}" for i, j in enumerate(joints.names)]
     lines.append(f"{'all':<16} {mae.mean():>10.4g}  ({len(recordings)} recordings)")
@@ -366,6 +384,13 @@ def eval_robot(args, cancel: Cancellation) -> str:
                "mae": {j: float(mae[:, i].mean()) for i, j in enumerate(joints.names)},
                "per_recording": mae.tolist()}
         write_new(args.json, json.dumps(doc, indent=2) + "\n", "--json", args.force)
+    if args.figure is not None:
+        worst = int(np.argmax(mae.mean(axis=1)))
+        label = "+".join(dict.fromkeys(s.model.name for s in sets))
+        with output_file(args.figure, "--figure", args.force) as tmp:
+            plot_rollout(tmp, joints.names, recordings[worst], simulated[worst], label)
+        lines.append(f"figure: {args.figure} ({recordings[worst].name}, "
+                     f"MAE {mae[worst].mean():.4g} rad, the worst)")
     return "\n".join(lines)
 
 
