@@ -20,6 +20,7 @@ import yaml
 from robot_recordings import ACTION, STATE, Commands, write_lerobot, write_robot_bag
 
 from bam_identify.cli import eval_main, fit_main
+from bam_identify.export_cli import export_main
 from bam_sim.models import parameter_vector as P
 from bam_sim.models.files.parameter_file import load, published_named, save
 from bam_sim.mujoco_arm.shipped_arms import arm_spec
@@ -107,6 +108,24 @@ def test_a_robot_fit_from_a_lerobot_dataset_is_scored_again_by_eval(robot, capsy
     # At the noise floor on every episode, the held-out one included.
     assert per_recording.mean() <= 1.2 * floor
     assert params.vector()[P.Q_OFFSET] == 0.0  # offsets live in the joint map
+    # Each free value's interval within 5 % of the fit's error, in the bench fit's layout
+    # (the type's own parameter names), so that export --randomization reads the file.
+    found = params.provenance["sensitivity"]
+    assert found["percent"] == 5.0
+    assert set(found["parameters"]) == {"kt", "R", "armature", "friction_base",
+                                        "friction_viscous"}  # M1's, the firmware's held
+    for name, interval in found["parameters"].items():
+        assert interval["lower"] <= params.values[name] <= interval["upper"], name
+    assert found["friction_scale"]["lower"] <= 1.0 <= found["friction_scale"]["upper"]
+    offsets = summary["models"]["m1"]["sensitivity"]["parameters"]
+    assert {"shoulder/offset", "elbow/offset"} <= set(offsets)
+    assert "5 % interval" in (report / "report.md").read_text()
+    code, _, err = run(export_main, [folder / "out" / "sts3215_m1.yaml", "--randomization",
+                                     "--output", folder / "servo.json"], capsys)
+    assert code == 0, err
+    ranges = yaml.safe_load((folder / "servo_randomization.yaml").read_text())["ranges"]
+    assert ranges["friction_scale"] == [found["friction_scale"]["lower"],
+                                        found["friction_scale"]["upper"]]
 
 
 def test_a_bag_of_the_robot_reads_as_the_dataset_does(robot, tmp_path, capsys) -> None:

@@ -73,7 +73,9 @@ def friction_scale_axis(objective: Objective, values: dict[str, float]) -> Axis 
     """The whole friction budget times s (s = 1 at the fit), within every bound; None
     when no friction magnitude is identified and nonzero."""
     bounds = objective.space.bounds
-    scaled = [n for n in bounds if n.startswith(_FRICTION_PREFIXES) and values[n] > 0.0]
+    # A robot's names are type/parameter: every type's friction scales together.
+    scaled = [n for n in bounds if n.rpartition("/")[2].startswith(_FRICTION_PREFIXES)
+              and values[n] > 0.0]
     if not scaled:
         return None
     high = min(bounds[n][1] / values[n] for n in scaled)

@@ -13,6 +13,11 @@ that gives each joint its ``model`` is fitted as it stands (one fit, its label t
 models joined, e.g. ``m4+m6``), and one that gives none is fitted with the bench fit's
 default models.
 
+Each type's file records the interval of each of its parameters within ``--sensitivity``
+% of the fit's training error (:mod:`bam_identify.fitting.sensitivity`, profiled on the
+robot's rollouts; the friction scale moves every type's friction together), as the bench
+fit's do: ``export --randomization`` reads them. The offsets' intervals are in the report.
+
 ``eval --robot ... --params FILE...`` scores parameter files on a robot's
 recordings: each joint runs the file of its actuator (or ``joint=FILE``), with the
 offsets of the joint map (the fit writes the map with its offsets into the report
@@ -21,6 +26,7 @@ folder, ``<model>_joints.yaml``); per joint MAE.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import platform
@@ -34,9 +40,10 @@ from bam_identify.fitting.job import FitJob
 from bam_identify.fitting.provenance import version
 from bam_identify.fitting.report import check_report_folder
 from bam_identify.fitting.run import save_fit
+from bam_identify.fitting.sensitivity import FRICTION_SCALE, sensitivity
 from bam_identify.fitting.space import best_nested, parse_assignments
 from bam_identify.robot.objective import RobotObjective
-from bam_identify.robot.space import RobotSpace
+from bam_identify.robot.space import OFFSET, RobotSpace
 from bam_sim.common.cancellation import Cancellation
 from bam_sim.common.errors import BamError
 from bam_sim.common.output_paths import check_output, output_file, write_new
@@ -122,6 +129,7 @@ class RobotResult:
     fitted: FitResult
     sets: dict[str, ParameterSet]
     offsets: dict[str, float]
+    intervals: dict  # sensitivity(): each free value's interval, keyed as the space's names
     train_mae: np.ndarray  # (joints,)
     validation_mae: np.ndarray | None
     outputs: list[Path]
@@ -215,12 +223,22 @@ def _fit_model(args, data: RobotData, model, joints: JointMap, several: bool,
     provenance = _provenance(args, data, label, fitted)
     if base is not None:
         provenance["warm_start"] = base.model
-    sets = space.parameter_sets(fitted.values, provenance)
+    diverged = objective.diverged  # the search's, before the profile probes the bounds
+    intervals = sensitivity(objective, fitted.values, args.sensitivity)
+    sets = {kind: dataclasses.replace(params, provenance={
+                **params.provenance, "sensitivity": _of_type(intervals, kind)})
+            for kind, params in space.parameter_sets(fitted.values, provenance).items()}
     outputs = [save_fit(params, Path(str(args.output).format(actuator=kind,
                                                              model=params.model.name)),
                         args.force, fitted.interrupted) for kind, params in sets.items()]
-    return RobotResult(label, joints, fitted, sets, space.offsets(fitted.values), train_mae,
-                       validation_mae, outputs, objective.diverged)
+    return RobotResult(label, joints, fitted, sets, space.offsets(fitted.values), intervals,
+                       train_mae, validation_mae, outputs, diverged)
+
+
+def _of_type(intervals: dict, kind: str) -> dict:
+    """The sensitivity record of servo type ``kind``, in a bench fit's layout."""
+    own = {k: v for k, v in intervals.items() if k != "parameters"}
+    return {**own, "parameters": RobotSpace.of_type(intervals["parameters"], kind)}
 
 
 def _diverged(result: RobotResult) -> str:
@@ -282,6 +300,7 @@ def _summary(result: RobotResult, joints: JointMap) -> dict:
             "seconds": result.fitted.seconds, "interrupted": result.fitted.interrupted,
             "diverged_candidates": result.diverged,
             "sets": {k: s.values for k, s in result.sets.items()},
+            "sensitivity": result.intervals,
             "outputs": [str(p) for p in result.outputs]}
 
 
@@ -297,12 +316,31 @@ def _markdown(data: RobotData, results: list[RobotResult], figures: dict[str, Pa
             lines.append(f"| {r.model} | {j} | {r.train_mae[i]:.4g} | {val} | "
                          f"{r.offsets[j]:+.4f} |")
     for r in results:
-        lines += ["", f"## {r.model}", "", "| type | parameter | value |", "|---|---|---|"]
+        percent = r.intervals["percent"]
+        lines += ["", f"## {r.model}", "", f"Intervals: where the training MAE stays within "
+                  f"{percent:g} % of the fit's ({r.intervals['base_mae']:.4g} rad), each value "
+                  "moved alone; `*` marks an end at the search bound.", "",
+                  f"| type | parameter | value | {percent:g} % interval |", "|---|---|---|---|"]
+        free = r.intervals["parameters"]
         for kind, params in r.sets.items():
-            lines += [f"| {kind} | {k} | {v:.6g} |" for k, v in params.values.items()
-                      if k != "q_offset"]
+            lines += [f"| {kind} | {k} | {v:.6g} | {_interval(free.get(f'{kind}/{k}'))} |"
+                      for k, v in params.values.items() if k != "q_offset"]
+        lines += [f"| {j} | offset | {r.offsets[j]:+.5f} | "
+                  f"{_interval(free.get(f'{j}/{OFFSET}'))} |" for j in data.joints.names]
+        if FRICTION_SCALE in r.intervals:
+            lines += ["", f"Friction scale (every friction magnitude times s): "
+                      f"{_interval(r.intervals[FRICTION_SCALE])}."]
         lines += ["", f"MuJoCo: {r.export_note}", "", f"![{r.model}]({figures[r.model].name})"]
     return "\n".join(lines) + "\n"
+
+
+def _interval(found: dict | None) -> str:
+    """``[lower, upper]`` of a profiled value ("held" where it was not searched)."""
+    if found is None:
+        return "held"
+    ends = [f"{found[end]:.4g}{'*' if found[f'{end}_clamped'] else ''}"
+            for end in ("lower", "upper")]
+    return f"[{ends[0]}, {ends[1]}]"
 
 
 def _export_robot(path: Path, data: RobotData, result: RobotResult, force: bool) -> str:

@@ -89,13 +89,19 @@ class RobotSpace(UnitBox):
         return {name: space.parameter_set(_own(values, name), provenance)
                 for name, space in self.types.items()}
 
+    @staticmethod
+    def of_type(values: dict, name: str) -> dict:
+        """The entries of ``values`` (keyed ``type/parameter``) of servo type ``name``, by
+        parameter name (a joint's offset apart)."""
+        return _own(values, name)
+
     def offsets(self, values: dict[str, float]) -> dict[str, float]:
         """Each joint's identified offset (the map's where not searched), rad."""
         return {j.joint: values.get(f"{j.joint}{SEPARATOR}{OFFSET}", j.offset)
                 for j in self.joints.joints}
 
 
-def _own(values: dict[str, float], prefix: str) -> dict[str, float]:
+def _own(values: dict, prefix: str) -> dict:
     """The values of servo type ``prefix``; a joint's offset is not one of them where a
     type takes its joint's name (``--per-joint``)."""
     head = f"{prefix}{SEPARATOR}"
