@@ -31,7 +31,7 @@ def open_bus(emulator, model, ids, bus_class=SerialServoBus, **kwargs) -> Serial
     # machine may delay it (the pty's detected 1 ms would then fail reads at random); a
     # timeout here only catches a servo that does not answer.
     kwargs.setdefault("latency_timer_ms", 100.0)
-    bus = bus_class(emulator.port, model, ids, **kwargs)
+    bus = bus_class.named(emulator.port, model, ids, **kwargs)
     bus.open()
     return bus
 

@@ -25,6 +25,7 @@ from bam_drivers.nodes.driver_node import mean_kt
 from bam_drivers.nodes.erob_node import ErobNode
 from bam_msgs.msg import ActuatorState, BenchInfo
 from bam_sim.common.errors import BamError
+from bam_sim.models.servo.actuators import get_actuator
 from bam_testing.ros_context import private_context, ros_domain
 from bam_testing.ros_graph import closing, executable_error, stamp_ns
 
@@ -134,7 +135,8 @@ def test_cst_current_law_holds_the_goal_and_torque_goes_off_at_shutdown(rigs):
         assert state.torque_enable and state.gain == 50.0 and state.goal_position == 0.5
         # Holding the arm against gravity takes a current, in cyclic synchronous torque.
         assert truth[1]["control"] > 0.5 and truth[1]["mode"] == 10
-        assert state.motor_torque == pytest.approx(mean_kt("erob80_100") * state.current)
+        kt = mean_kt(get_actuator("erob80_100"))
+        assert state.motor_torque == pytest.approx(kt * state.current)
         # Every cycle published while the drive logged its frames, frame by frame: whatever
         # the timing (frames lost, the loop late), what the driver read is what the drive
         # sent, and the law's current on those readings is what the drive got next.

@@ -31,6 +31,7 @@ from bam_drivers.nodes.serial_servo_node import SerialServoNode
 from bam_drivers.serial_servo.control_table import RAD_PER_COUNT
 from bam_msgs.msg import BenchInfo
 from bam_sim.common.errors import BamError
+from bam_sim.models.servo.actuators import get_actuator
 from bam_testing.ros_context import private_context, ros_domain
 from bam_testing.ros_graph import closing, wait_for
 
@@ -85,7 +86,7 @@ def test_state_in_si_units_matches_the_emulator(rigs, protocol):
     # Current: 4.5 mA (P1) / 2.69 mA (P2) per count.
     assert state.current == pytest.approx(-truth["current"], abs=0.01)
     # τ_m = k_t·I with the mean published k_t (within 2.5 % of the emulator's).
-    kt = mean_kt("mx64")
+    kt = mean_kt(get_actuator("mx64"))
     assert state.motor_torque == pytest.approx(kt * state.current, rel=1e-12)
     assert joint.effort[0] == state.motor_torque
     assert state.motor_torque == pytest.approx(-truth["motor_torque"], rel=0.05, abs=0.01)
@@ -321,7 +322,8 @@ def test_feetech_node_publishes_si_state_and_applies_goals_and_gains(rigs):
     assert abs(truth["control"]) > 0.1
     assert state.control == pytest.approx(-truth["control"], abs=2e-3 * 7.4)
     assert state.current == pytest.approx(-truth["current"], abs=2 * FEETECH_CURRENT_UNIT)
-    assert state.motor_torque == pytest.approx(mean_kt("sts3215") * state.current, rel=1e-12)
+    assert state.motor_torque == pytest.approx(mean_kt(get_actuator("sts3215")) * state.current,
+                                               rel=1e-12)
 
 
 def test_feetech_node_drives_several_servos_and_releases_them(rigs):
