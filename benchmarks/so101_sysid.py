@@ -1,16 +1,20 @@
 """An SO-101-class arm identified from its own recordings: the robot fit beside mujoco.sysid.
 
 The truth: the SO-101-class arm (``bam_sim/mjcf/so101_class.xml``), six STS3215 servos
-running the published M1 set under their firmware law. Recordings of teleoperation-like
-motion (slow minimum-jerk reaches, fast flicks, holds under gravity), the goals sampled
-at ``--rate`` Hz (30: LeRobot's rate) and held between samples, the readings quantized
-to the STS3215's 4096 ticks per turn with Gaussian noise of ``--noise`` ticks. Four
-recordings train, two validate. The floor: the truth's own MAE on the validation
-recordings (what noise and quantization leave).
+running the published M1 set under their firmware law, each fed through ``--sag`` Ω of
+series resistance (its supply sags with the current it draws: the ``supply`` group) and
+acting on each goal ``--latency`` s after it was sent (the bus and the firmware: the
+``latency`` group). Recordings of teleoperation-like motion (slow minimum-jerk reaches,
+fast flicks, holds under gravity), the goals sampled at ``--rate`` Hz (30: LeRobot's
+rate) and held between samples, the readings quantized to the STS3215's 4096 ticks per
+turn with Gaussian noise of ``--noise`` ticks. Four recordings train, two validate. The
+floor: the truth's own MAE on the validation recordings (what noise and quantization
+leave).
 
 * **ours**: ``fit --robot``'s search (:class:`bam_identify.robot.objective.RobotObjective`,
-  M1, CMA-ES and the polish), the firmware's error gain ratio and slew held at the
-  release's values (they trade with k_t and R on step goals, see the robot tutorial);
+  M1 with the ``latency`` and ``supply`` groups the truth has, CMA-ES and the polish), the
+  firmware's error gain ratio and slew held at the release's values (they trade with k_t
+  and R on step goals, see the robot tutorial);
 * **mujoco.sysid**: mujoco_playground's recipe for the SO-101, with ``mujoco.sysid``
   (Gauss-Newton over ``mujoco.rollout``): each joint a MuJoCo ``<position>`` actuator
   (force limited to the STS3215's stall torque), its armature, damping, frictionloss and
@@ -48,6 +52,7 @@ from bam_identify.robot.objective import RobotObjective
 from bam_identify.robot.space import RobotSpace
 from bam_sim.models.files.parameter_file import published_named
 from bam_sim.models.model_registry import get_model
+from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.mujoco_arm.shipped_arms import models_dir
 from bam_sim.robot.joint_map import joint_map
 from bam_sim.robot.recording import RobotRecording
@@ -86,21 +91,38 @@ def teleoperation(rng: np.random.Generator, seconds: float, rate: float) -> np.n
     return np.array(goals[:int(seconds * rate)])
 
 
+def truth_set(args) -> ParameterSet:
+    """The published M1 set, with the supply's series resistance ``--sag`` where > 0."""
+    truth = published_named("sts3215", "m1")
+    if args.sag <= 0.0:
+        return truth
+    return truth.replace(**{"supply.resistance": args.sag, "supply.min_voltage": 0.0})
+
+
+def groups(args) -> tuple[str, ...]:
+    """The optional groups the truth has, which the robot fit identifies."""
+    return tuple(g for g, on in (("latency", args.latency > 0.0), ("supply", args.sag > 0.0))
+                 if on)
+
+
 def recordings(args) -> tuple[list[RobotRecording], list[RobotRecording], float]:
     """(train, validation, the truth's validation MAE) of the simulated arm."""
     joints = joint_map({"joints": [{"joint": n, "actuator": "sts3215", "gain": GAIN}
                                    for n in NAMES]})
-    truth = published_named("sts3215", "m1")
+    truth = truth_set(args)
     arm = bind(mujoco.MjModel.from_xml_path(str(MJCF)), joints, [truth] * len(NAMES))
+    latency = np.full(len(NAMES), args.latency)
     rng = np.random.default_rng(args.seed)
     out, floor = [], []
     for k in range(TRAIN + VALIDATE):
         goal = teleoperation(rng, args.seconds, args.rate)
         time_ = np.arange(len(goal)) / args.rate
         gain, zero = np.full(len(NAMES), GAIN), np.zeros(len(NAMES))
-        exact = simulated_recording(arm, f"teleop{k}", time_, goal, gain, zero)
+        exact = simulated_recording(arm, f"teleop{k}", time_, goal, gain, zero,
+                                    latency=latency)
         sensed = simulated_recording(arm, f"teleop{k}", time_, goal, gain, zero, tick=TICK,
-                                     noise=args.noise * TICK, seed=args.seed + k)
+                                     noise=args.noise * TICK, seed=args.seed + k,
+                                     latency=latency)
         floor.append(np.abs(sensed.position - exact.position).mean())
         out.append(sensed)
     return out[:TRAIN], out[TRAIN:], float(np.mean(floor[TRAIN:]))
@@ -111,10 +133,12 @@ def ours(train, validation, args, reference_train_mae: float) -> dict:
     ``reference_train_mae`` (mujoco.sysid's, on the same recordings)."""
     joints = joint_map({"joints": [{"joint": n, "actuator": "sts3215", "gain": GAIN}
                                    for n in NAMES]})
-    truth = published_named("sts3215", "m1")
+    truth = truth_set(args)
+    truths = {**truth.values, "latency.command": args.latency}  # the reading's delay: 0
     held = {k: truth.values[k] for k in ("error_gain_ratio", "max_velocity")}
     model = mujoco.MjModel.from_xml_path(str(MJCF))
-    space = RobotSpace.build(joints.with_model(get_model("m1")), held, identify_offsets=False)
+    space = RobotSpace.build(joints.with_model(get_model("m1")), held, groups(args),
+                             identify_offsets=False)
     started = time.perf_counter()
     reached: list[float] = []
 
@@ -132,8 +156,8 @@ def ours(train, validation, args, reference_train_mae: float) -> dict:
     return {"validation_mae": mae, "train_mae": result.train_mae, "seconds": seconds,
             "seconds_to_sysid_train_mae": reached[0] if reached else None,
             "trials": result.trials, "values": found,
-            "truth": {k: truth.values[k] for k in found},
-            "relative_error": {k: abs(v / truth.values[k] - 1.0) if truth.values[k] else None
+            "truth": {k: truths[k] for k in found},
+            "relative_error": {k: abs(v / truths[k] - 1.0) if truths[k] else None
                                for k, v in found.items()},
             "damping_kt2_over_R_plus_Kv": {
                 "found": found["kt"] ** 2 / found["R"] + found["friction_viscous"],
@@ -248,7 +272,7 @@ def sysid_python() -> Path:
 
 def run_sysid(train, validation, args) -> dict:
     """:func:`sysid_fit` in the sysid venv, the recordings handed over in a file."""
-    truth = published_named("sts3215", "m1")
+    truth = truth_set(args)
     stall = truth.values["kt"] * truth.actuator.supply_voltage / truth.values["R"]
     with tempfile.TemporaryDirectory() as folder:
         job, out = Path(folder) / "job.npz", Path(folder) / "out.json"
@@ -282,6 +306,10 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=30.0)
     parser.add_argument("--seconds", type=float, default=12.0)
     parser.add_argument("--noise", type=float, default=0.5, help="ticks (1 sigma)")
+    parser.add_argument("--latency", type=float, default=0.01,
+                        help="s from a goal sent to the servo acting on it (0: none)")
+    parser.add_argument("--sag", type=float, default=0.5,
+                        help="Ω of series resistance feeding each servo (0: a stiff supply)")
     parser.add_argument("--trials", type=int, default=1500)
     parser.add_argument("--sysid-iters", type=int, default=60)
     parser.add_argument("--seed", type=int, default=0)
