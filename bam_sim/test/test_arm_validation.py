@@ -59,8 +59,16 @@ def test_run_arm_end_to_end_on_one_short_path(experiment):
     assert set(result["paths"]) == {"circle_LG", "circle_HG"}
     assert result["gains"] == {"LG": [4.0, 4.0], "HG": [32.0, 32.0]}
     for row in result["paths"].values():
-        assert {"m1_published", "m1_refit", "m4_refit"} <= set(row)
+        assert {"m1_published", "m1_refit", "m4_refit", "m4_robot"} <= set(row)
     fit = result["fits"]["elbow_m4"]
     assert fit["actuator"] == "mx64" and fit["trials"] == 8 and fit["logs"] == 2
+    # The robot fit ran on the arm's own four recordings, with the arm's richer model.
+    robot = result["fits"]["robot"]
+    assert robot["model"] == "m4" and robot["recordings"] == 4 and robot["trials"] == 8
+    assert np.isfinite(robot["train_mae"])
     assert result["kinematics_check_m"] < 1e-9
-    assert set(result["summary"]["mean_mae"]) == {"m1_published", "m1_refit", "m4_refit"}
+    labels = {"m1_published", "m1_refit", "m4_refit", "m4_robot"}
+    assert set(result["summary"]["mean_mae"]) == labels
+    means = result["summary"]["mean_mae"]
+    assert result["summary"]["robot_over_bench_refit"] == pytest.approx(
+        means["m4_robot"] / means["m4_refit"])
