@@ -19,8 +19,9 @@ setup(
     name=package_name,
     version='0.1.0',
     packages=find_packages(exclude=['test']),
-    # parameter sets shipped inside the module, read with importlib.resources
-    package_data={package_name + '.models.files': ['published/*.yaml']},
+    # parameter sets and actuator files shipped inside the module, read with importlib.resources
+    package_data={package_name + '.models.files': ['published/*.yaml'],
+                  package_name + '.models.servo': ['shipped/*.yaml']},
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),

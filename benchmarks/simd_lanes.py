@@ -69,7 +69,13 @@ from bam_sim.models import parameter_vector as P
 from bam_sim.models import vector_math
 from bam_sim.models.files.parameter_file import published_named
 from bam_sim.models.model_registry import get_model
-from bam_sim.models.servo import actuators as A
+from bam_sim.models.servo.actuator import (
+    C_DUTY_GAIN,
+    C_FIRMWARE_CURRENT,
+    C_MAX_DUTY,
+    C_SUPPLY,
+    VOLTAGE,
+)
 
 HERE = Path(__file__).resolve().parent
 ACTUATOR = "mx64"
@@ -186,13 +192,13 @@ def soa(population: np.ndarray) -> np.ndarray:
 def run(variant: str, population: np.ndarray, batch: LogBatch, positions: bool = False):
     """(MAE[set, log], q[set, log, entry] or None) of the prototype."""
     c = batch.consts
-    assert not c[:, A.C_FIRMWARE_CURRENT].any() and batch.actuator.family == A.VOLTAGE
+    assert not c[:, C_FIRMWARE_CURRENT].any() and batch.actuator.family == VOLTAGE
     lp = soa(population)
     errors = np.zeros((population.shape[0], len(batch)))
     out = (np.zeros((population.shape[0], len(batch), batch.goal.shape[1])) if positions
            else np.empty((0, 0, 0)))
-    lanes_kernel(VARIANTS.index(variant), lp, batch.kp * c[:, A.C_DUTY_GAIN],
-                 float(c[0, A.C_MAX_DUTY]), np.ascontiguousarray(c[:, A.C_SUPPLY]),
+    lanes_kernel(VARIANTS.index(variant), lp, batch.kp * c[:, C_DUTY_GAIN],
+                 float(c[0, C_MAX_DUTY]), np.ascontiguousarray(c[:, C_SUPPLY]),
                  batch.load_inertia, batch.gravity_torque, batch.q0, batch.dq0, batch.goal,
                  batch.enabled, batch.lengths, batch.dt, batch.position, out, errors)
     return errors, (out if positions else None)
@@ -210,7 +216,7 @@ def main() -> None:
     logs = make_logs(ACTUATOR, args.logs, args.steps, 0.005, SEED)
     batch = LogBatch.pack(logs, published_named(ACTUATOR, "m1").actuator)
     pop = make_population(ACTUATOR, "m6", args.population, SEED)
-    assert np.unique(batch.consts[:, A.C_MAX_DUTY]).size == 1
+    assert np.unique(batch.consts[:, C_MAX_DUTY]).size == 1
     steps = args.population * args.logs * args.steps
     q_prod = batch_rollout(get_model("m6"), pop, batch)
     mae_prod = batch_mae(get_model("m6"), pop, batch)

@@ -144,7 +144,8 @@ from bam_sim.models.files.parameter_file import published_named
 from bam_sim.models.model_registry import EP_MODELS, get_model
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.parameter_vector import INDEX
-from bam_sim.models.servo.actuators import VOLTAGE, get_actuator
+from bam_sim.models.servo.actuator import VOLTAGE
+from bam_sim.models.servo.actuators import get_actuator
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

@@ -43,7 +43,8 @@ from bam_sim.bench.rollouts import rollout
 from bam_sim.models.files.parameter_file import published
 from bam_sim.models.model_registry import get_model
 from bam_sim.models.parameter_set import ParameterSet
-from bam_sim.models.servo.actuators import Actuator, get_actuator
+from bam_sim.models.servo.actuator import Actuator
+from bam_sim.models.servo.actuators import get_actuator
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parent.parent / "shared" / "data" / "real" / "xl330"

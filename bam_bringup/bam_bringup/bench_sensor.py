@@ -33,7 +33,7 @@ from bam_sim.common.numbers import integer, number
 from bam_sim.models.dcmotor.groups import get_group
 from bam_sim.models.model_registry import FrictionModel
 from bam_sim.models.parameter_set import ParameterSet
-from bam_sim.models.servo.actuators import Actuator
+from bam_sim.models.servo.actuator import Actuator
 
 SENSOR_KEYS = ("quantization", "position_noise", "latency", "supply_resistance", "seed")
 ENCODER = "encoder"  # quantization: the actuator's own encoder step

@@ -36,7 +36,8 @@ from bam_sim.common.numbers import number
 from bam_sim.common.output_paths import check_kind, check_output, writing
 from bam_sim.common.share import share_file
 from bam_sim.models.model_registry import FrictionModel, get_model
-from bam_sim.models.servo.actuators import Actuator, get_actuator
+from bam_sim.models.servo.actuator import Actuator
+from bam_sim.models.servo.actuators import get_actuator
 
 SOURCE_ROOT = Path(__file__).resolve().parent.parent  # the package's source folder
 BENCH = LaunchFile("bench")  # the session records the simulated bench of bench.launch.py

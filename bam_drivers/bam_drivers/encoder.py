@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from bam_sim.common.errors import BamError
-from bam_sim.models.servo.actuators import Actuator
+from bam_sim.models.servo.actuator import Actuator
 
 
 def encoder_step(actuator: Actuator) -> float:

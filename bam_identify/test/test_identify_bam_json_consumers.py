@@ -26,7 +26,8 @@ from bam_sim.models.files.bam_json import (
 from bam_sim.models.files.parameter_file import published_named, save
 from bam_sim.models.model_registry import get_model
 from bam_sim.models.parameter_set import ParameterSet, identification_bounds
-from bam_sim.models.servo.actuators import ACTUATORS, VOLTAGE
+from bam_sim.models.servo.actuator import VOLTAGE
+from bam_sim.models.servo.actuators import ACTUATORS
 
 PUBLISHED = sorted(p.stem.rsplit("_", 1) for p in (
     Path(bam_json.__file__).resolve().parent / "published").glob("*.yaml"))

@@ -27,7 +27,7 @@ from bam_identify.fitting.run import fit
 from bam_identify.fitting.space import SearchSpace, nested_start
 from bam_sim.common.errors import BamError
 from bam_sim.models.dcmotor.groups import DEFAULT_TEMPERATURE_WEIGHT, get_group
-from bam_sim.models.servo.actuators import XL330_DUTY_GAIN, get_actuator
+from bam_sim.models.servo.actuators import get_actuator
 
 # The BAM authors' public XL330 logs, in the shared/ folder beside the repository.
 REAL = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "real" / "xl330"
@@ -105,7 +105,7 @@ def test_the_xl330_load_is_its_pwm_duty():
         # The evidence for the unit: the duty is the firmware's P law, kp·gain·error,
         # within the PWM limit (full duty), where the kp 400 runs hold it.
         on = log.enabled & register
-        law = doc["kp"] * XL330_DUTY_GAIN * (log.goal - log.position)
+        law = doc["kp"] * get_actuator("xl330").duty_gain * (log.goal - log.position)
         inside = on & (np.abs(law) < 1.0)
         slope = np.polyfit(law[inside], log.load[inside], 1)[0]
         assert 0.95 <= slope <= 1.05, path

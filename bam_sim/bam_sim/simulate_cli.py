@@ -32,7 +32,8 @@ from bam_sim.common.output_paths import check_output, claimed_outputs, output_fi
 from bam_sim.models.files.parameter_file import load, published
 from bam_sim.models.model_registry import FRICTION_MODELS, get_model
 from bam_sim.models.parameter_set import ParameterSet
-from bam_sim.models.servo.actuators import ACTUATORS, Actuator, get_actuator
+from bam_sim.models.servo.actuator import Actuator
+from bam_sim.models.servo.actuators import ACTUATORS, get_actuator
 
 # Physically plausible benches (Table I spans 0.05..19.6 kg, 0.05..0.5 m) and steps: the
 # explicit step of the servo loop is unstable far above a few ms, and below 0.1 ms a

@@ -10,8 +10,8 @@ from bam_sim_cases import PENDULUM
 from bam_sim.common.errors import BamError
 from bam_sim.models.files.parameter_file import published_named, save
 from bam_sim.models.model_registry import get_model
-from bam_sim.models.servo import actuators
 from bam_sim.models.servo import laws as servo
+from bam_sim.models.servo.actuator import C_MAX_DUTY, C_MAX_VOLTAGE, C_SUPPLY, CURRENT, VOLTAGE
 from bam_sim.mujoco_arm.dcmotor_export import (
     GENERAL_LOSSES,
     ExportJoint,
@@ -54,8 +54,8 @@ def test_dcmotor_torque_is_the_voltage_servo_law(actuator, gain, volts):
     p, c = params.vector(), consts(params, volts)
     clipped = 0
     for q, dq, goal in _grid():
-        want, control = servo.servo_torque(actuators.VOLTAGE, p, c, gain, q, dq, goal, True)
-        clipped += abs(control) >= c[actuators.C_MAX_DUTY] * c[actuators.C_SUPPLY] - 1e-12
+        want, control = servo.servo_torque(VOLTAGE, p, c, gain, q, dq, goal, True)
+        clipped += abs(control) >= c[C_MAX_DUTY] * c[C_SUPPLY] - 1e-12
         assert _force(model, data, q, dq, goal) == pytest.approx(want, rel=1e-9, abs=1e-9)
     assert 0 < clipped < len(_grid())  # both the linear and the duty-clipped regimes
 
@@ -68,17 +68,17 @@ def test_dcmotor_torque_is_the_current_servo_law_below_the_clip_order_speed(actu
     data = mujoco.MjData(model)
     p, c = params.vector(), consts(params)
     v = params.values
-    bound = (c[actuators.C_MAX_VOLTAGE] + v["R"] * v["current_limit"]) / v["kt"]
+    bound = (c[C_MAX_VOLTAGE] + v["R"] * v["current_limit"]) / v["kt"]
     for q, dq, goal in _grid():
         assert abs(dq) < bound
-        want, _ = servo.servo_torque(actuators.CURRENT, p, c, gain, q, dq, goal, True)
+        want, _ = servo.servo_torque(CURRENT, p, c, gain, q, dq, goal, True)
         assert _force(model, data, q, dq, goal) == pytest.approx(want, rel=1e-9, abs=1e-9)
     # Beyond the bound, a large error driving against the motion: (14)-(15)
     # end on the back-EMF limit, the dcmotor on its torque saturation k_t·I_heat.
     dq = 1.2 * bound
-    want, _ = servo.servo_torque(actuators.CURRENT, p, c, gain, 0.0, dq, 3.0, True)
+    want, _ = servo.servo_torque(CURRENT, p, c, gain, 0.0, dq, 3.0, True)
     got = _force(model, data, 0.0, dq, 3.0)
-    assert want == pytest.approx(v["kt"] / v["R"] * (c[actuators.C_MAX_VOLTAGE] - v["kt"] * dq))
+    assert want == pytest.approx(v["kt"] / v["R"] * (c[C_MAX_VOLTAGE] - v["kt"] * dq))
     assert got == pytest.approx(-v["kt"] * v["current_limit"])
     assert any(f"differ for |q̇| > {bound:.6g} rad/s" in line for line in result.losses)
 

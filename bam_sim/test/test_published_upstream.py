@@ -21,7 +21,8 @@ from bam_sim.bench.rollouts import rollout
 from bam_sim.bench.trajectory import PROTOCOL_TRAJECTORIES, command_log
 from bam_sim.models.files.bam_json import ISAACLAB, parameters_from_json, parameters_to_json
 from bam_sim.models.files.parameter_file import published_named
-from bam_sim.models.servo.actuators import VOLTAGE, get_actuator
+from bam_sim.models.servo.actuator import VOLTAGE
+from bam_sim.models.servo.actuators import get_actuator
 
 # command_delay of each STS3215 file at 31e5b97 (s).
 STS_DELAYS = {"m2": 0.0011553725873945605, "m3": 0.0049444980290521065,

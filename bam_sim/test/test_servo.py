@@ -8,7 +8,8 @@ import pytest
 from bam_sim.common.errors import BamError
 from bam_sim.models.parameter_vector import to_vector
 from bam_sim.models.servo import laws as servo
-from bam_sim.models.servo.actuators import CURRENT, VOLTAGE, get_actuator
+from bam_sim.models.servo.actuator import CURRENT, VOLTAGE
+from bam_sim.models.servo.actuators import get_actuator
 
 MX = get_actuator("mx64")
 EROB = get_actuator("erob80_50")

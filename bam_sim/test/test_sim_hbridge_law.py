@@ -13,7 +13,7 @@ from bam_sim.models import parameter_vector as P
 from bam_sim.models.dcmotor.hbridge import average_current, brute_force_average
 from bam_sim.models.files.parameter_file import published_named
 from bam_sim.models.parameter_set import ParameterSet
-from bam_sim.models.servo import actuators
+from bam_sim.models.servo.actuator import C_SUPPLY, VOLTAGE
 from bam_sim.models.servo.laws import bridge_voltage, torque_from_control
 
 pytestmark = pytest.mark.numerics  # CI reruns these with numpy's SIMD dispatch off
@@ -31,8 +31,8 @@ def coast_set(**groups: float) -> ParameterSet:
 def test_voltage_law_torque_is_the_brute_force_bridge_average(duty: float, dq: float) -> None:
     params = coast_set(**{"inductance.L": 2.0e-4})
     p, c = params.vector(), params.actuator.consts()
-    kt, r, supply = p[P.KT], p[P.R], c[actuators.C_SUPPLY]
-    tau = torque_from_control(actuators.VOLTAGE, p, c, duty * supply, dq, True)
+    kt, r, supply = p[P.KT], p[P.R], c[C_SUPPLY]
+    tau = torque_from_control(VOLTAGE, p, c, duty * supply, dq, True)
     # the circuit itself, integrated far below the PWM period (independent of the average)
     current = brute_force_average(duty, supply, kt * dq, r, 2.0e-4, PERIOD)
     assert tau == pytest.approx(kt * current, rel=2e-6, abs=1e-9)
@@ -43,7 +43,7 @@ def test_without_the_group_the_law_is_drive_brake_equation_13() -> None:
     p, c = params.vector(), params.actuator.consts()
     assert bridge_voltage(p, c, 3.0, 1.5) == 3.0
     kt, r = p[P.KT], p[P.R]
-    assert torque_from_control(actuators.VOLTAGE, p, c, 3.0, 1.5, True) == \
+    assert torque_from_control(VOLTAGE, p, c, 3.0, 1.5, True) == \
         kt / r * 3.0 - kt * kt / r * 1.5
 
 

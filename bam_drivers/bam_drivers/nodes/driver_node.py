@@ -37,7 +37,7 @@ from bam_sim.common.numbers import finite_non_negative
 from bam_sim.common.runner import error_line, run_node
 from bam_sim.models.files.parameter_file import published
 from bam_sim.models.model_registry import FRICTION_MODELS
-from bam_sim.models.servo.actuators import Actuator
+from bam_sim.models.servo.actuator import Actuator
 
 BENCH_PARAMETERS = frozenset(("mass", "arm_mass", "length"))
 DIAGNOSTICS_TOPIC = "/diagnostics"

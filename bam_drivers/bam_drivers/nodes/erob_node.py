@@ -54,7 +54,7 @@ from bam_drivers.nodes.driver_node import DIAGNOSTICS_TOPIC as DIAGNOSTICS_TOPIC
 from bam_msgs.msg import ActuatorState
 from bam_sim.common.errors import BamError
 from bam_sim.common.node_parameters import Param, actuator_parameter, declare
-from bam_sim.models.servo.actuators import CURRENT
+from bam_sim.models.servo.actuator import CURRENT
 
 NODE_NAME = "erob"
 MODES = {"cst": cia402.CST, "csp": cia402.CSP}

@@ -48,7 +48,8 @@ from bam_identify.data.plausibility import (
 from bam_identify.data.typestore import typestore
 from bam_sim.bench.bench_log import BenchLog
 from bam_sim.common.errors import BamError, one_line
-from bam_sim.models.servo.actuators import Actuator, get_actuator
+from bam_sim.models.servo.actuator import Actuator
+from bam_sim.models.servo.actuators import get_actuator
 
 LOG = logging.getLogger(__name__)
 

@@ -53,7 +53,7 @@ from bam_identify.data.typestore import (
 from bam_sim.bench.bench_log import BenchLog
 from bam_sim.bench.geometry import GRAVITY, Bench
 from bam_sim.common.errors import BamError
-from bam_sim.models.servo.actuators import CURRENT, Actuator
+from bam_sim.models.servo.actuator import CURRENT, Actuator
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,8 @@ from bam_identify.data.legacy_logs import legacy_log_files, read_legacy_log
 from bam_sim.bench.bench_log import BenchLog
 from bam_sim.common.cancellation import Cancellation
 from bam_sim.common.errors import BamError
-from bam_sim.models.servo.actuators import Actuator, get_actuator
+from bam_sim.models.servo.actuator import Actuator
+from bam_sim.models.servo.actuators import get_actuator
 
 PathsLike = str | os.PathLike | Iterable[str | os.PathLike]
 LOG = logging.getLogger(__name__)

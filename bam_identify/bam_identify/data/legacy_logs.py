@@ -64,8 +64,8 @@ from bam_identify.data.plausibility import (
 from bam_sim.bench.bench_log import BenchLog
 from bam_sim.common.errors import BamError
 from bam_sim.models.files.parameter_file import write_atomic
-from bam_sim.models.servo import actuators
-from bam_sim.models.servo.actuators import Actuator, get_actuator
+from bam_sim.models.servo.actuator import CURRENT, VOLTAGE, Actuator
+from bam_sim.models.servo.actuators import get_actuator
 
 REQUIRED = ("mass", "length", "kp", "motor", "entries")
 ENTRY_REQUIRED = ("timestamp", "position", "goal_position", "torque_enable")
@@ -137,7 +137,7 @@ def _source(path: Path, doc: dict) -> Source:
 def _conditions(act: Actuator, doc: dict, source: Source) -> Conditions:
     """The checked bench description of ``doc``; a field it lacks stays the default."""
     arm_mass = doc.get("arm_mass", doc.get("arm-mass", 0.0))
-    damping = doc.get("damping") if act.family == actuators.CURRENT else None
+    damping = doc.get("damping") if act.family == CURRENT else None
     for key in ("vin", "damping"):
         if key in doc and doc[key] is None:  # None below means "not in the log"
             raise source.fail(f"'{key}' is null", "give a number or leave the field out")
@@ -289,7 +289,7 @@ def write_legacy_log(path: str | os.PathLike, log: BenchLog, actuator: Actuator,
         "kp": float(log.kp), "motor": actuator.name, "trajectory": str(trajectory),
         "dt": float(log.dt),
     }
-    if actuator.family == actuators.VOLTAGE:
+    if actuator.family == VOLTAGE:
         doc["vin"] = float(log.supply_voltage if log.supply_voltage is not None
                            else actuator.supply_voltage)
     else:

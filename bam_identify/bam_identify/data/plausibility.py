@@ -25,8 +25,7 @@ import numpy as np
 from bam_sim.bench.geometry import Bench
 from bam_sim.common.errors import BamError
 from bam_sim.common.numbers import number
-from bam_sim.models.servo import actuators
-from bam_sim.models.servo.actuators import Actuator
+from bam_sim.models.servo.actuator import VOLTAGE, Actuator
 
 # Bench geometry: Table I benches carry up to 20 kg at 0.5 m; a pendulum beyond these is
 # no servo bench (and 1e6 m is a unit or typing error).
@@ -132,7 +131,7 @@ def conditions(act: Actuator, source: Source, mass: float, length: float, arm_ma
             source, "supply_voltage", supply_voltage, "V",
             f" (the {act.name}'s nominal supply is {act.supply_voltage:g} V)", low=0.0,
             high=SUPPLY_FACTOR * act.supply_voltage, low_open=True)
-    if act.family != actuators.VOLTAGE:
+    if act.family != VOLTAGE:
         supply_voltage = None  # only a voltage-controlled servo's law uses it
     if damping is not None:
         damping = checked_field(source, "damping", damping, "factor d of the host PD law", low=0.0,

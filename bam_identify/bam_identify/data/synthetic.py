@@ -19,7 +19,7 @@ from bam_sim.common.errors import BamError
 from bam_sim.models.files.parameter_file import published
 from bam_sim.models.model_registry import FrictionModel, get_model
 from bam_sim.models.parameter_set import ParameterSet
-from bam_sim.models.servo.actuators import Actuator
+from bam_sim.models.servo.actuator import Actuator
 
 PAPER_TRAJECTORIES = ("accelerated_oscillations", "slow_oscillations", "raise_lower", "lift_drop")
 

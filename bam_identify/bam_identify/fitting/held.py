@@ -19,7 +19,7 @@ from bam_sim.models import parameter_vector as P
 from bam_sim.models.dcmotor.groups import get_group
 from bam_sim.models.model_registry import FrictionModel
 from bam_sim.models.parameter_set import allowed_names, identification_bounds
-from bam_sim.models.servo.actuators import Actuator
+from bam_sim.models.servo.actuator import Actuator
 
 if TYPE_CHECKING:  # the command line imports this module: no simulation code for a type
     from bam_sim.bench.bench_log import BenchLog

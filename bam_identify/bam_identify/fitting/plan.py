@@ -26,7 +26,7 @@ from bam_sim.common.cancellation import Cancellation
 from bam_sim.common.errors import BamError
 from bam_sim.common.output_paths import check_output
 from bam_sim.models.model_registry import FRICTION_MODELS, FrictionModel, get_model
-from bam_sim.models.servo.actuators import Actuator
+from bam_sim.models.servo.actuator import Actuator
 
 
 @dataclass(frozen=True)

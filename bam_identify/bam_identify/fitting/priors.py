@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 from bam_sim.common.errors import BamError
 from bam_sim.models.files.parameter_file import published
 from bam_sim.models.model_registry import FrictionModel, get_model
-from bam_sim.models.servo.actuators import Actuator
+from bam_sim.models.servo.actuator import Actuator
 
 if TYPE_CHECKING:
     from bam_sim.bench.bench_log import BenchLog

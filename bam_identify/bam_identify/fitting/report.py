@@ -27,7 +27,7 @@ from bam_sim.models.dcmotor.groups import get_group
 from bam_sim.models.files.parameter_file import write_atomic
 from bam_sim.models.model_registry import FRICTION_MODELS
 from bam_sim.models.parameter_set import ParameterSet
-from bam_sim.models.servo.actuators import VOLTAGE, Actuator
+from bam_sim.models.servo.actuator import VOLTAGE, Actuator
 
 # The models with a load-dependent friction term (priors.LOAD_TERMS).
 LOAD_DEPENDENT = tuple(m.name for m in FRICTION_MODELS.values() if set(m.params) & set(LOAD_TERMS))
@@ -467,7 +467,7 @@ def envelope_voltage(params: ParameterSet) -> float:
     (times the largest duty of a PWM servo)."""
     from bam_sim.models.dcmotor import model as dcmotor
     from bam_sim.models.dcmotor.motor_model import dcmotor_parameters
-    from bam_sim.models.servo.actuators import VOLTAGE
+    from bam_sim.models.servo.actuator import VOLTAGE
 
     vmax = float(dcmotor_parameters(params)[dcmotor.P_VMAX])
     if vmax > 0.0:

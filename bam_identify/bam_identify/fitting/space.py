@@ -32,7 +32,8 @@ from bam_sim.models.parameter_set import (
     allowed_names,
     identification_bounds,
 )
-from bam_sim.models.servo.actuators import FAMILY_NAMES, Actuator, get_actuator
+from bam_sim.models.servo.actuator import FAMILY_NAMES, Actuator
+from bam_sim.models.servo.actuators import get_actuator
 
 Q_OFFSET_BOUNDS = (-0.2, 0.2)  # rad: a bench mounting error, not a free rotation
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from bam_sim.bench.bench_log import BenchLog
 from bam_sim.common.errors import BamError
-from bam_sim.models.servo.actuators import Actuator
+from bam_sim.models.servo.actuator import Actuator
 from bam_sim.mujoco_arm.shipped_arms import pendulum_mjcf
 from bam_sim.robot.joint_map import JointMap, joint_map
 from bam_sim.robot.recording import RobotRecording

@@ -16,8 +16,7 @@ import numpy as np
 
 from bam_sim.bench.geometry import Bench
 from bam_sim.common.errors import BamError
-from bam_sim.models.servo import actuators
-from bam_sim.models.servo.actuators import Actuator
+from bam_sim.models.servo.actuator import C_DAMPING, C_SUPPLY, Actuator
 
 
 def _check_series(name: str, values: np.ndarray, n: int, where: str) -> np.ndarray:
@@ -96,9 +95,9 @@ class BenchLog:
         """The actuator's constant vector with this log's recording conditions."""
         consts = actuator.consts()
         if self.supply_voltage is not None:
-            consts[actuators.C_SUPPLY] = self.supply_voltage
+            consts[C_SUPPLY] = self.supply_voltage
         if self.damping is not None:
-            consts[actuators.C_DAMPING] = self.damping
+            consts[C_DAMPING] = self.damping
         return consts
 
     @property

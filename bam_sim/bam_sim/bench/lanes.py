@@ -91,7 +91,7 @@ from bam_sim.models.elastoplastic.model import (
 )
 from bam_sim.models.kernel_inlining import into_rollouts
 from bam_sim.models.model_registry import EP_FIRST, M1, M2, M3, M4, M5, M6, FrictionModel
-from bam_sim.models.servo.actuators import (
+from bam_sim.models.servo.actuator import (
     C_DAMPING,
     C_DUTY_GAIN,
     C_FIRMWARE_CURRENT,

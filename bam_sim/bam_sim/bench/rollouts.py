@@ -70,7 +70,7 @@ from bam_sim.models.dcmotor.motor_model import (
 from bam_sim.models.elastoplastic.validity import check_step, violation
 from bam_sim.models.model_registry import FrictionModel
 from bam_sim.models.parameter_set import ParameterSet
-from bam_sim.models.servo import actuators
+from bam_sim.models.servo.actuator import C_SUPPLY
 from bam_sim.models.servo.laws import (
     firmware_target,
     input_voltage,
@@ -272,7 +272,7 @@ def rollout(params: ParameterSet, log: BenchLog, replay: bool = False) -> Rollou
     consts = log.consts(act)
     inertia = log.bench.inertia(p[P.ARMATURE])
     check_step(params.model, act, p, log.dt, inertia, log.bench.gravity_torque,
-               consts[actuators.C_SUPPLY])
+               consts[C_SUPPLY])
     recorded_t = log.temperature if log.temperature is not None else np.empty(0)
     _rollout_kernel(params.model_id, act.family, p, consts, float(log.kp), inertia,
                     log.bench.gravity_torque, q0, dq0, log.goal, log.enabled,
@@ -303,7 +303,7 @@ def batch_violation(model: FrictionModel, population: np.ndarray,
     inertia = batch.load_inertia.min() + population[:, P.ARMATURE]
     return violation(model, batch.actuator, population, batch.dt, inertia,
                      float(batch.gravity_torque.max()),
-                     float(batch.consts[:, actuators.C_SUPPLY].max()))
+                     float(batch.consts[:, C_SUPPLY].max()))
 
 
 def _check_batch(mdl: FrictionModel, population: np.ndarray, batch: LogBatch) -> None:
@@ -313,7 +313,7 @@ def _check_batch(mdl: FrictionModel, population: np.ndarray, batch: LogBatch) ->
         p = population[bad[0]]
         inertia = batch.load_inertia.min() + p[P.ARMATURE]
         check_step(mdl, batch.actuator, p, batch.dt, inertia, float(batch.gravity_torque.max()),
-                   float(batch.consts[:, actuators.C_SUPPLY].max()))
+                   float(batch.consts[:, C_SUPPLY].max()))
         # check_step agrees with violation(); should rounding ever differ, still refuse.
         raise BamError(f"{mdl.name} parameter set {bad[0]} violates condition (14) or the "
                        f"coupling limit at the step {batch.dt:g} s")

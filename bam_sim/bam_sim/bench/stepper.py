@@ -78,8 +78,7 @@ from bam_sim.models.dcmotor.motor_model import (
 )
 from bam_sim.models.elastoplastic.validity import check_step
 from bam_sim.models.parameter_set import ParameterSet
-from bam_sim.models.servo import actuators
-from bam_sim.models.servo.actuators import Actuator
+from bam_sim.models.servo.actuator import C_SUPPLY, Actuator
 from bam_sim.models.servo.laws import firmware_target, input_voltage
 
 _NOISE_BLOCK = 1024  # normal draws generated at once (deterministic for a seed)
@@ -167,7 +166,7 @@ class BenchStepper:
         # The actuator's constants with this bench's supply voltage, as
         # BenchLog.consts builds them for a recording.
         self._consts = self._actuator.consts()
-        self._consts[actuators.C_SUPPLY] = volts
+        self._consts[C_SUPPLY] = volts
         self._family = int(self._actuator.family)
         self._q = _finite("initial position", position)
         self._dq = _finite("initial velocity", velocity)

@@ -25,7 +25,8 @@ from rclpy.node import Node
 from bam_sim.common import ros_arguments
 from bam_sim.common.errors import BamError, one_line
 from bam_sim.models.model_registry import FrictionModel, get_model
-from bam_sim.models.servo.actuators import Actuator, get_actuator
+from bam_sim.models.servo.actuator import Actuator
+from bam_sim.models.servo.actuators import get_actuator
 
 
 @dataclass(frozen=True)

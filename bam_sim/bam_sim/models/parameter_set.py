@@ -21,7 +21,8 @@ from bam_sim.models.dcmotor.groups import (
     group_error,
 )
 from bam_sim.models.model_registry import FrictionModel, get_model
-from bam_sim.models.servo.actuators import Actuator, get_actuator
+from bam_sim.models.servo.actuator import Actuator
+from bam_sim.models.servo.actuators import get_actuator
 
 
 def required_names(actuator: Actuator, model: FrictionModel) -> tuple[str, ...]:

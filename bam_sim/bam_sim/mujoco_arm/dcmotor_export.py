@@ -72,7 +72,17 @@ from bam_sim.models.dcmotor.motor_model import dcmotor_parameters, uses_motor
 from bam_sim.models.diagram import static_level
 from bam_sim.models.model_registry import get_model
 from bam_sim.models.parameter_set import ParameterSet
-from bam_sim.models.servo import actuators
+from bam_sim.models.servo.actuator import (
+    C_DAMPING,
+    C_DUTY_GAIN,
+    C_MAX_DUTY,
+    C_MAX_VOLTAGE,
+    C_SUPPLY,
+    VOLTAGE,
+)
+from bam_sim.models.servo.actuator import (
+    CURRENT as CURRENT_LAW,
+)
 from bam_sim.mujoco_arm.servo_arm import STIFF_IMPEDANCE
 
 M1_PARAMS = get_model("m1").params
@@ -181,7 +191,7 @@ def consts(params: ParameterSet, supply_voltage: float | None = None) -> np.ndar
     override."""
     c = params.actuator.consts()
     if supply_voltage is not None:
-        c[actuators.C_SUPPLY] = number(supply_voltage, "supply voltage (V)", low=0.0,
+        c[C_SUPPLY] = number(supply_voltage, "supply voltage (V)", low=0.0,
                                        low_open=True)
     return c
 
@@ -196,16 +206,16 @@ def dcmotor_settings(joint: str, params: ParameterSet, gain: float | None = None
     v, vec = params.values, params.vector()
     kt, resistance = float(vec[P.KT]), float(vec[P.R])  # the dcmotor family's aliases too
     ki = slew = imax = 0.0
-    if act.family == actuators.VOLTAGE:
-        kp_t = kt / resistance * kp * c[actuators.C_DUTY_GAIN] * c[actuators.C_SUPPLY]
-        vmax = c[actuators.C_MAX_DUTY] * c[actuators.C_SUPPLY]
+    if act.family == VOLTAGE:
+        kp_t = kt / resistance * kp * c[C_DUTY_GAIN] * c[C_SUPPLY]
+        vmax = c[C_MAX_DUTY] * c[C_SUPPLY]
         kd_t, limit = kt * kt / resistance, 0.0
         # The STS firmware: its gain ratio, and its target slew as the controller's slew.
         kp_t *= v.get("error_gain_ratio", 1.0)
         slew = v.get("max_velocity", 0.0)
-    elif act.family == actuators.CURRENT:
-        kp_t, kd_t = kt * kp, kt * c[actuators.C_DAMPING] * math.sqrt(kp)
-        vmax, limit = c[actuators.C_MAX_VOLTAGE], kt * vec[P.I_HEAT]
+    elif act.family == CURRENT_LAW:
+        kp_t, kd_t = kt * kp, kt * c[C_DAMPING] * math.sqrt(kp)
+        vmax, limit = c[C_MAX_VOLTAGE], kt * vec[P.I_HEAT]
     else:  # the dcmotor family: MuJoCo's own controller, the gain is its k_p
         kp_t, ki, kd_t = kp, v.get("controller.ki", 0.0), v.get("controller.kd", 0.0)
         slew, imax = v.get("controller.slewmax", 0.0), v.get("controller.Imax", 0.0)
@@ -282,7 +292,7 @@ def losses(params: ParameterSet, timestep: float | None = None) -> list[str]:
         out.append(f"{params.model.name} static budget at rest, no load: {_fmt(rest)} N·m; the "
                    f"export keeps K_c = {_fmt(v['friction_base'])} N·m (for a dcmotor, prefer a "
                    "set identified as M1)")
-    if act.family == actuators.CURRENT:
+    if act.family == CURRENT_LAW:
         vec = params.vector()
         speed = (act.max_voltage + vec[P.R] * vec[P.I_HEAT]) / vec[P.KT]
         out.append(f"current law: the I_heat and back-EMF clips differ for |q̇| > "

@@ -69,8 +69,8 @@ from bam_sim.models.elastoplastic.model import ep_step, friction_level
 from bam_sim.models.elastoplastic.validity import check_step
 from bam_sim.models.model_registry import EP_FIRST, LUGRE_ID
 from bam_sim.models.parameter_set import ParameterSet
-from bam_sim.models.servo import actuators
 from bam_sim.models.servo import laws as servo
+from bam_sim.models.servo.actuator import C_SUPPLY, N_CONSTS
 from bam_sim.mujoco_arm.native_step import constraint_rows, native_step
 from bam_sim.mujoco_arm.native_step import step as mj_step
 
@@ -379,7 +379,7 @@ class ServoArm:
         n = len(joints)
         self._ints = np.zeros((n, N_INTS), dtype=np.int64)
         self._params = np.zeros((n, P.N_PARAMS))
-        self._consts = np.zeros((n, actuators.N_CONSTS))
+        self._consts = np.zeros((n, N_CONSTS))
         self._work = np.zeros((n, N_WORK))
         self._rows = np.zeros((n, 3, D.N_PARAMS))  # dcmotor rows of DC-motor model joints
         self._motor_state = np.zeros((n, D.N_STATES))
@@ -448,7 +448,7 @@ class ServoArm:
             volts = _number(f"joint '{spec.joint}' supply_voltage", spec.supply_voltage)
             if volts <= 0.0:
                 raise BamError(f"joint '{spec.joint}' supply_voltage must be > 0 V, got {volts}")
-            self._consts[i, actuators.C_SUPPLY] = volts
+            self._consts[i, C_SUPPLY] = volts
         if motor:
             self._rows[i] = motor_rows(actuator.family, spec.params.model_id, self._params[i],
                                        self._consts[i])

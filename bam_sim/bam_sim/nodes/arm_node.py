@@ -48,7 +48,7 @@ from bam_sim.common.runner import run_node
 from bam_sim.models.files.parameter_file import load, published
 from bam_sim.models.model_registry import get_model
 from bam_sim.models.parameter_set import ParameterSet
-from bam_sim.models.servo.actuators import CURRENT, Actuator
+from bam_sim.models.servo.actuator import CURRENT, Actuator
 from bam_sim.mujoco_arm.servo_arm import ServoArm
 from bam_sim.mujoco_arm.shipped_arms import ARMS, ArmSpec, arm_spec, load_arm
 from bam_sim.nodes import ros_parameter_set

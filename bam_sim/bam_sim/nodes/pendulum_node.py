@@ -49,7 +49,8 @@ from bam_sim.common.runner import run_node
 from bam_sim.models.files.parameter_file import load
 from bam_sim.models.model_registry import FrictionModel
 from bam_sim.models.parameter_set import ParameterSet
-from bam_sim.models.servo.actuators import ACTUATORS, CURRENT
+from bam_sim.models.servo.actuator import CURRENT
+from bam_sim.models.servo.actuators import ACTUATORS
 from bam_sim.nodes import ros_parameter_set
 
 NODE_NAME = "pendulum"

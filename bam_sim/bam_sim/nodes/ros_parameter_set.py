@@ -25,7 +25,7 @@ from bam_sim.models import parameter_vector as P
 from bam_sim.models.files.parameter_file import parse_mapping, published
 from bam_sim.models.model_registry import FrictionModel
 from bam_sim.models.parameter_set import ParameterSet
-from bam_sim.models.servo.actuators import DCMOTOR, Actuator
+from bam_sim.models.servo.actuator import DCMOTOR, Actuator
 
 SOURCE = "ROS parameters"
 WHERE = "the ROS parameters (--params-file, -p)"  # where an error in the set lies

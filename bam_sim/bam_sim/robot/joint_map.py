@@ -32,7 +32,8 @@ import yaml
 
 from bam_sim.common.errors import BamError, one_line
 from bam_sim.models.model_registry import FrictionModel, get_model
-from bam_sim.models.servo.actuators import Actuator, get_actuator
+from bam_sim.models.servo.actuator import Actuator
+from bam_sim.models.servo.actuators import get_actuator
 
 UNITS = ("rad", "deg", "ticks")
 RECORDED = "recorded"

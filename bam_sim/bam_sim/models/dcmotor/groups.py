@@ -54,7 +54,7 @@ from dataclasses import dataclass
 
 from bam_sim.common.errors import BamError
 from bam_sim.models.model_registry import FrictionModel, ParamSpec
-from bam_sim.models.servo.actuators import DCMOTOR, FAMILY_NAMES, VOLTAGE, Actuator
+from bam_sim.models.servo.actuator import DCMOTOR, FAMILY_NAMES, VOLTAGE, Actuator
 
 
 @dataclass(frozen=True)

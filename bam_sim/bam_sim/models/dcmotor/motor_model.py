@@ -44,7 +44,7 @@ from bam_sim.models import parameter_vector as P
 from bam_sim.models.dcmotor import model as D
 from bam_sim.models.kernel_inlining import into_rollouts
 from bam_sim.models.model_registry import LUGRE_ID
-from bam_sim.models.servo.actuators import C_MAX_VOLTAGE, CURRENT, DCMOTOR
+from bam_sim.models.servo.actuator import C_MAX_VOLTAGE, CURRENT, DCMOTOR
 from bam_sim.models.servo.laws import _clip, bridge_voltage, control_law
 
 ON, REPLAY, OFF = 0, 1, 2

@@ -34,8 +34,7 @@ from bam_sim.models.elastoplastic.model import (
     check_coupling,
 )
 from bam_sim.models.model_registry import EP_FIRST, FrictionModel
-from bam_sim.models.servo import actuators
-from bam_sim.models.servo.actuators import Actuator
+from bam_sim.models.servo.actuator import DCMOTOR, VOLTAGE, Actuator
 
 
 def ep_form(model: FrictionModel) -> int:
@@ -47,9 +46,9 @@ def stall_torque(actuator: Actuator, p: np.ndarray, supply_voltage: float) -> np
     """Largest |τ_m| at rest for parameter vector(s) ``p`` (equations 13, 14-15 at q̇ = 0)."""
     p = np.asarray(p, dtype=np.float64)
     kt, resistance = p[..., P.KT], p[..., P.R]
-    if actuator.family == actuators.VOLTAGE:
+    if actuator.family == VOLTAGE:
         return kt / resistance * supply_voltage * actuator.max_duty
-    if actuator.family == actuators.DCMOTOR:
+    if actuator.family == DCMOTOR:
         # the controller's voltage clip, else the supply
         vmax = p[..., P.CT_VMAX]
         return kt / resistance * np.where(vmax > 0.0, vmax, supply_voltage)

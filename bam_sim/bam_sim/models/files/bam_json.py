@@ -52,7 +52,8 @@ from bam_sim.common.numbers import number
 from bam_sim.models.bam.equivalence import EQUIVALENT, as_directional
 from bam_sim.models.model_registry import BAM_MODELS, get_model
 from bam_sim.models.parameter_set import ParameterSet, required_names
-from bam_sim.models.servo.actuators import ACTUATORS, VOLTAGE, Actuator, get_actuator
+from bam_sim.models.servo.actuator import VOLTAGE, Actuator
+from bam_sim.models.servo.actuators import ACTUATORS, get_actuator
 
 # The actuator names of the reference's registry (bam/actuators.py of
 # better-actuator-models 1.0.2); only these load there.

@@ -34,7 +34,8 @@ from bam_sim.common.numbers import number
 from bam_sim.models.dcmotor.groups import INPUT_MODES, effective_constant, thermal_pair
 from bam_sim.models.model_registry import BAM_PAPER, FrictionModel, get_model
 from bam_sim.models.parameter_set import ParameterSet
-from bam_sim.models.servo.actuators import DCMOTOR, Actuator, get_actuator
+from bam_sim.models.servo.actuator import DCMOTOR, Actuator
+from bam_sim.models.servo.actuators import get_actuator
 
 PUBLISHED_CITATION = (
     "M. Duclusaud, G. Passault, V. Padois, O. Ly, 'Extended Friction Models for the "

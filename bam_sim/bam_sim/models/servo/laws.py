@@ -81,7 +81,7 @@ import numpy as np
 from bam_sim.models import parameter_vector as P
 from bam_sim.models.dcmotor.hbridge import average_current
 from bam_sim.models.kernel_inlining import into_rollouts
-from bam_sim.models.servo.actuators import (  # the family ids and constant layout
+from bam_sim.models.servo.actuator import (  # the family ids and constant layout
     C_DAMPING,
     C_DUTY_GAIN,
     C_FIRMWARE_CURRENT,
