@@ -19,6 +19,7 @@ import sys
 import time
 
 import pytest
+import yaml
 from diagnostic_msgs.msg import DiagnosticStatus
 from drivers_rig import EMULATOR_PRIORITY, MODELS, Rig, emulator_of, settle, values
 
@@ -31,6 +32,7 @@ from bam_drivers.nodes.serial_servo_node import SerialServoNode
 from bam_drivers.serial_servo.control_table import RAD_PER_COUNT
 from bam_msgs.msg import BenchInfo
 from bam_sim.common.errors import BamError
+from bam_sim.models.servo.actuator_file import actuator_document
 from bam_sim.models.servo.actuators import get_actuator
 from bam_testing.ros_context import private_context, ros_domain
 from bam_testing.ros_graph import closing, wait_for
@@ -285,6 +287,8 @@ def test_a_servo_of_another_model_is_refused_and_reported(rigs):
     ({"node": FeetechNode, "actuator": "mx64"},
      "actuator mx64 is not a servo of the Feetech driver; give one of sts3215, sts3215_12v"),
     ({"node": FeetechNode, "gain": 300.0}, r"gain 300.0 is outside \[0, 254\]"),
+    ({"node": FeetechNode, "actuator_file": "/nonexistent/servo.yaml"},
+     "actuator file /nonexistent/servo.yaml does not exist"),
     ({"node": FeetechNode, "baud_rate": 2000000},
      r"baud_rate must be in \[9600, 1e\+06\], got 2000000"),
 ])
@@ -324,6 +328,27 @@ def test_feetech_node_publishes_si_state_and_applies_goals_and_gains(rigs):
     assert state.current == pytest.approx(-truth["current"], abs=2 * FEETECH_CURRENT_UNIT)
     assert state.motor_torque == pytest.approx(mean_kt(get_actuator("sts3215")) * state.current,
                                                rel=1e-12)
+
+
+def test_feetech_node_runs_a_servo_declared_in_an_actuator_file(rigs, tmp_path):
+    """A servo the project does not ship: its file names the Feetech driver and the STS3215
+    control table, which the node then uses by default (no servo_model given)."""
+    doc = actuator_document(get_actuator("sts3215"))
+    doc.update(name="bench_sts_copy", title="An STS3215 declared by its user")
+    path = tmp_path / "bench_sts_copy.yaml"
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    with emulator_of("feetech", supply_voltage=7.4, length=0.15) as emu:
+        rig = rigs(emu.port, node=FeetechNode, actuator="bench_sts_copy",
+                   actuator_file=str(path), mass=0.35, length=0.15)
+        rig.wait_ready()
+        rig.command(["pendulum"], goals=[0.5], enables=[True], gains=[32.0])
+        rig.wait_for(lambda: emu.truth()[1]["torque_enable"], "torque on")
+        truth = settle(rig, emu)[1]
+        _, states = rig.actuator_states[-1]
+    assert truth["goal"] == pytest.approx(0.5, abs=COUNT)
+    assert states.actuators[0].gain == 32.0
+    declared = get_actuator("bench_sts_copy")
+    assert declared.control_table == "sts3215" and declared.source == str(path.resolve())
 
 
 def test_feetech_node_drives_several_servos_and_releases_them(rigs):

@@ -14,8 +14,7 @@ from pathlib import Path
 
 from bam_identify.fitting.held import held_item
 from bam_identify.fitting.job import DEFAULT_OUTPUT, NUMBERS, FitJob
-from bam_sim.common.command_line import ArgumentParser
-from bam_sim.common.errors import BamError
+from bam_sim.common.command_line import ArgumentParser, add_actuator_files, argument_type
 from bam_sim.common.numbers import option
 from bam_sim.models.dcmotor.groups import DEFAULT_TEMPERATURE_WEIGHT, GROUPS
 from bam_sim.models.model_registry import FRICTION_MODELS
@@ -24,18 +23,6 @@ from bam_sim.models.model_registry import FRICTION_MODELS
 def number_option(field: str) -> Callable[[str], float]:
     """The argparse type of the numeric option of FitJob field ``field``."""
     return option(**NUMBERS[field])
-
-
-def argument_type(check: Callable[[str], object]) -> Callable[[str], object]:
-    """An argparse ``type=`` from a check that raises BamError: one line, argparse's exit 2."""
-    def parse(text: str):
-        try:
-            return check(text)
-        except BamError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-
-    parse.__name__ = getattr(check, "__name__", "value")
-    return parse
 
 
 def _storage(text: str) -> str:
@@ -48,6 +35,7 @@ def _storage(text: str) -> str:
 STORAGE_OPTION = argument_type(_storage)
 
 
+
 def data_arguments(parser: argparse.ArgumentParser) -> None:
     """The recordings to read (fit, eval)."""
     parser.add_argument("--bags", nargs="+", type=Path, default=[], metavar="BAG",
@@ -55,6 +43,7 @@ def data_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--logs", nargs="+", type=Path, default=[], metavar="PATH",
                         help="legacy BAM JSON logs (files or folders)")
     parser.add_argument("--actuator", help="keep the logs of this actuator (mx64, ...)")
+    add_actuator_files(parser)
     parser.add_argument("--dt", type=number_option("dt"), default=0.005,
                         help="resampling step, s")
     robot = parser.add_argument_group(

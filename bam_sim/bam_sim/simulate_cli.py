@@ -24,7 +24,7 @@ from bam_sim.bench.geometry import Bench
 from bam_sim.bench.rollouts import Rollout, rollout
 from bam_sim.bench.trajectory import TRAJECTORIES, command_log
 from bam_sim.common.cancellation import Cancellation, Cancelled
-from bam_sim.common.command_line import ArgumentParser
+from bam_sim.common.command_line import ArgumentParser, add_actuator_files
 from bam_sim.common.entry_point import run_command
 from bam_sim.common.errors import BamError, one_line
 from bam_sim.common.numbers import option
@@ -33,6 +33,7 @@ from bam_sim.models.files.parameter_file import load, published
 from bam_sim.models.model_registry import FRICTION_MODELS, get_model
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo.actuator import Actuator
+from bam_sim.models.servo.actuator_file import load_actuator_file
 from bam_sim.models.servo.actuators import ACTUATORS, get_actuator
 
 # Physically plausible benches (Table I spans 0.05..19.6 kg, 0.05..0.5 m) and steps: the
@@ -49,7 +50,9 @@ FIGURES = (".png", ".pdf", ".svg")  # what the figures are written as (matplotli
 def build_parser() -> argparse.ArgumentParser:
     parser = ArgumentParser(
         prog="simulate", description="Simulate the pendulum bench with M1 and a chosen model.")
-    parser.add_argument("--actuator", default="mx64", choices=sorted(ACTUATORS))
+    parser.add_argument("--actuator", help=f"the servo: {', '.join(ACTUATORS)}, or one of "
+                        "--actuator-file (default: the file's, else mx64)")
+    add_actuator_files(parser)
     parser.add_argument("--model", default="m4", choices=sorted(FRICTION_MODELS),
                         help="model compared to M1 (published set unless --params; the "
                         "dcmotor actuator and the ep_*/lugre models need --params)")
@@ -75,6 +78,13 @@ def _check_outputs(args: argparse.Namespace, output: Path) -> None:
                      inputs=[*inputs, ("--output", output)], suffixes=FIGURES)
 
 
+def _declared_name(files: list[Path]) -> str | None:
+    """The actuator of the only --actuator-file (already declared as it was parsed)."""
+    if len(files) != 1:
+        return None
+    return load_actuator_file(files[0]).name
+
+
 def _check_gain(kp: float, actuator) -> None:
     if actuator.gain_limit > 0.0 and kp > actuator.gain_limit:
         raise BamError(f"--kp {kp:g} is above the largest gain {actuator.gain_limit:g} the "
@@ -97,7 +107,8 @@ def _check_rollout(name: str, run: Rollout, log, kp: float, dt: float) -> None:
 def run(args: argparse.Namespace, cancel: Cancellation | None = None) -> str:
     """The figures of ``args``; ``cancel`` is checked before each rollout and figure."""
     cancel = cancel or Cancellation()
-    actuator = get_actuator(args.actuator)
+    named = args.actuator or (_declared_name(args.actuator_files) or "mx64")
+    actuator = get_actuator(named)
     chosen = load(args.params) if args.params else published(actuator, get_model(args.model))
     if chosen.actuator.name != actuator.name:
         raise BamError(f"{args.params} is for actuator {chosen.actuator.name}, not "

@@ -370,7 +370,7 @@ def render_models() -> list[str]:
 
 def render_groups() -> list[str]:
     groups = _load("bam_sim.models.dcmotor.groups").GROUPS
-    families = _load("bam_sim.models.servo.actuators").FAMILY_NAMES
+    families = _load("bam_sim.models.servo.actuator").FAMILY_NAMES
     lines = ["| group | what | keys | `fit --groups` identifies | carried by |",
              "|---|---|---|---|---|"]
     for g in groups.values():
@@ -388,14 +388,15 @@ def _motor_keys(actuators) -> set[str]:
 
 def render_actuators() -> list[str]:
     actuators = _load("bam_sim.models.servo.actuators")
-    lines = ["| actuator | servo | law | supply (V) | gains | driver | identified with the "
-             "model | held fixed | bound scales |", "|---|---|---|---|---|---|---|---|---|"]
+    families = _load("bam_sim.models.servo.actuator").FAMILY_NAMES
+    lines = ["| actuator | servo | law | supply (V) | gains (unit) | driver | identified with "
+             "the model | held fixed | bound scales |", "|---|---|---|---|---|---|---|---|---|"]
     for a in actuators.ACTUATORS.values():
         bounds = ", ".join(f"`{k}` {_span(*b)}" for k, b in a.motor_bounds.items())
         fixed = ", ".join(f"`{k}` = {_number(v)}" for k, v in a.fixed.items()) or "–"
         scales = ", ".join(f"{k} {_number(v)}" for k, v in a.scales.items())
-        gains = ", ".join(_number(g) for g in a.gains)
-        lines.append(f"| `{a.name}` | {cell(a.title)} | {actuators.FAMILY_NAMES[a.family]} | "
+        gains = ", ".join(_number(g) for g in a.gains) + f" ({cell(a.gain_unit)})"
+        lines.append(f"| `{a.name}` | {cell(a.title)} | {families[a.family]} | "
                      f"{_number(a.supply_voltage)} | {gains} | {a.driver or '–'} | {bounds} | "
                      f"{fixed} | {scales} |")
     return lines + [""]

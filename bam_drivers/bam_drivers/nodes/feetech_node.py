@@ -34,7 +34,8 @@ NODE_NAME = "feetech"
 _CHANGED = {
     "port": dict(default="/dev/ttyACM0"),
     "baud_rate": dict(high=1000000),
-    "servo_model": dict(default="sts3215", description=f"control table: {', '.join(TABLES)}"),
+    "servo_model": dict(description=f"control table: {', '.join(TABLES)} (default: the "
+                        "actuator's, its file's hardware.control_table)"),
     "gain": dict(description="initial P coefficient kp (the register is the model's kp; "
                  "default the actuator's second gain); change it with /bam/commands"),
     "actuator": dict(default="sts3215", description="bam_sim actuator of the bench "
@@ -53,7 +54,8 @@ class FeetechNode(SerialServoNode):
     NAME = NODE_NAME
     PARAMETERS = PARAMETERS
     BUS = FeetechBus
-    ACTUATORS = driven_by("feetech")
+    DRIVER = "feetech"
+    ACTUATORS = driven_by(DRIVER)
     SUPPLY_VARIANTS = ACTUATORS  # one model number: told apart by the voltage measured
 
 

@@ -53,7 +53,7 @@ from bam_drivers.serial_servo.supervisor import Cycle, SerialServoSupervisor, Su
 from bam_msgs.msg import ActuatorState, ActuatorStateArray
 from bam_sim.common.actuator_topics import joint_state
 from bam_sim.common.errors import BamError
-from bam_sim.common.node_parameters import Param, declare, declare_actuator
+from bam_sim.common.node_parameters import ACTUATOR_FILE, Param, declare, declare_actuator
 from bam_sim.models.servo.actuators import driven_by, get_actuator
 
 NODE_NAME = "dynamixel"
@@ -64,7 +64,8 @@ PARAMETERS: tuple[Param, ...] = (
     Param("baud_rate", 1000000, "baud rate of the bus", read_only=True, low=9600, high=4500000),
     Param("protocol", 0, "Dynamixel protocol 1 or 2 (0 = the servo model's)", read_only=True,
           low=0, high=2),
-    Param("servo_model", "mx64_p1", f"control table: {', '.join(TABLES)}", read_only=True),
+    Param("servo_model", None, f"control table: {', '.join(TABLES)} (default: the actuator's, "
+          "its file's hardware.control_table)", read_only=True),
     Param("ids", [1], "servo ids on the bus", read_only=True),
     Param("joint_names", None, "joint name of each id (default: pendulum for one id, "
           "joint<id> for several)", read_only=True),
@@ -83,6 +84,7 @@ PARAMETERS: tuple[Param, ...] = (
     Param("actuator", "mx64",
           f"bam_sim actuator of the bench ({', '.join(driven_by('dynamixel'))})",
           read_only=True),
+    ACTUATOR_FILE,
     MASS,
     ARM_MASS,
     Param("length", 0.15, "distance from the axis to the point mass, m", low=0.001,
@@ -109,7 +111,8 @@ class SerialServoNode(DriverNode):
     NAME = NODE_NAME
     PARAMETERS = PARAMETERS
     BUS = SerialServoBus
-    ACTUATORS = driven_by("dynamixel")
+    DRIVER = "dynamixel"  # the hardware.driver of the actuators it runs
+    ACTUATORS = driven_by(DRIVER)
     # Actuators that are one servo at several supplies: the input voltage measured at
     # connection must be the configured one's (none among the Dynamixel servos).
     SUPPLY_VARIANTS: tuple[str, ...] = ()
@@ -123,15 +126,17 @@ class SerialServoNode(DriverNode):
 
     def _declare(self) -> dict:
         by_name = {p.name: p for p in self.PARAMETERS}
-        values, actuator = declare_actuator(self, [by_name["ids"], by_name["actuator"]])
-        if actuator.name not in self.ACTUATORS:
+        values, actuator = declare_actuator(
+            self, [by_name["ids"], by_name["actuator"], by_name["actuator_file"]])
+        if actuator.driver != self.DRIVER:
             raise BamError(f"actuator {actuator.name} is not a servo of the {self.BUS.KIND} "
-                           f"driver; give one of {', '.join(self.ACTUATORS)}")
+                           f"driver; give one of {', '.join(self.ACTUATORS)}, or an actuator "
+                           f"file with 'hardware: {{driver: {self.DRIVER}}}'")
         self._actuator = actuator
         ids = list(values["ids"])
         defaults = {"joint_names": ["pendulum"] if len(ids) == 1 else [f"joint{i}" for i in ids],
                     "offsets": [0.0] * len(ids), "directions": [1] * len(ids),
-                    "gain": float(actuator.gains[1])}
+                    "gain": float(actuator.gains[1]), "servo_model": actuator.control_table}
         rest = [p for p in self.PARAMETERS if p.name not in values]
         values.update(declare(self, rest, defaults))
         return values

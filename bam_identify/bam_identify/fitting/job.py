@@ -48,6 +48,7 @@ class FitJob:
     bags: tuple[Path, ...] = ()
     logs: tuple[Path, ...] = ()
     actuator: str | None = None
+    actuator_files: tuple[Path, ...] = ()  # servos declared in files (declared on planning)
     dt: float = 0.005
     models: tuple[str, ...] = ("m1", "m4", "m6")
     trials: int = 4000
@@ -90,7 +91,7 @@ class FitJob:
     def from_args(cls, args: argparse.Namespace) -> FitJob:
         """The job of parsed ``fit`` options (lists become tuples: a job is hashable)."""
         values = {f.name: getattr(args, f.name) for f in fields(cls)}
-        for name in ("bags", "logs", "models", "set", "groups"):
+        for name in ("bags", "logs", "actuator_files", "models", "set", "groups"):
             values[name] = tuple(values[name] or ())
         values["models"] = values["models"] or cls.models
         return cls(**values)

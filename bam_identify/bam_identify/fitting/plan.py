@@ -27,6 +27,7 @@ from bam_sim.common.errors import BamError
 from bam_sim.common.output_paths import check_output
 from bam_sim.models.model_registry import FRICTION_MODELS, FrictionModel, get_model
 from bam_sim.models.servo.actuator import Actuator
+from bam_sim.models.servo.actuators import declare_files
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,7 @@ class FitPlan:
 def plan_fit(job: FitJob, cancel: Cancellation | None = None) -> FitPlan:
     """The plan of ``job``; a one-line BamError for the first problem found. ``cancel``
     is checked as the data is read."""
+    declare_files(job.actuator_files)  # again where a campaign's worker runs the job
     _check_sharing(job)
     models = resolve_models(job.models)
     names = [m.name for m in models]

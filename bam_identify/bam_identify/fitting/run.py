@@ -184,4 +184,5 @@ def save_fit(params: ParameterSet, output: Path, force: bool, interrupted: bool)
         print(f"interrupted: the best {params.model.name} parameters found are in {output}",
               file=sys.stderr)
     # Through a temporary file, never over a file another command wrote meanwhile.
-    return write_new(output, dump_yaml(params), "--output", force=force or interrupted)
+    text = dump_yaml(params, output.parent.resolve())
+    return write_new(output, text, "--output", force=force or interrupted)

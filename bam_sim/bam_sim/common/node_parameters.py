@@ -26,7 +26,7 @@ from bam_sim.common import ros_arguments
 from bam_sim.common.errors import BamError, one_line
 from bam_sim.models.model_registry import FrictionModel, get_model
 from bam_sim.models.servo.actuator import Actuator
-from bam_sim.models.servo.actuators import get_actuator
+from bam_sim.models.servo.actuators import declare_file, get_actuator
 
 
 @dataclass(frozen=True)
@@ -149,6 +149,11 @@ COMMAND_TIMEOUT = Param("command_timeout", 0.0, "torque off when no command arri
 
 
 
+ACTUATOR_FILE = Param("actuator_file", "", "a servo the project does not ship: the path of "
+                      "its actuator file (YAML), declared before 'actuator' is read, which "
+                      "then names it ('' = none)", read_only=True)
+
+
 def actuator_parameter(value: object) -> Actuator:
     """The actuator a parameter's value names."""
     return get_actuator(str(value))
@@ -161,7 +166,10 @@ def model_parameter(value: object) -> FrictionModel:
 
 def declare_actuator(node: Node, params: Sequence[Param],
                      defaults: dict | None = None) -> tuple[dict, Actuator]:
-    """Declare ``params`` (:func:`declare`), ``actuator`` among them; their values and the
-    actuator it names."""
+    """Declare ``params`` (:func:`declare`), ``actuator`` among them (and
+    :data:`ACTUATOR_FILE`, whose file is declared first); their values and the actuator
+    ``actuator`` names."""
     values = declare(node, params, defaults)
+    if values.get("actuator_file"):
+        declare_file(values["actuator_file"])
     return values, actuator_parameter(values["actuator"])

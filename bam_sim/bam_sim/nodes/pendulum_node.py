@@ -34,6 +34,7 @@ from bam_sim.common.actuator_node import SimNode, pace
 from bam_sim.common.commands import CommandLimits, JointCommand
 from bam_sim.common.errors import BamError
 from bam_sim.common.node_parameters import (
+    ACTUATOR_FILE,
     COMMAND_TIMEOUT,
     LOCKSTEP,
     PUBLISH_CLOCK,
@@ -58,6 +59,7 @@ NODE_NAME = "pendulum"
 
 PARAMETERS: tuple[Param, ...] = (
     Param("actuator", "mx64", f"actuator simulated: {', '.join(ACTUATORS)}", read_only=True),
+    ACTUATOR_FILE,
     Param("model", "m4", "friction model m1..m6, ep_cv, ep_stribeck, ep_rational, ep_load or "
           "lugre (the published set when params_file is '', which the ep_* and lugre models "
           "and the dcmotor actuator do not have; set automatically to the model of "
@@ -105,10 +107,10 @@ class PendulumNode(SimNode):
     # -- set-up ----------------------------------------------------------------------
 
     def _setup(self) -> None:
-        values, actuator = declare_actuator(self, PARAMETERS[:1])
+        values, actuator = declare_actuator(self, PARAMETERS[:2])
         defaults = {"gain": float(actuator.gains[1]),
                     "supply_voltage": float(actuator.supply_voltage)}
-        values.update(declare(self, PARAMETERS[1:], defaults))
+        values.update(declare(self, PARAMETERS[2:], defaults))
         self._actuator = actuator
         self._joint = values["joint_name"]
         if not self._joint:

@@ -2,9 +2,10 @@
 
 A small YAML file the user writes beside the robot's MJCF (``joints.yaml``)::
 
+    actuator_files: [my_servo.yaml]  # optional: servos declared in files (relative here)
     joints:                      # in the order of the recording's columns
       - joint: shoulder_pan      # the MJCF hinge (and the name in joint_states)
-        actuator: sts3215        # a shipped actuator (bam_sim.models.servo.actuators)
+        actuator: sts3215        # a shipped actuator, or one of actuator_files
         gain: 32                 # firmware P gain, or "recorded" (bam/commands carry it)
         motor: shoulder_pan      # the MJCF <motor> driving it (default: the joint's name)
         type: sts3215            # joints of one type share a set (default: the actuator)
@@ -33,7 +34,7 @@ import yaml
 from bam_sim.common.errors import BamError, one_line
 from bam_sim.models.model_registry import FrictionModel, get_model
 from bam_sim.models.servo.actuator import Actuator
-from bam_sim.models.servo.actuators import get_actuator
+from bam_sim.models.servo.actuators import declare_file, get_actuator
 
 UNITS = ("rad", "deg", "ticks")
 RECORDED = "recorded"
@@ -129,7 +130,9 @@ class JointMap:
                             "reading": {"column": r.column, "unit": r.unit, "zero": r.zero,
                                         "direction": int(r.direction),
                                         "ticks_per_turn": r.ticks_per_turn}})
-        return yaml.safe_dump({"joints": entries}, sort_keys=False)
+        files = sorted({j.actuator.source for j in self.joints if j.actuator.source})
+        head = {"actuator_files": files} if files else {}
+        return yaml.safe_dump({**head, "joints": entries}, sort_keys=False)
 
 
 def load_joint_map(path: str | Path) -> JointMap:
@@ -144,15 +147,21 @@ def load_joint_map(path: str | Path) -> JointMap:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise BamError(f"joint map {path} is not valid YAML: {one_line(exc)}") from None
-    return joint_map(doc, str(path))
+    return joint_map(doc, str(path), path.parent)
 
 
-def joint_map(doc: object, source: str = "<joint map>") -> JointMap:
-    """A JointMap from the parsed YAML document ``doc`` (see the module docstring)."""
+def joint_map(doc: object, source: str = "<joint map>", folder: Path | None = None) -> JointMap:
+    """A JointMap from the parsed YAML document ``doc`` (see the module docstring);
+    ``folder``: where relative actuator files are (the map's own, else the working one)."""
     entries = doc.get("joints") if isinstance(doc, dict) else None
     if not isinstance(entries, list) or not entries:
         raise BamError(f"{source}: write a 'joints:' list, one entry per servo joint "
                        "(joint, actuator, gain), in the order of the recording's columns")
+    unknown = sorted(set(doc) - {"joints", "actuator_files"}, key=str)
+    if unknown:
+        raise BamError(f"{source}: unknown key '{unknown[0]}'; a joint map holds 'joints' "
+                       "and, optionally, 'actuator_files'")
+    _declare_files(doc.get("actuator_files", []), source, folder)
     joints = tuple(_joint(entry, i, source) for i, entry in enumerate(entries))
     for what, values in (("joint", [j.joint for j in joints]), ("motor", [j.motor for j in joints]),
                          ("reading column", [j.reading.column for j in joints])):
@@ -161,6 +170,14 @@ def joint_map(doc: object, source: str = "<joint map>") -> JointMap:
             raise BamError(f"{source}: {what} {twice[0]!r} is given twice; map each joint once")
     _check_types(joints, source)
     return JointMap(joints, source)
+
+
+def _declare_files(files: object, source: str, folder: Path | None) -> None:
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        raise BamError(f"{source}: 'actuator_files' must be a list of actuator file paths")
+    for name in files:
+        path = Path(name).expanduser()
+        declare_file(path if path.is_absolute() or folder is None else folder / path)
 
 
 def _check_types(joints: tuple[RobotJoint, ...], source: str) -> None:

@@ -12,6 +12,10 @@ simulation node with ``--params-file`` and is read here without ROS::
         provenance:            # nested: ROS parameters provenance.source, ...
           source: ...
 
+A set of a servo declared in an actuator file (not a shipped one) refers to it with
+``actuator_file: my_servo.yaml`` (relative to the parameter file's folder), which is read
+with the set.
+
 Legacy BAM JSON parameter files (the reference implementation's format) are
 imported by :func:`load` too. Files are parsed with ``yaml.safe_load`` /
 ``json.load`` only; nothing read is ever evaluated.
@@ -35,14 +39,14 @@ from bam_sim.models.dcmotor.groups import INPUT_MODES, effective_constant, therm
 from bam_sim.models.model_registry import BAM_PAPER, FrictionModel, get_model
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo.actuator import DCMOTOR, Actuator
-from bam_sim.models.servo.actuators import get_actuator
+from bam_sim.models.servo.actuators import declare_file, get_actuator
 
 PUBLISHED_CITATION = (
     "M. Duclusaud, G. Passault, V. Padois, O. Ly, 'Extended Friction Models for the "
     "Physics Simulation of Servo Actuators', parameter sets of the authors' open-source "
     "release (Apache-2.0)"
 )
-_META = ("actuator", "model", "provenance")
+_META = ("actuator", "actuator_file", "model", "provenance")
 
 
 def load(path: str | os.PathLike) -> ParameterSet:
@@ -53,10 +57,10 @@ def load(path: str | os.PathLike) -> ParameterSet:
         from bam_sim.models.files.bam_json import parameters_from_json
 
         return parameters_from_json(text, str(path))
-    return parse_yaml(text, str(path))
+    return parse_yaml(text, str(path), path.parent)
 
 
-def parse_yaml(text: str, where: str = "<string>") -> ParameterSet:
+def parse_yaml(text: str, where: str = "<string>", folder: Path | None = None) -> ParameterSet:
     """Parse the text of a ROS 2 parameter file holding one parameter set."""
     try:
         doc = yaml.safe_load(text)
@@ -64,19 +68,23 @@ def parse_yaml(text: str, where: str = "<string>") -> ParameterSet:
         mark = getattr(exc, "problem_mark", None)
         line = f" at line {mark.line + 1}" if mark is not None else ""
         raise BamError(f"{where} is not valid YAML{line}; fix the syntax") from None
-    return parse_mapping(_ros_parameters(doc, where), where)
+    return parse_mapping(_ros_parameters(doc, where), where, folder)
 
 
-def parse_mapping(entries: Mapping[str, object], where: str) -> ParameterSet:
+def parse_mapping(entries: Mapping[str, object], where: str,
+                  folder: Path | None = None) -> ParameterSet:
     """One parameter set from the entries of a ``ros__parameters`` block: the one
     validation of a file read here and of a set given to a node as ROS parameters.
 
     Nested groups may come nested (``thermal: {resistance: ...}``, a file) or
     flattened with dots (``thermal.resistance``, ``provenance.source``: how rcl
     hands a file to a node). The set is complete or refused; a NaN, an unknown
-    or misspelt name is refused (with the closest valid name).
+    or misspelt name is refused (with the closest valid name). An ``actuator_file``
+    (relative to ``folder``, else to the working directory) is declared first.
     """
     flat = _nest_provenance(dict(entries), where)
+    if "actuator_file" in flat:
+        _declare_referred(flat["actuator_file"], flat.get("actuator"), folder, where)
     for key in ("actuator", "model"):
         if not isinstance(flat.get(key), str):
             raise BamError(f"{where} has no '{key}' entry (e.g. {key}: "
@@ -90,6 +98,17 @@ def parse_mapping(entries: Mapping[str, object], where: str) -> ParameterSet:
     if has_input:  # checked on the actuator the set resolved
         _check_input(mode, params.actuator, flat["actuator"], where)
     return params
+
+
+def _declare_referred(value: object, named: object, folder: Path | None, where: str) -> None:
+    """Declare the actuator file a set refers to; it must declare the actuator it names."""
+    if not isinstance(value, str) or not value.strip():
+        raise BamError(f"'actuator_file' in {where} must be the path of an actuator file")
+    path = Path(value).expanduser()
+    declared = declare_file(path if path.is_absolute() or folder is None else folder / path)
+    if declared.name != named:
+        raise BamError(f"{where} names actuator '{named}' but its actuator_file {value} "
+                       f"declares '{declared.name}'; make them agree")
 
 
 def _nest_provenance(flat: dict, where: str) -> dict:
@@ -163,9 +182,14 @@ def _ros_parameters(doc: object, where: str) -> dict:
     return with_model[0]
 
 
-def dump_yaml(params: ParameterSet) -> str:
-    """Text of the ROS 2 parameter file for ``params``."""
-    body: dict[str, object] = {"actuator": params.actuator.name, "model": params.model.name}
+def dump_yaml(params: ParameterSet, folder: Path | None = None) -> str:
+    """Text of the ROS 2 parameter file for ``params``; a declared actuator's file is
+    referred to relative to ``folder`` (the file's own), else by its absolute path."""
+    body: dict[str, object] = {"actuator": params.actuator.name}
+    if params.actuator.source:
+        source = params.actuator.source
+        body["actuator_file"] = os.path.relpath(source, folder) if folder else source
+    body["model"] = params.model.name
     if params.actuator.family == DCMOTOR:
         body["input"] = INPUT_MODES[0]
     grouped: dict[str, dict[str, float]] = {}
@@ -197,7 +221,7 @@ def save(params: ParameterSet, path: str | os.PathLike, overwrite: bool = False)
         raise BamError(f"{path} already exists; choose another path or allow overwriting "
                        "(--force)")
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, dump_yaml(params))
+    write_atomic(path, dump_yaml(params, path.parent.resolve()))
     return path
 
 
