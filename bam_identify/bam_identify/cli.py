@@ -44,6 +44,10 @@ def _fit(args: argparse.Namespace, cancel: Cancellation) -> str:
         from bam_identify.robot.run import fit_robot
 
         return fit_robot(args, cancel)
+    for option in ("payload", "inertia"):
+        if getattr(args, option):
+            raise BamError(f"--{option} identifies a body of a robot: give --robot MJCF and "
+                           "--joints YAML (a bench's pendulum is its mass and length)")
     job = FitJob.from_args(args)
     # Imported once the command line is read: --help and bad options answer at once.
     from bam_identify.fitting.run import fit

@@ -118,6 +118,12 @@ def _search_arguments(parser: argparse.ArgumentParser) -> None:
                         help="do not identify q_offset (a robot's joint offsets)")
     parser.add_argument("--per-joint", action="store_true",
                         help="a robot fit identifies a set per joint, not per servo type")
+    parser.add_argument("--payload", nargs="+", default=[], metavar="BODY",
+                        help="a robot fit identifies these bodies' masses too (a payload: "
+                        "the inertia scales with the mass), within 0.1 to 4 times the MJCF's")
+    parser.add_argument("--inertia", nargs="+", default=[], metavar="BODY",
+                        help="a robot fit identifies a scale on these bodies' MJCF inertia "
+                        "too (0.25 to 4: a link whose inertia is not trusted)")
     parser.add_argument("--select", action="store_true",
                         help="recommend a model on the validation logs: the simplest within "
                         "one standard error of the best, written as {model}=selected (the "

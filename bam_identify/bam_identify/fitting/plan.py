@@ -93,7 +93,7 @@ def plan_fit(job: FitJob, cancel: Cancellation | None = None) -> FitPlan:
         for model in models)
     return FitPlan(job, actuator, plans, train, validation,
                    tuple(identifiability_warnings(train.logs, names, job.groups, actuator,
-                                                  job.free_load_terms)),
+                                                  job.free_load_terms, frozenset(fixed))),
                    fit_provenance(job, dataset, train, validation), outputs.get("selected"))
 
 

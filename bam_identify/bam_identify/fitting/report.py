@@ -132,15 +132,22 @@ def _motor_warning(train: list[BenchLog], actuator: Actuator | None) -> list[str
 def identifiability_warnings(train: list[BenchLog], models: list[str],
                              groups: tuple[str, ...] = (),
                              actuator: Actuator | None = None,
-                             free_load: bool = False) -> list[str]:
+                             free_load: bool = False,
+                             held: frozenset[str] = frozenset()) -> list[str]:
     """What the training data cannot tell apart, for the models and groups asked.
 
     Each warning says which combinations the logs fix and which they do not, and
-    names what to record next. ``actuator``: the voltage law's kt/R warning needs it.
+    names what to record next. ``actuator``: the voltage law's kt/R warning needs it;
+    ``held``: the parameters --set holds.
     """
     warnings = thermal_warnings(train) if "thermal" in groups else []
     warnings += _setup_warning(train, models, free_load)
     warnings += _motor_warning(train, actuator)
+    if "gain" in groups and not held & {"kt", "R", "error_gain_ratio"}:
+        warnings.append("the gain scale r trades against kt and R: kt, R and r scaled by a, "
+                        "a² and a move the servo alike while its duty is below the PWM limit "
+                        "(the positions fix r·kt/R and kt²/R), so the three are found only up "
+                        "to that scale; hold kt at a datasheet value (--set kt=...) to fix r")
     if all(log.enabled.all() for log in train):
         warnings.append("no torque-off segment in the training logs: viscous friction and the "
                         "motor's back-EMF cannot be separated (friction_viscous is held at the "

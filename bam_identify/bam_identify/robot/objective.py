@@ -21,7 +21,7 @@ import mujoco
 import numba
 import numpy as np
 
-from bam_identify.robot.space import RobotSpace
+from bam_identify.robot.space import RobotSpace, apply_bodies
 from bam_sim.common.cancellation import Cancellation
 from bam_sim.common.errors import BamError
 from bam_sim.models import parameter_vector as P
@@ -65,8 +65,12 @@ class RobotObjective:
 
     def simulate(self, vectors: np.ndarray, thread: int = 0) -> list[np.ndarray]:
         """Simulated readings of every recording (each (T, n)) for one candidate's
-        vectors (n_joints, N_PARAMS), on the robot of ``thread``."""
+        vectors (n_joints, N_PARAMS), then its body rows (:class:`RobotSpace`), on the
+        robot of ``thread``."""
         arm = self.arms[thread]
+        n = len(self.space.joints.joints)
+        apply_bodies(arm.model, self.space.bodies, vectors[n:])
+        vectors = vectors[:n]
         arm.set_parameters(vectors)
         offsets, latency = vectors[:, P.Q_OFFSET], latencies(vectors)
         out = []

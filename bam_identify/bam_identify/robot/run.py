@@ -43,11 +43,10 @@ from bam_identify.fitting.run import save_fit
 from bam_identify.fitting.sensitivity import FRICTION_SCALE, sensitivity
 from bam_identify.fitting.space import best_nested, parse_assignments
 from bam_identify.robot.objective import RobotObjective
-from bam_identify.robot.space import OFFSET, RobotSpace
+from bam_identify.robot.space import OFFSET, RobotSpace, apply_bodies, robot_bodies
 from bam_sim.common.cancellation import Cancellation
 from bam_sim.common.errors import BamError
 from bam_sim.common.output_paths import check_output, output_file, write_new
-from bam_sim.models import parameter_vector as P
 from bam_sim.models.files.parameter_file import load
 from bam_sim.models.model_registry import get_model
 from bam_sim.models.parameter_set import ParameterSet
@@ -135,6 +134,13 @@ class RobotResult:
     outputs: list[Path]
     diverged: int = 0  # candidates of the search that made MuJoCo diverge
     export_note: str = ""
+    space: RobotSpace | None = None
+    vectors: np.ndarray | None = None  # the fitted candidate's rows (RobotSpace.population)
+
+    @property
+    def bodies(self) -> dict[str, dict[str, float]]:
+        """Each identified body's mass and inertia scale."""
+        return {} if self.space is None else self.space.body_values(self.fitted.values)
 
 
 def fit_robot(args, cancel: Cancellation) -> str:
@@ -190,8 +196,9 @@ def _fit_model(args, data: RobotData, model, joints: JointMap, several: bool,
     unsupported = sorted(set(args.groups) & ROBOT_LACKS.keys())
     if unsupported:
         raise BamError(f"--groups {unsupported[0]}: {ROBOT_LACKS[unsupported[0]]}")
+    bodies = robot_bodies(model, args.payload, args.inertia)
     space = RobotSpace.build(joints, parse_assignments(args.set), tuple(args.groups),
-                             not args.no_offset)
+                             not args.no_offset, bodies)
     label = space.label
     objective = RobotObjective(space, model, data.train, cancel, threads=args.jobs)
     # A stored study is recorded, resumed or shared by workers as a bench fit's is.
@@ -232,7 +239,8 @@ def _fit_model(args, data: RobotData, model, joints: JointMap, several: bool,
                                                              model=params.model.name)),
                         args.force, fitted.interrupted) for kind, params in sets.items()]
     return RobotResult(label, joints, fitted, sets, space.offsets(fitted.values), intervals,
-                       train_mae, validation_mae, outputs, diverged)
+                       train_mae, validation_mae, outputs, diverged, space=space,
+                       vectors=vectors)
 
 
 def _of_type(intervals: dict, kind: str) -> dict:
@@ -300,6 +308,7 @@ def _summary(result: RobotResult, joints: JointMap) -> dict:
             "seconds": result.fitted.seconds, "interrupted": result.fitted.interrupted,
             "diverged_candidates": result.diverged,
             "sets": {k: s.values for k, s in result.sets.items()},
+            "bodies": result.bodies,
             "sensitivity": result.intervals,
             "outputs": [str(p) for p in result.outputs]}
 
@@ -327,6 +336,8 @@ def _markdown(data: RobotData, results: list[RobotResult], figures: dict[str, Pa
                       for k, v in params.values.items() if k != "q_offset"]
         lines += [f"| {j} | offset | {r.offsets[j]:+.5f} | "
                   f"{_interval(free.get(f'{j}/{OFFSET}'))} |" for j in data.joints.names]
+        lines += [f"| {b} | {key} | {v:.6g} | {_interval(free.get(f'{b}/{key}'))} |"
+                  for b, found in r.bodies.items() for key, v in found.items()]
         if FRICTION_SCALE in r.intervals:
             lines += ["", f"Friction scale (every friction magnitude times s): "
                       f"{_interval(r.intervals[FRICTION_SCALE])}."]
@@ -351,20 +362,46 @@ def _export_robot(path: Path, data: RobotData, result: RobotResult, force: bool)
     joints = [ExportJoint(j.joint, result.sets[j.servo_type], j.gain)
               for j in data.joints.joints]
     try:
-        export = export_dcmotor(data.mjcf, joints)
+        source = with_bodies(data.mjcf, result.space, result.vectors)
+        export = export_dcmotor(source, joints)
     except BamError as exc:  # e.g. assets the export cannot resolve from the report folder
         return f"no MJCF written ({exc})"
     write_new(path, export.xml, "--report", force)
     lost = "; ".join(export.losses) or "nothing"
-    return f"`{path.name}`, each servo a native dcmotor (lost: {lost})"
+    bodies = f", the identified {', '.join(result.bodies)} in place" if result.bodies else ""
+    return f"`{path.name}`, each servo a native dcmotor{bodies} (lost: {lost})"
+
+
+def with_bodies(mjcf: Path, space: RobotSpace, vectors: np.ndarray) -> str | Path:
+    """The robot's MJCF text with each identified body's inertial (mass, principal
+    moments, as MuJoCo compiled them) replaced by the fitted one; the file itself where
+    no body was identified."""
+    if not space.bodies:
+        return mjcf
+    import xml.etree.ElementTree as ET
+
+    model = load_model(mjcf)
+    apply_bodies(model, space.bodies, vectors[len(space.joints.joints):])
+    root = ET.fromstring(Path(mjcf).read_text(encoding="utf-8"))
+    for b in space.bodies:
+        body = root.find(f".//body[@name='{b.name}']")
+        inertial = body.find("inertial")
+        if inertial is None:
+            inertial = ET.Element("inertial")
+            body.insert(0, inertial)
+        inertial.attrib.clear()
+        inertial.attrib.update({
+            "pos": " ".join(f"{v:.12g}" for v in model.body_ipos[b.id]),
+            "quat": " ".join(f"{v:.12g}" for v in model.body_iquat[b.id]),
+            "mass": f"{model.body_mass[b.id]:.12g}",
+            "diaginertia": " ".join(f"{v:.12g}" for v in model.body_inertia[b.id])})
+    return ET.tostring(root, encoding="unicode")
 
 
 def _plot(path: Path, data: RobotData, result: RobotResult) -> Path:
     recording = (data.validation or data.train)[0]
-    space = RobotSpace.build(result.joints, {}, (), True)
-    vectors = np.stack([result.sets[j.servo_type].vector() for j in data.joints.joints])
-    vectors[:, P.Q_OFFSET] = [result.offsets[j] for j in data.joints.names]
-    simulated = RobotObjective(space, load_model(data.mjcf), [recording]).simulate(vectors)[0]
+    objective = RobotObjective(result.space, load_model(data.mjcf), [recording])
+    simulated = objective.simulate(result.vectors)[0]
     return plot_rollout(path, data.joints.names, recording, simulated, result.model)
 
 

@@ -15,6 +15,7 @@ import numpy as np
 from bam_sim.common.errors import BamError
 from bam_sim.models import parameter_vector as P
 from bam_sim.models.dcmotor.groups import (
+    GROUPS,
     allowed_group_names,
     carried,
     check_groups,
@@ -108,8 +109,10 @@ class ParameterSet:
 
     @property
     def groups(self) -> tuple[str, ...]:
-        """The optional groups of the DC-motor model this set carries."""
-        return carried(self.values)
+        """The optional groups this set carries; not a group whose parameters are the
+        actuator's own motor parameters (the STS law's gain ratio)."""
+        own = set(self.actuator.motor_bounds)
+        return tuple(g for g in carried(self.values) if not set(GROUPS[g].names) <= own)
 
     def vector(self) -> np.ndarray:
         """The flat parameter vector of the numba kernels."""

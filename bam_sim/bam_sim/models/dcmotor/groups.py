@@ -21,12 +21,16 @@ hbridge        pwm_period (the voltage family only)        T_pwm           (13),
                                                                            Sihite
 supply         resistance, min_voltage (voltage family)    R_s, V_min      servo.py
 latency        command, reading                            L_c, L_r        rollouts.py
+gain           error_gain_ratio (the voltage family)       r               laws.py
 =============  ==========================================  ==============  =========
 
-``supply`` and ``latency`` are not MuJoCo's: the servo's input sagging under the
-current it draws through the supply's series resistance
-(:mod:`bam_sim.models.servo.laws`), and the pure delays between a command and its
-action and between a state and its reading (:mod:`bam_sim.bench.rollouts`).
+``supply``, ``latency`` and ``gain`` are not MuJoCo's: the servo's input sagging under
+the current it draws through the supply's series resistance
+(:mod:`bam_sim.models.servo.laws`), the pure delays between a command and its action and
+between a state and its reading (:mod:`bam_sim.bench.rollouts`), and a scale r on the
+firmware's P gain, for a servo whose gain unit is not known (the voltage law's factor on
+its duty gain, which the Feetech STS law identifies anyway: for those servos it is a
+motor parameter, not a group).
 
 As MuJoCo: ``inductance.L`` wins over ``timeconst`` (t_e = L/R); ``saturation.torque``
 wins over ``current`` (τ_max = K i_max); the thermal state exists when R_T > 0.
@@ -133,6 +137,11 @@ GROUPS: dict[str, Group] = {
             _spec("latency.command", "L_c", "s", 0.0, 0.05, 0.0),
             _spec("latency.reading", "L_r", "s", 0.0, 0.05, 0.0),
         ), ("latency.command",)),
+        # A servo whose P gain is in an unknown unit (PACE issue #13): the duty per radian
+        # is kp·duty_gain·r, r found with the rest. It trades against k_t/R (fit warns).
+        Group("gain", "a scale r on the firmware's P gain (an unknown gain unit)", (
+            _spec("error_gain_ratio", "r", "", 0.1, 10.0, 1.0),
+        ), ("error_gain_ratio",), VOLTAGE),
     )
 }
 GROUP_OF: dict[str, str] = {name: g.name for g in GROUPS.values() for name in g.names}
@@ -187,6 +196,8 @@ def group_error(name: str, actuator: Actuator, model: FrictionModel) -> str | No
     if name == "lugre":
         subs = ", ".join(n.split(".", 1)[1] for n in model.params)
         return f"'lugre' must be a mapping of its sub-attributes ({subs})"
+    if "." not in name and name in GROUP_OF:  # a group's plain parameter (gain)
+        return _family_error(GROUPS[GROUP_OF[name]], actuator)
     group = GROUPS.get(head)
     if group is None:
         return None
@@ -197,8 +208,12 @@ def group_error(name: str, actuator: Actuator, model: FrictionModel) -> str | No
         close = difflib.get_close_matches(name, group.names, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else f"; it has {subs}"
         return f"'{name}' is not a sub-attribute of group {head}{hint}"
+    return _family_error(group, actuator)
+
+
+def _family_error(group: Group, actuator: Actuator) -> str | None:
     if group.family is not None and group.family != actuator.family:
-        return (f"group {head} ({group.title}) belongs to the "
+        return (f"group {group.name} ({group.title}) belongs to the "
                 f"{FAMILY_NAMES[group.family]} family; {actuator.name} runs its own "
                 f"{FAMILY_NAMES[actuator.family]} law")
     return None
