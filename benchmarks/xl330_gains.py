@@ -21,6 +21,13 @@ fidelity issue, each tested on the recordings, not assumed:
   fitted ``supply`` group simulates against the recorded one.
 * **The load.** The correlation of the fitted set's position error with sin q (the
   gravity torque's shape), per gain.
+* **The holds.** Where the servo rests with its torque on (|q̇| < 0.05 rad/s), the
+  motor's torque balances gravity within the static friction: the voltage it applies
+  (the applied duty times the bus voltage) spans a band around the gravity torque over
+  k_t/R. Per gain and per 0.1 N·m bin of the gravity torque m·g·l·|sin q|: that voltage's
+  5th, 50th and 95th percentiles and the band's width (p95 − p5). A constant (Coulomb)
+  static friction gives one width at every load and gain, 2·F_s·R/k_t (the published M1's
+  is given); a friction that grows with the torque the gears carry widens it.
 
 Run: ``tools/workspace.sh exec python benchmarks/xl330_gains.py`` (after
 ``benchmarks/real_xl330.py``, whose fitted sets it reads); writes
@@ -52,6 +59,8 @@ FITS = HERE / "results" / "real_xl330.json"
 SPLIT = "kp100+200_to_400"
 RECIPES = ("m1+supply", "m1+supply+latency")
 MOVING = 1.0  # rad/s: above it, one sample of skew between q and the duty is visible
+RESTING = 0.05  # rad/s: below it, a hold
+BINS = (0.1, 0.2, 0.3, 0.4, 0.5)  # N·m: the gravity-torque bins of the holds
 
 
 def law_duty(log: BenchLog, actuator: Actuator, clip: bool = True) -> np.ndarray:
@@ -91,6 +100,34 @@ def current_and_supply(logs: list[BenchLog], actuator: Actuator) -> dict:
             # The largest series resistance the mean drop allows (all of it put on R_s).
             "series_resistance_bound_ohm": float(drop.mean() / current.mean()),
             "bus_drop_current_correlation": float(np.corrcoef(drop, current)[0, 1])}
+
+
+def holds(logs: list[BenchLog], actuator: Actuator) -> dict:
+    """The voltage applied at rest per gravity-torque bin (module docstring); bins with
+    fewer than 20 samples are left out."""
+    torque, volts = [], []
+    for log in logs:
+        rest = (log.enabled.astype(bool) & (np.abs(log.velocity) < RESTING)
+                & np.isfinite(log.load) & np.isfinite(log.input_voltage))
+        gravity = log.bench.mass * 9.81 * log.bench.length * np.sin(log.position)
+        torque.append(np.abs(gravity[rest]))
+        volts.append((np.sign(gravity) * log.load * log.input_voltage)[rest])
+    torque, volts = np.concatenate(torque), np.concatenate(volts)
+    out = {}
+    for low, high in zip(BINS[:-1], BINS[1:]):
+        inside = volts[(torque >= low) & (torque < high)]
+        if inside.size >= 20:
+            p5, p50, p95 = np.percentile(inside, [5, 50, 95])
+            out[f"{low:.1f}-{high:.1f}"] = {"samples": int(inside.size), "p5_v": float(p5),
+                                           "p50_v": float(p50), "p95_v": float(p95),
+                                           "width_v": float(p95 - p5)}
+    return out
+
+
+def coulomb_band(actuator: Actuator) -> float:
+    """2·F_s·R/k_t of the published M1 (its Coulomb friction is its static friction), V."""
+    m1 = published(actuator, get_model("m1")).values
+    return 2.0 * m1["friction_base"] * m1["R"] / m1["kt"]
 
 
 def fitted(recipe: dict, actuator: Actuator) -> ParameterSet:
@@ -133,7 +170,7 @@ def main() -> int:
     for kp in sorted({log.kp for log in logs}):
         at = [log for log in logs if log.kp == kp]
         gains[f"{kp:g}"] = {"kp": kp, "logs": len(at), **firmware_law(at, actuator),
-                            **current_and_supply(at, actuator),
+                            **current_and_supply(at, actuator), "holds": holds(at, actuator),
                             "fitted": {name: fitted_by_gain(fitted(recipes[name], actuator), at)
                                        for name in RECIPES}}
     held_out = [log for log in logs if log.kp == 400.0]
@@ -143,7 +180,8 @@ def main() -> int:
     result = {"workload": {"data": "shared/data/real/xl330", "fits": f"real_xl330.json "
                            f"splits/{SPLIT}", "recipes": list(RECIPES),
                            "current_estimate": "published M1 kt, R"},
-              "gains": gains, "current_limit_at_kp400": limit, "environment": environment()}
+              "gains": gains, "current_limit_at_kp400": limit,
+              "published_m1_hold_band_v": coulomb_band(actuator), "environment": environment()}
     write_result(HERE / "results" / "xl330_gains.json", result)
     for kp, row in gains.items():
         fit = row["fitted"]["m1+supply"]
@@ -156,6 +194,8 @@ def main() -> int:
               f"{fit['position_mae_rad']:.4f}, V_in error "
               f"{fit.get('simulated_input_voltage_mae_v', float('nan')):.2f} V, "
               f"error~sin q {fit['error_sin_q_correlation']:+.2f}")
+        print(f"  holds: " + ", ".join(f"|tau_g| {b} N·m: {h['p5_v']:.2f}..{h['p95_v']:.2f} V"
+                                       for b, h in row["holds"].items()))
     for name, row in limit.items():
         print(f"{name} at kp 400: {row['with_limit_rad']:.4f} with the current limit, "
               f"{row['without_limit_rad']:.4f} without")
