@@ -194,7 +194,7 @@ def main() -> int:
               f"{fit['position_mae_rad']:.4f}, V_in error "
               f"{fit.get('simulated_input_voltage_mae_v', float('nan')):.2f} V, "
               f"error~sin q {fit['error_sin_q_correlation']:+.2f}")
-        print(f"  holds: " + ", ".join(f"|tau_g| {b} N·m: {h['p5_v']:.2f}..{h['p95_v']:.2f} V"
+        print("  holds: " + ", ".join(f"|tau_g| {b} N·m: {h['p5_v']:.2f}..{h['p95_v']:.2f} V"
                                        for b, h in row["holds"].items()))
     for name, row in limit.items():
         print(f"{name} at kp 400: {row['with_limit_rad']:.4f} with the current limit, "
