@@ -118,6 +118,18 @@ def _search_arguments(parser: argparse.ArgumentParser) -> None:
                         help="do not identify q_offset (a robot's joint offsets)")
     parser.add_argument("--per-joint", action="store_true",
                         help="a robot fit identifies a set per joint, not per servo type")
+    parser.add_argument("--units", action="store_true",
+                        help="a population fit: the recordings of each folder are one unit of "
+                        "the servo; the type's set and each unit's deviation are fitted "
+                        "together, with the spread across units (docs: how-to/units)")
+    parser.add_argument("--unit-parameters", nargs="+", default=[], metavar="NAME",
+                        help="with --units: the parameters each unit has its own of "
+                        "(default: kt and the model's friction magnitudes)")
+    parser.add_argument("--unit-spread", type=number_option("unit_spread"),
+                        default=FitJob.unit_spread, metavar="SIGMA",
+                        help="with --units: the spread the first round assumes (log scale, "
+                        f"default {FitJob.unit_spread:g}: about 20 %%); the second uses the "
+                        "one the first found")
     parser.add_argument("--payload", nargs="+", default=[], metavar="BODY",
                         help="a robot fit identifies these bodies' masses too (a payload: "
                         "the inertia scales with the mass), within 0.1 to 4 times the MJCF's")

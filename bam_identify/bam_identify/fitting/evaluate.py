@@ -62,7 +62,16 @@ def evaluate(request: EvalRequest, cancel: Cancellation | None = None) -> str:
         if temperature is not None:
             scores[str(path)]["temperature_mae"] = temperature
         rows.append((f"{str(path):<40} {params.model.name:<6} {mae:>10.3e}", temperature))
+        if "population" in params.provenance:  # a type's set of fit --units
+            from bam_identify.fitting.population import unit_check
+
+            scores[str(path)]["population"] = unit_check(params, dataset.logs, cancel=cancel)
     lines = _table(rows)
+    for path, _ in sets:
+        if "population" in scores[str(path)]:
+            from bam_identify.fitting.population import check_lines
+
+            lines += [f"{path}:", *check_lines(scores[str(path)]["population"])]
     if request.json:
         summary = {"logs": len(dataset.logs), "actuator": dataset.actuator.name,
                    "replay": request.replay, "scores": scores, "version": version()}

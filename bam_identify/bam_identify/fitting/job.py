@@ -34,6 +34,7 @@ NUMBERS: dict[str, dict] = {
     "temperature_weight": {"low": 0.0, "high": 1.0e3},  # rad/K
     # %: the rise of the training error that bounds each parameter's interval
     "sensitivity": {"low": 0.0, "high": 100.0, "low_open": True},
+    "unit_spread": {"low": 0.001, "high": 2.0},  # the first round's σ (log scale)
 }
 
 
@@ -74,6 +75,9 @@ class FitJob:
     groups: tuple[str, ...] = ()
     temperature_weight: float = DEFAULT_TEMPERATURE_WEIGHT
     sensitivity: float = 5.0  # % (bam_identify.fitting.sensitivity.DEFAULT_PERCENT)
+    units: bool = False  # a population fit: each folder of logs one unit
+    unit_parameters: tuple[str, ...] = ()
+    unit_spread: float = 0.2
 
     def __post_init__(self) -> None:
         # The options' own checks, for jobs built in code as for the command line.
@@ -91,7 +95,8 @@ class FitJob:
     def from_args(cls, args: argparse.Namespace) -> FitJob:
         """The job of parsed ``fit`` options (lists become tuples: a job is hashable)."""
         values = {f.name: getattr(args, f.name) for f in fields(cls)}
-        for name in ("bags", "logs", "actuator_files", "models", "set", "groups"):
+        for name in ("bags", "logs", "actuator_files", "models", "set", "groups",
+                     "unit_parameters"):
             values[name] = tuple(values[name] or ())
         values["models"] = values["models"] or cls.models
         return cls(**values)

@@ -57,6 +57,9 @@ def run_plan(plan: FitPlan, cancel: Cancellation | None = None) -> FitOutcome:
             cancel.check()
             base = _warm_start(job, model.name, results)
             settings = _settings(job, model, base)
+            if job.units:
+                results.append(_fit_units(plan, model, settings, cancel))
+                continue
             fitted = _fit_one(model.space, plan.train.logs, settings, job.quiet, identify,
                               plan.validation.logs, cancel)
             results.append(_save_result(plan, model, settings, fitted, base))
@@ -86,6 +89,26 @@ def _select(plan: FitPlan, outcome: FitOutcome) -> FitOutcome:
     if outcome.report is not None:
         append_selection(outcome.report, lines)
     return dataclasses.replace(outcome, summary=outcome.summary + "\n" + "\n".join(lines))
+
+
+def _fit_units(plan: FitPlan, model: ModelPlan, settings: FitSettings,
+               cancel: Cancellation) -> ModelResult:
+    """``fit --units``: the type and its units (fitting/population.py)."""
+    import time
+
+    from bam_identify.fitting.population import (
+        fit_population,
+        population_result,
+        unit_parameters,
+    )
+
+    job = plan.job
+    shared = unit_parameters(model.space, job.unit_parameters)
+    started = time.perf_counter()
+    fitted = fit_population(model.space, plan.train.logs, shared, settings, job.unit_spread,
+                            cancel)
+    trials = sum(r.trials for r in fitted.rounds)
+    return population_result(plan, model, fitted, time.perf_counter() - started, trials)
 
 
 def _use_threads(jobs: int | None) -> None:

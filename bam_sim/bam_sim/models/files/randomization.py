@@ -114,7 +114,7 @@ def randomization_yaml(params: ParameterSet, sim_dt: float, params_name: str) ->
                        "vin_drop_resistance": ranges["drop"], "vin_min": ranges["vin_min"],
                        "command_delay": ranges["command_delay"]},
             "mjlab": mjlab, "isaaclab": isaaclab}
-    return _header(found["percent"], sim_dt) + yaml.safe_dump(body, sort_keys=False)
+    return _header(found, sim_dt) + yaml.safe_dump(body, sort_keys=False)
 
 
 def _ranges(params: ParameterSet, found: dict) -> dict:
@@ -153,15 +153,20 @@ def _steps(delay: float, sim_dt: float) -> int:
     return int(math.floor(delay / sim_dt + 0.5))
 
 
-def _header(percent: float, sim_dt: float) -> str:
+def _header(found: dict, sim_dt: float) -> str:
+    units = found.get("population_units")
+    how = ([f"How they were derived (fit --units: the type's value times exp(±2σ), σ the "
+            f"spread of its {units} units on each unit parameter; the others at the type's):"]
+           if units else
+           ["How they were derived (fit --sensitivity, each parameter alone, the others at the",
+            f"fit, within {found['percent']:g} % of the fit's training error):"])
     lines = [
         "Randomization ranges of an identified BAM servo, for the actuator configs of",
         "mjlab (bam.mjlab.BamActuatorCfg, Rhoban/bam 25faf46: vin_range,",
         "vin_drop_resistance_range, vin_min, delay_min_lag, delay_max_lag) and Isaac Lab",
         "(isaaclab.actuators.BamActuatorCfg, IsaacLab 0120677: vin_range,",
         "vin_drop_gain_range, vin_min, min_delay, max_delay; friction_scale_range).",
-        "How they were derived (fit --sensitivity, each parameter alone, the others at the",
-        f"fit, within {percent:g} % of the fit's training error):",
+        *how,
         "- friction_scale: the factor on every friction magnitude of the model at once;",
         "- vin: the lowest and highest supply voltage of the training logs (the actuator's",
         "  nominal supply where no log recorded one): vin is not identified;",
