@@ -59,3 +59,14 @@ def write_m1_logs(folder: Path) -> Path:
     for i, log in enumerate(paper_like_set(published_named("mx64", "m1"), 4, duration=1.5, seed=8)):
         write_legacy_log(folder / f"{i}.json", log, get_actuator("mx64"), log.meta["trajectory"])
     return folder
+
+
+def run(main, args, capsys) -> tuple[int, str, str]:
+    """An executable's ``main`` on ``args`` (str() each): its exit code, stdout and stderr
+    (argparse's own refusals exit through SystemExit: its code)."""
+    try:
+        code = main([str(a) for a in args])
+    except SystemExit as exit_:
+        code = exit_.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err

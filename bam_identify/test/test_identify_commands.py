@@ -8,6 +8,7 @@ import signal
 
 import pytest
 import yaml
+from identify_cases import run
 
 from bam_identify.cli import eval_main, fit_main, output_paths
 from bam_identify.data.bag_writer import BagSession, BagTrial, write_bag
@@ -31,14 +32,6 @@ def bag(truth_logs, tmp_path_factory):
                 for i, log in enumerate(truth_logs)]
     return write_bag(tmp_path_factory.mktemp("bags") / "bench", sessions)
 
-
-def run(main, args, capsys):
-    try:
-        code = main([str(a) for a in args])
-    except SystemExit as exit_:  # argparse's own refusals (an option's value out of range)
-        code = exit_.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.mark.numerics  # CI reruns it with numpy's SIMD dispatch off

@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+from identify_cases import run
 
 from bam_identify.cli import eval_main, fit_main
 from bam_identify.data.bag_reader import read_bag
@@ -184,11 +185,6 @@ def bag(logs, tmp_path_factory):
                 for i, log in enumerate(train + validation)]
     return write_bag(tmp_path_factory.mktemp("bags") / "thermal", sessions)
 
-
-def run(main, args, capsys):
-    code = main([str(a) for a in args])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def test_fit_and_eval_commands_report_both_errors(bag, tmp_path, capsys):

@@ -10,6 +10,7 @@ import json
 
 import numpy as np
 import pytest
+from identify_cases import run
 
 from bam_identify.cli import eval_main, fit_main
 from bam_identify.data.bag_writer import BagSession, BagTrial, write_bag
@@ -158,11 +159,6 @@ def ep_bag(tmp_path_factory):
                 for i, log in enumerate(logs)]
     return truth, write_bag(tmp_path_factory.mktemp("bags") / "ep_bench", sessions)
 
-
-def run(main, args, capsys):
-    code = main([str(a) for a in args])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def test_fit_ep_models_from_a_bag(ep_bag, tmp_path, capsys):

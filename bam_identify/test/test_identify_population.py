@@ -16,6 +16,7 @@ import math
 import numpy as np
 import pytest
 import yaml
+from identify_cases import run
 
 from bam_identify.cli import eval_main, fit_main
 from bam_identify.data.legacy_logs import write_legacy_log
@@ -38,14 +39,6 @@ def record(folder, params, logs: int, seed: int):
         write_legacy_log(folder / f"{i}.json", log, TRUTH.actuator, log.meta["trajectory"])
     return folder
 
-
-def run(main, args, capsys):
-    try:
-        code = main([str(a) for a in args])
-    except SystemExit as exit_:
-        code = exit_.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture(scope="module")

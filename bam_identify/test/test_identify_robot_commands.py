@@ -17,6 +17,7 @@ import mujoco
 import numpy as np
 import pytest
 import yaml
+from identify_cases import run
 from robot_recordings import ACTION, STATE, Commands, write_lerobot, write_robot_bag
 
 from bam_identify.cli import eval_main, fit_main
@@ -32,14 +33,6 @@ OFFSETS = np.array([0.03, -0.02])
 FPS = 30.0
 DIRECTIONS = np.array([-1.0, 1.0])
 
-
-def run(main, args, capsys):
-    try:
-        code = main([str(a) for a in args])
-    except SystemExit as exit_:
-        code = exit_.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ import mujoco
 import numpy as np
 import pytest
 import yaml
+from identify_cases import run
 from robot_recordings import ACTION, STATE, write_lerobot
 
 from bam_identify.cli import fit_main
@@ -29,14 +30,6 @@ FPS, FACTOR = 50.0, 1.4
 DOC = {"joints": [{"joint": "shoulder", "actuator": "sts3215", "gain": 32},
                   {"joint": "elbow", "actuator": "sts3215", "gain": 32}]}
 
-
-def run(main, args, capsys):
-    try:
-        code = main([str(a) for a in args])
-    except SystemExit as exit_:
-        code = exit_.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture(scope="module")

@@ -18,3 +18,16 @@ def read_text(path: str | os.PathLike, what: str) -> str:
         raise BamError(f"{what} {path} does not exist; check the path") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise BamError(f"{what} {path} cannot be read: {one_line(exc)}") from None
+
+
+def parse_yaml_text(text: str, where: str) -> object:
+    """``text`` parsed with ``yaml.safe_load`` (nothing read is evaluated); a syntax error
+    is one BamError naming ``where`` and the line."""
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" at line {mark.line + 1}" if mark is not None else ""
+        raise BamError(f"{where} is not valid YAML{line}; fix the syntax") from None

@@ -33,7 +33,7 @@ from pathlib import Path
 import yaml
 
 from bam_sim.common.errors import BamError
-from bam_sim.common.input_files import read_text
+from bam_sim.common.input_files import parse_yaml_text, read_text
 from bam_sim.common.numbers import number
 from bam_sim.models.dcmotor.groups import INPUT_MODES, effective_constant, thermal_pair
 from bam_sim.models.model_registry import BAM_PAPER, FrictionModel, get_model
@@ -62,12 +62,7 @@ def load(path: str | os.PathLike) -> ParameterSet:
 
 def parse_yaml(text: str, where: str = "<string>", folder: Path | None = None) -> ParameterSet:
     """Parse the text of a ROS 2 parameter file holding one parameter set."""
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" at line {mark.line + 1}" if mark is not None else ""
-        raise BamError(f"{where} is not valid YAML{line}; fix the syntax") from None
+    doc = parse_yaml_text(text, where)
     return parse_mapping(_ros_parameters(doc, where), where, folder)
 
 

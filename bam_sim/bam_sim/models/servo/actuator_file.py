@@ -47,10 +47,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-import yaml
-
 from bam_sim.common.errors import BamError
-from bam_sim.common.input_files import read_text
+from bam_sim.common.input_files import parse_yaml_text, read_text
 from bam_sim.models.model_registry import FRICTION_MODELS, get_model
 from bam_sim.models.servo.actuator import CURRENT, DCMOTOR, FAMILY_NAMES, VOLTAGE, Actuator
 
@@ -82,13 +80,7 @@ _NEEDED = {"law": ("family", "supply_voltage"), "commands": ("goal_range", "gain
 def load_actuator_file(path: str | os.PathLike) -> Actuator:
     """The actuator ``path`` declares (not yet registered: see ``actuators.declare_file``)."""
     path = Path(path)
-    text = read_text(path, "actuator file")
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" at line {mark.line + 1}" if mark is not None else ""
-        raise BamError(f"actuator file {path} is not valid YAML{line}; fix the syntax") from None
+    doc = parse_yaml_text(read_text(path, "actuator file"), f"actuator file {path}")
     return parse_actuator(doc, str(path), source=str(path.resolve()))
 
 
