@@ -1,6 +1,7 @@
-"""The end of a fit: its report, and what it produced.
+"""The end of a fit: its files, its report, and what it produced.
 
-:func:`write_fit_report` moves the report into place whole; :func:`conclude`
+:func:`save_fit` writes a fitted set (beside an existing file when the fit was
+interrupted); :func:`write_fit_report` moves the report into place whole; :func:`conclude`
 gives the :class:`FitOutcome`, or raises
 :class:`~bam_sim.common.cancellation.Cancelled` when the fit was cancelled,
 its message the fit's summary and its files those written all the same.
@@ -9,6 +10,7 @@ its message the fit's summary and its files those written all the same.
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +18,9 @@ from bam_identify.fitting.report import FIGURES_LEFT_OUT, ModelResult, mae_table
 from bam_sim.bench.bench_log import BenchLog
 from bam_sim.common.cancellation import Cancellation, Cancelled
 from bam_sim.common.errors import BamError, one_line
-from bam_sim.common.output_paths import output_folder
+from bam_sim.common.output_paths import output_folder, write_new
+from bam_sim.models.files.parameter_file import dump_yaml
+from bam_sim.models.parameter_set import ParameterSet
 
 
 @dataclass(frozen=True)
@@ -75,3 +79,19 @@ def _figures_left_out(report: Path) -> bool:
     except (OSError, ValueError):
         return False
     return "figures_left_out" in summary
+
+
+def save_fit(params: ParameterSet, output: Path, force: bool, interrupted: bool) -> Path:
+    """Write a fitted set; an interrupted fit never replaces an existing file, even with
+    ``force``: it goes beside it, as ``<name>.interrupted.yaml``."""
+    if interrupted and output.exists():
+        kept = output
+        output = output.with_name(f"{output.stem}.interrupted{output.suffix or '.yaml'}")
+        print(f"interrupted: the best {params.model.name} parameters found are in {output}; "
+              f"{kept} is kept", file=sys.stderr)
+    elif interrupted:
+        print(f"interrupted: the best {params.model.name} parameters found are in {output}",
+              file=sys.stderr)
+    # Through a temporary file, never over a file another command wrote meanwhile.
+    text = dump_yaml(params, output.parent.resolve())
+    return write_new(output, text, "--output", force=force or interrupted)

@@ -222,8 +222,8 @@ def population_result(plan, model, fitted: PopulationFit, seconds: float, trials
     """Write the type's file (its provenance holding the population) and each unit's
     beside it; the model's result for the report: the units' sets scored on their own
     logs (train and validation, step-weighted over the units)."""
+    from bam_identify.fitting.outcome import save_fit
     from bam_identify.fitting.report import ModelResult
-    from bam_identify.fitting.run import save_fit
 
     job, space = plan.job, model.space
     train, check = group_by_unit(plan.train.logs), group_by_unit(plan.validation.logs)

@@ -18,13 +18,12 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 from bam_identify.fitting.fit import FitResult, FitSettings, identify
 from bam_identify.fitting.job import FitJob
 from bam_identify.fitting.latency import latency_of
 from bam_identify.fitting.objective import Objective
-from bam_identify.fitting.outcome import FitOutcome, conclude, write_fit_report
+from bam_identify.fitting.outcome import FitOutcome, conclude, save_fit, write_fit_report
 from bam_identify.fitting.plan import FitPlan, ModelPlan, plan_fit
 from bam_identify.fitting.report import ModelResult
 from bam_identify.fitting.selection import Candidate, append_selection, select
@@ -32,8 +31,6 @@ from bam_identify.fitting.sensitivity import sensitivity
 from bam_identify.fitting.space import SearchSpace, best_nested, nested_start
 from bam_sim.bench.bench_log import BenchLog
 from bam_sim.common.cancellation import Cancellation, Cancelled
-from bam_sim.common.output_paths import write_new
-from bam_sim.models.files.parameter_file import dump_yaml
 from bam_sim.models.parameter_set import ParameterSet
 
 
@@ -193,19 +190,3 @@ def _save_result(plan: FitPlan, model: ModelPlan, settings: FitSettings, fitted:
                if plan.validation.logs else None)
     return ModelResult(params, train_mae, val_mae, fitted.trials, fitted.seconds, output,
                        fitted.interrupted, train_t, val_t, delays, intervals, per_log)
-
-
-def save_fit(params: ParameterSet, output: Path, force: bool, interrupted: bool) -> Path:
-    """Write a fitted set; an interrupted fit never replaces an existing file, even with
-    ``force``: it goes beside it, as ``<name>.interrupted.yaml``."""
-    if interrupted and output.exists():
-        kept = output
-        output = output.with_name(f"{output.stem}.interrupted{output.suffix or '.yaml'}")
-        print(f"interrupted: the best {params.model.name} parameters found are in {output}; "
-              f"{kept} is kept", file=sys.stderr)
-    elif interrupted:
-        print(f"interrupted: the best {params.model.name} parameters found are in {output}",
-              file=sys.stderr)
-    # Through a temporary file, never over a file another command wrote meanwhile.
-    text = dump_yaml(params, output.parent.resolve())
-    return write_new(output, text, "--output", force=force or interrupted)

@@ -37,9 +37,9 @@ import numpy as np
 
 from bam_identify.fitting.fit import FitResult, FitSettings, run_search
 from bam_identify.fitting.job import FitJob
+from bam_identify.fitting.outcome import save_fit
 from bam_identify.fitting.provenance import version
 from bam_identify.fitting.report import check_report_folder
-from bam_identify.fitting.run import save_fit
 from bam_identify.fitting.sensitivity import FRICTION_SCALE, sensitivity
 from bam_identify.fitting.space import best_nested, parse_assignments
 from bam_identify.robot.objective import RobotObjective
