@@ -17,7 +17,7 @@ import threading
 import time
 
 import pytest
-from drivers_rig import TIMEOUT, emulator_of
+from drivers_rig import EMULATOR_PRIORITY, TIMEOUT, emulator_of
 from rclpy.parameter import Parameter
 
 from bam_drivers.emulators.client import EmulatorProcess
@@ -117,7 +117,7 @@ def test_a_never_seen_port_ends_the_supervisor_at_its_connect_timeout(tmp_path):
 
 
 def test_a_port_that_vanished_after_it_worked_is_retried_for_ever():
-    with EmulatorProcess() as emulator:
+    with EmulatorProcess(priority=EMULATOR_PRIORITY) as emulator:
         sup = supervisor(emulator.port, connect_timeout=1.0e6)
         clock = Clock()
         wait_for(lambda: sup.cycle(clock.step(0.01)) is not None, "connected", TIMEOUT)
@@ -137,7 +137,7 @@ def test_a_port_that_vanished_after_it_worked_is_retried_for_ever():
 def test_a_stop_after_a_lost_link_still_turns_the_torque_off():
     """The bus went silent long enough for the link to count as lost (the port closed, to
     be reopened), then answers again: the stop opens it once more for the torque off."""
-    with EmulatorProcess() as emulator:
+    with EmulatorProcess(priority=EMULATOR_PRIORITY) as emulator:
         sup = supervisor(emulator.port)
         clock = Clock()
         sup.apply(JointCommand((0,), torque_enables=(True,)), clock.now)
@@ -162,7 +162,7 @@ def test_a_stop_waits_for_the_cycle_in_progress_and_nothing_reopens_the_port_aft
     """A loop thread that did not stop in time (a busy host, a long reconnection) still
     holds the port: the torque off waits for its cycle (two users of one port read each
     other's replies), and the loop's next cycle does not reopen it."""
-    with EmulatorProcess() as emulator:
+    with EmulatorProcess(priority=EMULATOR_PRIORITY) as emulator:
         sup = supervisor(emulator.port)
         clock = Clock()
         sup.apply(JointCommand((0,), torque_enables=(True,)), clock.now)
@@ -243,7 +243,7 @@ def test_a_port_that_never_existed_exits_2_after_connect_timeout(tmp_path, modul
 # -- one driver per port ---------------------------------------------------------------------
 
 def test_a_second_driver_on_a_port_is_refused_naming_the_first(context):
-    with EmulatorProcess() as emulator:
+    with EmulatorProcess(priority=EMULATOR_PRIORITY) as emulator:
         first = driver(context, port=emulator.port, torque_enable_on_start=True)
         try:
             wait_for(lambda: emulator.truth()[1]["torque_enable"], "torque on", TIMEOUT)
@@ -261,30 +261,40 @@ def test_a_second_driver_on_a_port_is_refused_naming_the_first(context):
             first.destroy_node()
         assert not emulator.truth()[1]["torque_enable"]
         assert open_as_nobody(slave) == 0  # the exclusive mode left with the driver
-        again = supervisor(emulator.port)
-        again.cycle(0.0)
-        assert again.link.is_open
-        again.shutdown()
+        # The port is free again: a new supervisor connects (within TIMEOUT: a busy host
+        # may make the first attempt's reply late). Shut down whatever happens, so that a
+        # failure here holds no claim on a tty name a later emulator may get again.
+        again, clock = supervisor(emulator.port), Clock()
+        try:
+            wait_for(lambda: again.cycle(clock.step(0.01)) is not None, "connected again",
+                     TIMEOUT)
+            assert again.link.is_open
+        finally:
+            again.shutdown()
 
 
 def test_a_port_closed_to_be_reopened_stays_this_drivers():
     """Between a lost link's close and its reopen the port is still this driver's: a
     second driver started then is refused, naming it; after the first one's shutdown the
     port is free."""
-    with EmulatorProcess() as emulator:
+    with EmulatorProcess(priority=EMULATOR_PRIORITY) as emulator:
         first = supervisor(emulator.port)
-        clock = Clock()
-        wait_for(lambda: first.cycle(clock.step(0.01)) is not None, "connected", TIMEOUT)
-        first.bus.close()  # what a lost link does until the backoff's reopen
         second = supervisor(emulator.port).bus
-        with pytest.raises(ConfigurationError) as refused:
+        try:
+            clock = Clock()
+            wait_for(lambda: first.cycle(clock.step(0.01)) is not None, "connected", TIMEOUT)
+            first.bus.close()  # what a lost link does until the backoff's reopen
+            with pytest.raises(ConfigurationError) as refused:
+                second.open()
+            assert f"is in use by process {os.getpid()} (" in str(refused.value)
+            assert not second.is_open
+            first.shutdown()
             second.open()
-        assert f"is in use by process {os.getpid()} (" in str(refused.value)
-        assert not second.is_open
-        first.shutdown()
-        second.open()
-        assert second.is_open
-        second.release()
+            assert second.is_open
+        finally:  # no claim outlives the test, failed or not
+            first.shutdown()
+            if second.is_open:
+                second.release()
 
 
 def test_drivers_with_their_own_lock_folders_do_not_exclude_each_other(tmp_path,
@@ -339,7 +349,7 @@ def test_another_servo_or_supply_is_refused_and_the_torque_never_enabled(
         context, bus, emulated, params, message):
     params = dict(params)
     node_class = params.pop("node", SerialServoNode)
-    with emulator_of(bus, **emulated) as emulator:
+    with emulator_of(bus, **emulated, priority=EMULATOR_PRIORITY) as emulator:
         node = driver(context, node_class, port=emulator.port, torque_enable_on_start=True,
                       **params)
         try:
@@ -355,7 +365,7 @@ def test_another_servo_or_supply_is_refused_and_the_torque_never_enabled(
 
 def test_the_emulator_tells_a_torque_that_was_on(context):
     """The check above can fail: a driver that enables the torque is seen."""
-    with EmulatorProcess() as emulator:
+    with EmulatorProcess(priority=EMULATOR_PRIORITY) as emulator:
         node = driver(context, port=emulator.port, torque_enable_on_start=True)
         try:
             wait_for(lambda: emulator.truth()[1]["torque_enable"], "torque on", TIMEOUT)
