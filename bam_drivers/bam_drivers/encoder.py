@@ -16,8 +16,19 @@ from bam_sim.models.servo.actuator import Actuator
 
 
 def encoder_step(actuator: Actuator) -> float:
-    """Radians per count of ``actuator``'s position reading; 0.0 for an actuator no
-    driver runs (simulation only: nothing to emulate)."""
+    """Radians per count of ``actuator``'s position reading: its driver's table's, else its
+    file's ``encoder_resolution``; 0.0 for an actuator with neither (a continuous
+    reading). A file whose resolution disagrees with its driver's table is refused."""
+    step = _table_step(actuator)
+    counts = actuator.encoder_resolution
+    if counts and step and abs(counts_per_turn(step) - counts) > 0.5:
+        raise BamError(f"{actuator.name}: encoder_resolution {counts} counts per turn, but "
+                       f"its {actuator.driver} table {actuator.control_table} reads "
+                       f"{counts_per_turn(step):.0f}; fix the actuator file")
+    return step or (2.0 * math.pi / counts if counts else 0.0)
+
+
+def _table_step(actuator: Actuator) -> float:
     if actuator.driver == "dynamixel":
         from bam_drivers.dynamixel.control_table import TABLES
         from bam_drivers.serial_servo.control_table import get_table
