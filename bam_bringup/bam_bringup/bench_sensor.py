@@ -101,7 +101,9 @@ def _quantization(value: object, actuator: Actuator, where: str) -> tuple[float,
         from bam_drivers.encoder import encoder_step
 
         step = encoder_step(actuator)
-        origin = f"{actuator.driver} {actuator.control_table}" if step else ""
+        table = f"{actuator.driver} {actuator.control_table}" if actuator.driver else \
+            "its actuator file"
+        origin = table if step else ""
         return step, origin
     if isinstance(value, str) and not _numeric(value):
         raise BamError(f"{where}: sensor.quantization must be '{ENCODER}' (the actuator's "
