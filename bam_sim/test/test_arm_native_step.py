@@ -10,12 +10,13 @@ friction rows, so a row read at the wrong place shows).
 from __future__ import annotations
 
 import mujoco
+import numba as nb
 import numpy as np
 import pytest
 from test_arm_core import mixed_arm
 
 from bam_sim.common.errors import BamError
-from bam_sim.mujoco_arm.native_step import constraint_rows, native_step
+from bam_sim.mujoco_arm.native_step import constraint_rows, native_step, unowned
 from bam_sim.mujoco_arm.shipped_arms import ARMS, load_arm
 
 
@@ -34,6 +35,25 @@ def test_the_kernel_reads_the_rows_the_bindings_show():
     for ours, theirs in zip(constraint_rows(native_step(), d._address),
                             (d.efc_type, d.efc_id, d.efc_force), strict=True):
         np.testing.assert_array_equal(ours, theirs)
+
+
+@nb.njit
+def _write_through_unowned(array):
+    view = unowned(array)
+    for i in range(view.shape[0]):
+        for j in range(view.shape[1]):
+            view[i, j] = 10.0 * i + j
+    return view.shape[0], view.shape[1], view.strides[0], view.strides[1]
+
+
+def test_an_unowned_view_is_the_array_itself():
+    """The kernel's arrays without their owner: the same memory, shape and strides (a
+    strided view of a larger array, as MjData's fields are)."""
+    base = np.zeros((6, 8))
+    view = base[1:5, ::2]
+    assert _write_through_unowned(view) == (*view.shape, *view.strides)
+    np.testing.assert_array_equal(view, 10.0 * np.arange(4)[:, None] + np.arange(4))
+    assert np.count_nonzero(base) == view.size - 1  # nothing written outside the view
 
 
 def _run(make, native: bool) -> np.ndarray:

@@ -9,11 +9,14 @@ numba's IR, into the kernels that step them thousands of times per log:
   stays scalar, 2 to 4 times slower, measured);
 * the general rollout (:mod:`bam_sim.bench.rollouts`): plain calls made the single
   rollouts and the fits that take the general kernel (the ``supply`` group, an
-  input-voltage score) 1.4 to 1.8 times slower.
+  input-voltage score) 1.4 to 1.8 times slower;
+* the MuJoCo arm's step (:mod:`bam_sim.mujoco_arm.servo_arm`), since it steps MuJoCo from
+  the kernel: the servo laws' calls were a fifth of a robot step of the SO-101-class arm
+  (1.1 of 4.9 µs, the law and friction of six joints; 0.6 µs inlined, measured).
 
-Everywhere else (the bench stepper of the nodes and emulators, the MuJoCo arm, the
-diagram, a function compiled on its own) a plain call runs as fast (measured: the arm's
-2000 steps and the stepper's ticks alike) and compiles in a fraction of the time: numba's
+Everywhere else (the bench stepper of the nodes and emulators, the diagram, a function
+compiled on its own) a plain call runs as fast (measured: the stepper's ticks) and
+compiles in a fraction of the time: numba's
 passes over the inlined copies are most of a compile. The workspace's precompile took
 203 CPU-s with every function inlined everywhere, 175 with this rule; the numerics tests
 for a generic CPU in a fresh cache 547 and 448 CPU-s. Positions are the same to the bit
@@ -25,7 +28,8 @@ from __future__ import annotations
 from typing import Any
 
 KERNEL_MODULES = frozenset({"bam_sim.bench.lanes", "bam_sim.bench.motor_lanes",
-                            "bam_sim.bench.rollouts"})
+                            "bam_sim.bench.rollouts",
+                            "bam_sim.mujoco_arm.servo_arm"})
 
 
 def into_rollouts(expr: Any, caller: Any, callee: Any) -> bool:

@@ -71,7 +71,7 @@ from bam_sim.models.model_registry import EP_FIRST, LUGRE_ID
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo import laws as servo
 from bam_sim.models.servo.actuator import C_SUPPLY, N_CONSTS
-from bam_sim.mujoco_arm.native_step import constraint_rows, native_step
+from bam_sim.mujoco_arm.native_step import constraint_rows, native_step, unowned
 from bam_sim.mujoco_arm.native_step import step as mj_step
 
 FRICTION_DOF = int(mujoco.mjtConstraint.mjCNSTR_FRICTION_DOF)
@@ -226,6 +226,12 @@ def _steps(n, half_step, access, model, data, ints, params, consts, work, rows, 
            qpos, qvel, qfrc_smooth, qfrc_constraint, ctrl, frictionloss, damping, dt):
     """``n`` steps of :meth:`ServoArm.step` in one call: MuJoCo stepped from the kernel
     (:mod:`bam_sim.mujoco_arm.native_step`), the GIL released."""
+    # Views without reference counting in the loop (native_step.unowned).
+    ints, params, consts, work = unowned(ints), unowned(params), unowned(consts), unowned(work)
+    rows, motor_state = unowned(rows), unowned(motor_state)
+    qpos, qvel = unowned(qpos), unowned(qvel)
+    qfrc_smooth, qfrc_constraint = unowned(qfrc_smooth), unowned(qfrc_constraint)
+    ctrl, frictionloss, damping = unowned(ctrl), unowned(frictionloss), unowned(damping)
     for _ in range(n):
         efc_type, efc_id, efc_force = constraint_rows(access, data)
         _update(ints, params, consts, work, rows, motor_state, qpos, qvel, qfrc_smooth,
