@@ -144,12 +144,13 @@ def eligible(model: FrictionModel, family: int, population: np.ndarray,
 
 def general_only(population: np.ndarray, voltage: bool) -> bool:
     """Whether a batch must run the general kernel whatever its model: no set (nothing to
-    lay out in blocks), an input-voltage score, or a set with supply sag or the
-    drive/coast bridge (steps the lanes do not take)."""
+    lay out in blocks), an input-voltage score, or a set with supply sag, the
+    drive/coast bridge or backlash (steps the lanes do not take)."""
     if voltage or population.shape[0] == 0:
         return True
     return bool((population[:, P.SUPPLY_R] > 0.0).any()
-                or (population[:, P.HB_PERIOD] > 0.0).any())
+                or (population[:, P.HB_PERIOD] > 0.0).any()
+                or (population[:, P.BACKLASH] > 0.0).any())
 
 
 @nb.njit(cache=True, inline=into_rollouts)

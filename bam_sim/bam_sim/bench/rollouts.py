@@ -33,6 +33,8 @@ The STS firmware's target (:func:`bam_sim.models.servo.laws.firmware_target`) is
 local too, at the first goal at the start; every other servo's target is the goal.
 
 With the ``latency`` group, the commands act late: :mod:`bam_sim.bench.latency`.
+With the ``backlash`` group the motor's lead on the output and its rate are locals too
+(:mod:`bam_sim.bench.backlash`), the load leaning on the gear at the start.
 
 A set that runs through MuJoCo's DC-motor model (dcmotor family, LuGre, or an
 optional group; :func:`bam_sim.models.dcmotor.motor_model.uses_motor`) carries its
@@ -52,6 +54,7 @@ import numba as nb
 import numpy as np
 
 from bam_sim.bench import lanes, motor_lanes
+from bam_sim.bench.backlash import initial_lead, step_backlash
 from bam_sim.bench.bench_log import BenchLog, LogBatch
 from bam_sim.bench.latency import delay_ticks, delayed_command
 from bam_sim.bench.pendulum import step_any, step_motor
@@ -105,6 +108,10 @@ def _simulate(
     goal_k, enabled_k, control_k = goal[0], enabled[0], control[0]
     store, store_all, score = out_q.size > 0, out_tau.size > 0, recorded.size > 0
     motor = uses_motor(family, model, p)
+    backlash = p[P.BACKLASH] > 0.0  # never with the motor model (ParameterSet refuses it)
+    s, ds = 0.0, 0.0  # the motor's lead on the output and its rate (backlash only)
+    if backlash:
+        s = initial_lead(p, gravity_torque, q0)
     pd = np.zeros((N_MODES, D.N_PARAMS))  # the set's dcmotor rows (motor only)
     state = np.zeros(D.N_STATES)  # slew, integral, temperature, bristle, current
     thermal = False
@@ -133,7 +140,7 @@ def _simulate(
         goal_k, enabled_k, control_k = delayed_command(goal, enabled, control, k, delay)
         target = firmware_target(p, target, goal_k, dt)
         if volts:
-            v_sim = input_voltage(family, p, c, kp, q, dq, target, enabled_k)
+            v_sim = input_voltage(family, p, c, kp, q, dq + ds, target, enabled_k)
             if out_voltage.size > 0:
                 out_voltage[k] = v_sim
             if voltage.size > 0 and voltage[k] == voltage[k]:
@@ -146,6 +153,10 @@ def _simulate(
                 model, family, p, pd, c, kp, inertia, gravity_torque, q, dq, e, state,
                 target, enabled_k, replay, control_k, dt,
             )
+        elif backlash:
+            q_next, dq_next, s, ds, tau_m, applied = step_backlash(
+                model, family, p, c, kp, inertia, gravity_torque, q, dq, s, ds, target,
+                enabled_k, replay, control_k, dt)
         else:
             q_next, dq_next, e, tau_m, applied = step_any(
                 model, family, p, c, kp, inertia, gravity_torque, q, dq, e,

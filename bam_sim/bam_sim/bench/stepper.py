@@ -48,6 +48,10 @@ reset when the model changes. Such a set must satisfy condition (14) and the
 coupling limit at this Δt and bench (:func:`bam_sim.models.elastoplastic.validity.check_step`),
 checked whenever the set or the bench changes.
 
+A set with the ``backlash`` group also keeps the motor's lead on the output and its
+rate (:func:`bam_sim.bench.backlash.step_backlash`): the load leaning on the gear at the
+start, and again whenever the width changes.
+
 A set through MuJoCo's DC-motor model (:func:`bam_sim.models.dcmotor.motor_model.uses_motor`)
 keeps its states the same way (:func:`bam_sim.bench.pendulum.step_motor`): kept
 when only values change, reset (slew at the goal, the winding at ambient) when
@@ -63,6 +67,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from bam_sim.bench.backlash import initial_lead, step_backlash
 from bam_sim.bench.geometry import Bench
 from bam_sim.bench.pendulum import step_any, step_motor
 from bam_sim.common.errors import BamError
@@ -183,6 +188,9 @@ class BenchStepper:
         # read-delay + 1 true states (filled with the initial one); oldest first.
         self._commands: deque[Command] = deque(maxlen=2)
         self._states: deque[tuple[float, float]] = deque([(self._q, self._dq)])
+        # The motor's lead on the output and its rate (backlash): the load on the gear.
+        self._lead = float(initial_lead(params.vector(), bench.gravity_torque, self._q))
+        self._lead_rate = 0.0
         self._install(params, bench)
         self._command = Command(self._q, True, 0.0)
         self.set_command(
@@ -210,6 +218,10 @@ class BenchStepper:
             step_motor(model, self._family, p, rows, self._consts, kp, inertia, gravity,
                        self._q, self._dq, self._e, self._motor_state.copy(), goal, enabled,
                        False, 0.0, self._dt)
+        elif p[P.BACKLASH] > 0.0:
+            step_backlash(model, self._family, p, self._consts, kp, inertia, gravity, self._q,
+                          self._dq, self._lead, self._lead_rate, goal, enabled, False, 0.0,
+                          self._dt)
         else:
             step_any(model, self._family, p, self._consts, kp, inertia, gravity, self._q,
                      self._dq, self._e, goal, enabled, False, 0.0, self._dt)
@@ -355,6 +367,10 @@ class BenchStepper:
         fresh = params.model != self._params.model or params.groups != self._params.groups
         if fresh:
             self._e = 0.0  # another model: the old deflection means nothing to it
+        if fresh or p[P.BACKLASH] != self._params.vector()[P.BACKLASH]:
+            # another gap: the load leans on the gear again
+            self._lead = float(initial_lead(p, bench.gravity_torque, self._q))
+            self._lead_rate = 0.0
         self._params = params
         self._bench = bench
         self._kernel = kernel  # one assignment, read once per tick
@@ -416,6 +432,11 @@ class BenchStepper:
             q_next, dq_next, e_next, tau_m, control, current = step_motor(
                 model, self._family, p, rows, self._consts, kp, inertia, gravity, q, dq,
                 self._e, self._motor_state, target, enabled, False, 0.0, self._dt)
+        elif p[P.BACKLASH] > 0.0:
+            e_next = self._e
+            q_next, dq_next, self._lead, self._lead_rate, tau_m, control = step_backlash(
+                model, self._family, p, self._consts, kp, inertia, gravity, q, dq, self._lead,
+                self._lead_rate, target, enabled, False, 0.0, self._dt)
         else:
             q_next, dq_next, e_next, tau_m, control = step_any(
                 model, self._family, p, self._consts, kp, inertia, gravity, q, dq, self._e,
@@ -426,7 +447,8 @@ class BenchStepper:
             mq += self._noise_std * self._next_normal()
         if self._quantization > 0.0:
             mq = round(mq / self._quantization) * self._quantization
-        volts = input_voltage(self._family, p, self._consts, kp, q, dq, target, enabled)
+        volts = input_voltage(self._family, p, self._consts, kp, q, dq + self._lead_rate,
+                              target, enabled)
         self._q, self._dq, self._e, self._k = q_next, dq_next, e_next, k + 1
         return Sample(k, k * self._dt, mq, mdq, given.goal, given.torque_enable, given.gain,
                       control, tau_m, current, temperature, volts)

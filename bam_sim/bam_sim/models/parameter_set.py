@@ -93,6 +93,7 @@ class ParameterSet:
         for name, value in actuator.fixed.items():
             clean.setdefault(name, value)
         clean.setdefault("q_offset", 0.0)
+        _check_backlash(clean, actuator, model, origin)
         return cls(actuator, model, clean, dict(provenance or {}))
 
     @classmethod
@@ -122,6 +123,23 @@ class ParameterSet:
         """A copy with some values changed (validated again)."""
         merged = {**self.values, **values}
         return ParameterSet.build(self.actuator, self.model, merged, self.provenance)
+
+
+def _check_backlash(values: dict[str, float], act: Actuator, mdl: FrictionModel,
+                    origin: str) -> None:
+    """The dead band runs on the servo laws with M1..M6 (bam_sim.bench.backlash), between
+    the motor's armature and the load."""
+    if not values.get("backlash.width", 0.0) > 0.0:
+        return
+    # numba's, so imported here: a driver that never builds such a set loads no numerics
+    from bam_sim.models.dcmotor.motor_model import uses_motor
+
+    if uses_motor(act.family, mdl.model_id, P.to_vector(values)) or mdl.elastoplastic:
+        raise BamError(f"group backlash{origin} runs with M1..M6 and the servo laws, not "
+                       f"with {mdl.name} or the DC-motor model's groups; drop one of them")
+    if not values.get("armature", 0.0) > 0.0:
+        raise BamError(f"group backlash{origin} needs an armature > 0 (the motor's side of "
+                       "the gap); give armature")
 
 
 def _not_allowed(name: str, act: Actuator, mdl: FrictionModel, allowed: set[str]) -> str:

@@ -53,7 +53,9 @@ named as in the authors' release; 0 in the vector of other servos means "absent"
 The ``supply`` group (``supply.resistance`` R_s, ``supply.min_voltage`` V_min) is the
 sag of a voltage-law servo's input under load (:mod:`bam_sim.models.servo.laws`); the
 ``latency`` group (``latency.command``, ``latency.reading``, s) the pure delays of the
-link to the servo (:mod:`bam_sim.bench.rollouts`).
+link to the servo (:mod:`bam_sim.bench.rollouts`); the ``backlash`` group
+(``backlash.width``, rad) the dead band between the motor and the output
+(:mod:`bam_sim.bench.backlash`).
 """
 
 from __future__ import annotations
@@ -124,6 +126,8 @@ PARAM_NAMES: tuple[str, ...] = (
     # Pure delays of the link to the servo (group latency, models/dcmotor/groups.py).
     "latency.command",
     "latency.reading",
+    # The dead band between the motor and the output (group backlash, bench/backlash.py).
+    "backlash.width",
 )
 N_PARAMS = len(PARAM_NAMES)
 # The dcmotor family names its motor as the document does (Table 7): resistance is R,
@@ -186,6 +190,7 @@ SUPPLY_R = INDEX["supply.resistance"]
 SUPPLY_VMIN = INDEX["supply.min_voltage"]
 LATENCY_COMMAND = INDEX["latency.command"]
 LATENCY_READING = INDEX["latency.reading"]
+BACKLASH = INDEX["backlash.width"]
 
 # Physically plausible values (unit, low, high; low excluded where the parameter
 # divides something): far wider than the identification bounds, which must lie
@@ -245,6 +250,7 @@ PLAUSIBLE: dict[str, tuple[str, float, float]] = {
     "supply.min_voltage": ("V", 0.0, 1.0e3),
     "latency.command": ("s", 0.0, 1.0),
     "latency.reading": ("s", 0.0, 1.0),
+    "backlash.width": ("rad", 0.0, 0.5),
 }
 # Parameters that must be strictly positive (they divide something).
 STRICTLY_POSITIVE = frozenset({"kt", "R", "dtheta_stribeck", "alpha", "contact_stiffness",

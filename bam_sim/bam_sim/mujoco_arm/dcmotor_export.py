@@ -305,6 +305,10 @@ def losses(params: ParameterSet, timestep: float | None = None) -> list[str]:
         out.append(f"supply.resistance = {_fmt(v['supply.resistance'])} Ω: the supply's sag "
                    "under load has no dcmotor counterpart; the export drives at the nominal "
                    "supply")
+    if v.get("backlash.width", 0.0) > 0.0:
+        out.append(f"backlash.width = {_fmt(v['backlash.width'])} rad: the dead band between "
+                   "the motor and the output has no dcmotor counterpart; the exported joint "
+                   "is rigid")
     out += _latency_losses(v, timestep)
     if v.get("max_velocity", 0.0) > 0.0:
         out.append(f"max_velocity = {_fmt(v['max_velocity'])} rad/s is the controller's slewmax, "

@@ -36,6 +36,17 @@ T·(K·T + 2B) < 4J, with J its mass-matrix diagonal at qpos0 (``dof_M0``,
 armature included) and, for ``ep_load``, the load bound of the stall torque
 alone (the external torques of an arm are not known in advance).
 
+A joint with the ``backlash`` group (a dead band of width b = 2h between its motor and
+its output, :mod:`bam_sim.bench.backlash` on the bench) is the MuJoCo joint while the
+teeth touch, as above; its motor's lead s = ±h is kept, and the gear's push on the load
+in the last step, F = τ_m + τ_f − J_m·q̈ (τ_f the friction row's force less the damping's),
+is checked: where it would pull, the teeth part. Apart, the MuJoCo joint is the load alone
+(armature, ctrl, friction and damping 0) and the kernel steps the motor itself, Algorithm 1
+with J_m and no load, semi-implicit Euler as MuJoCo; when the motor is h from the output
+again, a plastic impact gives the joint (J_m·v_m + J_l·q̇)/(J_m + J_l), J_l its inertia at
+qpos0 less the armature (exact for one joint, approximate elsewhere). A reset puts the load
+leaning on the gear as the forces at rest pull it (mid-gap, apart, without a load).
+
 Joints whose set runs through MuJoCo's DC-motor model (the ``dcmotor`` family,
 the ``lugre`` friction model or any group of :mod:`bam_sim.models.dcmotor.groups`)
 get their motor torque from :func:`bam_sim.models.dcmotor.motor_model.motor_torque`,
@@ -62,11 +73,12 @@ import numpy as np
 from bam_sim.common.errors import BamError, one_line
 from bam_sim.common.numbers import number
 from bam_sim.models import parameter_vector as P
-from bam_sim.models.bam.friction import friction_budget
+from bam_sim.models.bam.friction import applied_friction, friction_budget
 from bam_sim.models.dcmotor import model as D
 from bam_sim.models.dcmotor.motor_model import ON, init_state, motor_rows, motor_torque, uses_motor
 from bam_sim.models.elastoplastic.model import ep_step, friction_level
 from bam_sim.models.elastoplastic.validity import check_step
+from bam_sim.models.kernel_inlining import into_rollouts
 from bam_sim.models.model_registry import EP_FIRST, LUGRE_ID
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo import laws as servo
@@ -89,7 +101,11 @@ W_CONTROL, W_TAU_M, W_TAU_E, W_BUDGET = 7, 8, 9, 10
 W_DEFLECTION = 11  # e_k−1 of an elasto-plastic joint
 W_CURRENT = 12  # motor current (A) of a joint of the DC-motor model, last step
 W_TARGET = 13  # the servo firmware's target (servo.firmware_target; the goal but on an STS)
-N_WORK = 14
+# A joint with backlash (_update_backlash): the gear's state, the motor's lead on the
+# output in contact (±h), its position and speed apart, the load's inertia at qpos0.
+W_GAP, W_LEAD, W_MOTOR_POS, W_MOTOR_RATE, W_LOAD_INERTIA = 14, 15, 16, 17, 18
+N_WORK = 19
+CONTACT, APART, CLOSED = 0.0, 1.0, 2.0  # W_GAP: in contact, apart, contact just made
 
 
 @dataclass(frozen=True)
@@ -121,7 +137,8 @@ class ArmState(NamedTuple):
 
 @nb.njit(cache=True)
 def _update(ints, params, consts, work, rows, motor_state, qpos, qvel, qfrc_smooth,
-            qfrc_constraint, efc_type, efc_id, efc_force, ctrl, frictionloss, damping, dt):
+            qfrc_constraint, efc_type, efc_id, efc_force, ctrl, frictionloss, damping, armature,
+            dt):
     """Steps 1-3 of the module docstring for every servo joint (before mj_step)."""
     for i in range(ints.shape[0]):
         dof = ints[i, I_DADR]
@@ -138,6 +155,10 @@ def _update(ints, params, consts, work, rows, motor_state, qpos, qvel, qfrc_smoo
         model = ints[i, I_MODEL]
         target = servo.firmware_target(p, work[i, W_TARGET], work[i, W_GOAL], dt)
         work[i, W_TARGET] = target
+        if p[P.BACKLASH] > 0.0:  # M1..M6 on a servo law (ParameterSet refuses the rest)
+            _update_backlash(i, ints, p, consts[i], work, q, dq, own_friction, tau_e, target,
+                             ctrl, frictionloss, damping, armature, qvel, dt)
+            continue
         if ints[i, I_MOTOR] != 0:
             tau_m, lugre, control, current = motor_torque(
                 ints[i, I_FAMILY], p, consts[i], rows[i], motor_state[i], work[i, W_KP], q, dq,
@@ -156,19 +177,82 @@ def _update(ints, params, consts, work, rows, motor_state, qpos, qvel, qfrc_smoo
             _update_elastoplastic(i, model - EP_FIRST, p, work, tau_m, tau_e, dq, control,
                                   ctrl, ints[i, I_ACT], frictionloss, damping, dof, dt)
             continue
-        budget = friction_budget(model, p, tau_m, tau_e, dq)
-        viscous = p[P.KV]
-        ctrl[ints[i, I_ACT]] = tau_m * work[i, W_CTRL_SCALE]
-        # Rounding can make budget − K_v|q̇| a hair negative; MuJoCo wants ≥ 0.
-        frictionloss[dof] = max(budget - viscous * abs(dq), 0.0)
-        damping[dof] = viscous
-        work[i, W_PREV_TAU_M] = tau_m
-        work[i, W_PREV_KV] = viscous
-        work[i, W_PREV_DQ] = dq
-        work[i, W_CONTROL] = control
-        work[i, W_TAU_M] = tau_m
-        work[i, W_TAU_E] = tau_e
-        work[i, W_BUDGET] = budget
+        _update_budget(i, model, p, work, tau_m, tau_e, dq, control, ctrl, ints[i, I_ACT],
+                       frictionloss, damping, dof)
+
+
+@nb.njit(cache=True, inline=into_rollouts)
+def _update_budget(i, model, p, work, tau_m, tau_e, dq, control, ctrl, act, frictionloss,
+                   damping, dof):
+    """An M1..M6 joint: τ_m into ctrl, the budget into MuJoCo's friction row and damping."""
+    budget = friction_budget(model, p, tau_m, tau_e, dq)
+    viscous = p[P.KV]
+    # Rounding can make budget − K_v|q̇| a hair negative; MuJoCo wants ≥ 0.
+    _apply(i, work, ctrl, act, frictionloss, damping, dof, tau_m,
+           max(budget - viscous * abs(dq), 0.0), viscous, dq, control, tau_m, tau_e, budget)
+
+
+@nb.njit(cache=True, inline=into_rollouts)
+def _apply(i, work, ctrl, act, frictionloss, damping, dof, force, row, viscous, dq, control,
+           tau_m, tau_e, budget):
+    """What a joint hands MuJoCo for the next step (``force`` through its motor, ``row``
+    its friction row's bound, ``viscous`` its damping) and what it remembers of it: τ_e of
+    the next step leaves out what the joint applies itself."""
+    ctrl[act] = force * work[i, W_CTRL_SCALE]
+    frictionloss[dof] = row
+    damping[dof] = viscous
+    work[i, W_PREV_TAU_M] = force
+    work[i, W_PREV_KV] = viscous
+    work[i, W_PREV_DQ] = dq
+    work[i, W_CONTROL] = control
+    work[i, W_TAU_M] = tau_m
+    work[i, W_TAU_E] = tau_e
+    work[i, W_BUDGET] = budget
+
+
+@nb.njit(cache=True)
+def _update_backlash(i, ints, p, c, work, q, dq, own_friction, tau_e, target, ctrl,
+                     frictionloss, damping, armature, qvel, dt):
+    """A joint with a dead band between its motor and its output (module docstring)."""
+    dof, act = ints[i, I_DADR], ints[i, I_ACT]
+    h, motor_inertia = 0.5 * p[P.BACKLASH], p[P.ARMATURE]
+    gap = work[i, W_GAP]
+    if gap == APART and abs(work[i, W_MOTOR_POS] - q) >= h:
+        # the gap closed in the last step: a plastic impact, the momentum shared
+        load = work[i, W_LOAD_INERTIA]
+        dq = (motor_inertia * work[i, W_MOTOR_RATE] + load * dq) / (motor_inertia + load)
+        qvel[dof] = dq
+        work[i, W_LEAD] = h if work[i, W_MOTOR_POS] > q else -h
+        gap = CLOSED
+    elif gap == CONTACT:
+        # the gear's push on the load in the last step: τ_m + τ_f − J_m·q̈
+        push = (work[i, W_PREV_TAU_M] + own_friction - work[i, W_PREV_KV] * dq
+                - motor_inertia * (dq - work[i, W_PREV_DQ]) / dt)
+        if work[i, W_LEAD] * push < 0.0:  # it would pull: the teeth part
+            gap = APART
+            work[i, W_MOTOR_POS] = q + work[i, W_LEAD]
+            work[i, W_MOTOR_RATE] = dq
+    enabled = work[i, W_ENABLE] != 0.0
+    family = ints[i, I_FAMILY]
+    control = servo.control_law(family, p, c, work[i, W_KP], q, dq, target) if enabled else 0.0
+    speed = work[i, W_MOTOR_RATE] if gap == APART else dq  # the motor's (its back-EMF)
+    tau_m = servo.torque_from_control(family, p, c, control, speed, enabled)
+    if gap != APART:
+        armature[dof] = motor_inertia
+        _update_budget(i, ints[i, I_MODEL], p, work, tau_m, tau_e, dq, control, ctrl, act,
+                       frictionloss, damping, dof)
+        work[i, W_GAP] = CONTACT
+        return
+    # apart: the motor (Algorithm 1 with J_m, no load) in the kernel, the load in MuJoCo
+    budget = friction_budget(ints[i, I_MODEL], p, tau_m, 0.0, speed)
+    tau_f = applied_friction(-(motor_inertia / dt * speed + tau_m), budget)
+    speed += dt * (tau_m + tau_f) / motor_inertia
+    work[i, W_MOTOR_RATE] = speed
+    work[i, W_MOTOR_POS] += dt * speed  # semi-implicit Euler, as MuJoCo steps the load
+    armature[dof] = 0.0
+    work[i, W_GAP] = APART
+    _apply(i, work, ctrl, act, frictionloss, damping, dof, 0.0, 0.0, 0.0, dq, control, tau_m,
+           tau_e, budget)
 
 
 @nb.njit(cache=True)
@@ -176,18 +260,9 @@ def _update_elastoplastic(i, form, p, work, tau_m, tau_e, dq, control, ctrl, act
                           frictionloss, damping, dof, dt):
     """An ep_* joint: f of Algorithm 1 applied with τ_m through the motor, no friction row."""
     f, e = ep_step(form, p, dt, dq, work[i, W_DEFLECTION], tau_m, tau_e)
-    ctrl[act] = (tau_m - f) * work[i, W_CTRL_SCALE]
-    frictionloss[dof] = 0.0
-    damping[dof] = 0.0
-    # τ_e of the next step leaves out what this joint applies itself: τ_m − f.
-    work[i, W_PREV_TAU_M] = tau_m - f
-    work[i, W_PREV_KV] = 0.0
-    work[i, W_PREV_DQ] = dq
     work[i, W_DEFLECTION] = e
-    work[i, W_CONTROL] = control
-    work[i, W_TAU_M] = tau_m
-    work[i, W_TAU_E] = tau_e
-    work[i, W_BUDGET] = friction_level(form, p, tau_m, tau_e, dq)
+    _apply(i, work, ctrl, act, frictionloss, damping, dof, tau_m - f, 0.0, 0.0, dq, control,
+           tau_m, tau_e, friction_level(form, p, tau_m, tau_e, dq))
 
 
 @nb.njit(cache=True)
@@ -195,17 +270,9 @@ def _update_lugre(i, p, work, tau_m, lugre, tau_e, dq, control, ctrl, act, frict
                   damping, dof):
     """A LuGre joint: the dcmotor's force (motor and LuGre (9b)) through the motor, σ2 as
     the joint's damping (MuJoCo's implicit damping, as its dcmotor ``damping``)."""
-    force = tau_m + lugre
-    ctrl[act] = force * work[i, W_CTRL_SCALE]
-    frictionloss[dof] = 0.0
-    damping[dof] = p[P.LG_S2]
-    work[i, W_PREV_TAU_M] = force
-    work[i, W_PREV_KV] = p[P.LG_S2]
-    work[i, W_PREV_DQ] = dq
-    work[i, W_CONTROL] = control
-    work[i, W_TAU_M] = tau_m
-    work[i, W_TAU_E] = tau_e
-    work[i, W_BUDGET] = abs(lugre) + p[P.LG_S2] * abs(dq)
+    sigma2 = p[P.LG_S2]
+    _apply(i, work, ctrl, act, frictionloss, damping, dof, tau_m + lugre, 0.0, sigma2, dq,
+           control, tau_m, tau_e, abs(lugre) + sigma2 * abs(dq))
 
 
 @nb.njit(cache=True)
@@ -223,7 +290,7 @@ def _half_step(ints, work, qpos, qvel, dt):
 
 @nb.njit(cache=True, nogil=True)
 def _steps(n, half_step, access, model, data, ints, params, consts, work, rows, motor_state,
-           qpos, qvel, qfrc_smooth, qfrc_constraint, ctrl, frictionloss, damping, dt):
+           qpos, qvel, qfrc_smooth, qfrc_constraint, ctrl, frictionloss, damping, armature, dt):
     """``n`` steps of :meth:`ServoArm.step` in one call: MuJoCo stepped from the kernel
     (:mod:`bam_sim.mujoco_arm.native_step`), the GIL released."""
     # Views without reference counting in the loop (native_step.unowned).
@@ -232,10 +299,12 @@ def _steps(n, half_step, access, model, data, ints, params, consts, work, rows, 
     qpos, qvel = unowned(qpos), unowned(qvel)
     qfrc_smooth, qfrc_constraint = unowned(qfrc_smooth), unowned(qfrc_constraint)
     ctrl, frictionloss, damping = unowned(ctrl), unowned(frictionloss), unowned(damping)
+    armature = unowned(armature)
     for _ in range(n):
         efc_type, efc_id, efc_force = constraint_rows(access, data)
         _update(ints, params, consts, work, rows, motor_state, qpos, qvel, qfrc_smooth,
-                qfrc_constraint, efc_type, efc_id, efc_force, ctrl, frictionloss, damping, dt)
+                qfrc_constraint, efc_type, efc_id, efc_force, ctrl, frictionloss, damping,
+                armature, dt)
         mj_step(access, model, data)
         if half_step:
             _half_step(ints, work, qpos, qvel, dt)
@@ -244,7 +313,7 @@ def _steps(n, half_step, access, model, data, ints, params, consts, work, rows, 
 @nb.njit(cache=True, nogil=True)
 def _follow(goals, enables, counts, out, half_step, access, model, data, ints, params, consts,
             work, rows, motor_state, qpos, qvel, qfrc_smooth, qfrc_constraint, ctrl,
-            frictionloss, damping, dt):
+            frictionloss, damping, armature, dt):
     """:meth:`ServoArm.follow` in one call: goal k held for counts[k] steps, the servo
     joints' positions into out[k + 1]."""
     n = ints.shape[0]
@@ -256,7 +325,7 @@ def _follow(goals, enables, counts, out, half_step, access, model, data, ints, p
             work[i, W_ENABLE] = 1.0 if enables[k, i] else 0.0
         _steps(counts[k], half_step, access, model, data, ints, params, consts, work, rows,
                motor_state, qpos, qvel, qfrc_smooth, qfrc_constraint, ctrl, frictionloss,
-               damping, dt)
+               damping, armature, dt)
         for i in range(n):
             out[k + 1, i] = qpos[ints[i, I_QADR]]
 
@@ -395,6 +464,7 @@ class ServoArm:
         # from it at qpos0, among them dof_invweight0, which scales the friction
         # constraint's regularisation (hence the creep at rest, see the docstring).
         mujoco.mj_setConst(model, self.data)
+        self._load_inertia()
         for spec in joints:
             self._check_elastoplastic(spec)
         # Table I's second gain of each actuator, then the given ones (a map may
@@ -406,7 +476,7 @@ class ServoArm:
         # Views of MjData/MjModel arrays: fixed buffers, fetched once.
         d, m = self.data, self.model
         self._views = (d.qpos, d.qvel, d.qfrc_smooth, d.qfrc_constraint)
-        self._outputs = (d.ctrl, m.dof_frictionloss, m.dof_damping)
+        self._outputs = (d.ctrl, m.dof_frictionloss, m.dof_damping, m.dof_armature)
         # MuJoCo stepped from the kernel, else from Python (the positions are the same).
         self._native = native_step()
         self.reset()
@@ -483,6 +553,13 @@ class ServoArm:
                                            vectors[i], self._consts[i])
             m.dof_armature[self._ints[i, I_DADR]] = vectors[i, P.ARMATURE]
         mujoco.mj_setConst(m, self.data)
+        self._load_inertia()
+
+    def _load_inertia(self) -> None:
+        """J_l of each joint, its inertia at qpos0 less its motor's: a backlash joint's
+        share of momentum in an impact (exact for one joint, approximate in another pose)."""
+        dof = self._ints[:, I_DADR]
+        self._work[:, W_LOAD_INERTIA] = self.model.dof_M0[dof] - self._params[:, P.ARMATURE]
 
     def _check_elastoplastic(self, spec: ArmJoint) -> None:
         """Condition (14) and the coupling limit of an ep_* joint at this timestep."""
@@ -540,18 +617,18 @@ class ServoArm:
         m, d = self.model, self.data
         ints, params, consts, work = self._ints, self._params, self._consts, self._work
         qpos, qvel, smooth, constraint = self._views
-        ctrl, frictionloss, damping = self._outputs
+        ctrl, frictionloss, damping, armature = self._outputs
         dt = m.opt.timestep
         rows, motor_state = self._rows, self._motor_state
         if self._native is not None:
             _steps(n, self._half_step, self._native, m._address, d._address, ints, params,
                    consts, work, rows, motor_state, qpos, qvel, smooth, constraint, ctrl,
-                   frictionloss, damping, dt)
+                   frictionloss, damping, armature, dt)
             return
         for _ in range(n):  # where the native step is not available (another MuJoCo)
             _update(ints, params, consts, work, rows, motor_state, qpos, qvel, smooth,
                     constraint, d.efc_type, d.efc_id, d.efc_force, ctrl, frictionloss, damping,
-                    dt)
+                    armature, dt)
             mujoco.mj_step(m, d)
             if self._half_step:
                 _half_step(ints, work, qpos, qvel, dt)
@@ -657,4 +734,11 @@ class ServoArm:
         self._work[:, W_CURRENT] = 0.0
         for i in range(n):  # the motor's states: slew at the goal, temperature at ambient
             init_state(self._rows[i, ON], self._motor_state[i], float(q[i]), math.nan)
+        m.dof_armature[dadr] = self._params[:, P.ARMATURE]
         mujoco.mj_forward(m, d)
+        # backlash: the load leaning on the gear as the forces at rest pull it
+        lean = np.sign(d.qfrc_smooth[dadr] + d.qfrc_constraint[dadr])
+        self._work[:, W_LEAD] = -0.5 * self._params[:, P.BACKLASH] * lean
+        self._work[:, W_GAP] = np.where(lean == 0.0, APART, CLOSED)  # no load: mid-gap
+        self._work[:, W_MOTOR_POS] = q
+        self._work[:, W_MOTOR_RATE] = dq

@@ -22,6 +22,7 @@ hbridge        pwm_period (the voltage family only)        T_pwm           (13),
 supply         resistance, min_voltage (voltage family)    R_s, V_min      servo.py
 latency        command, reading                            L_c, L_r        rollouts.py
 gain           error_gain_ratio (the voltage family)       r               laws.py
+backlash       width                                       b               backlash.py
 =============  ==========================================  ==============  =========
 
 ``supply``, ``latency`` and ``gain`` are not MuJoCo's: the servo's input sagging under
@@ -30,7 +31,10 @@ the current it draws through the supply's series resistance
 between a state and its reading (:mod:`bam_sim.bench.rollouts`), and a scale r on the
 firmware's P gain, for a servo whose gain unit is not known (the voltage law's factor on
 its duty gain, which the Feetech STS law identifies anyway: for those servos it is a
-motor parameter, not a group).
+motor parameter, not a group). ``backlash`` is not MuJoCo's either: the dead band of the
+gear train between the motor (its armature J_m) and the output the encoder reads
+(:mod:`bam_sim.bench.backlash`), with M1..M6 and the servo laws (not through the
+DC-motor model, not with the elasto-plastic or LuGre friction).
 
 As MuJoCo: ``inductance.L`` wins over ``timeconst`` (t_e = L/R); ``saturation.torque``
 wins over ``current`` (τ_max = K i_max); the thermal state exists when R_T > 0.
@@ -142,6 +146,10 @@ GROUPS: dict[str, Group] = {
         Group("gain", "a scale r on the firmware's P gain (an unknown gain unit)", (
             _spec("error_gain_ratio", "r", "", 0.1, 10.0, 1.0),
         ), ("error_gain_ratio",), VOLTAGE),
+        # Up to ~3°: the STS3215's is about 1° (TheRobotStudio/SO-ARM100#134).
+        Group("backlash", "dead band between the motor and the output (the gear train's)", (
+            _spec("backlash.width", "b", "rad", 0.0, 0.05, 0.0),
+        ), ("backlash.width",)),
     )
 }
 GROUP_OF: dict[str, str] = {name: g.name for g in GROUPS.values() for name in g.names}

@@ -80,8 +80,9 @@ _LAW_KEYS = ("error_gain", "max_pwm", "max_current", "vin")
 NOT_APPLIED = "not_applied"
 _NOT_VALUES = ("actuator", "model", "kp", COMMAND_DELAY, NOT_APPLIED) + _LAW_KEYS
 # The optional groups a file carries: the latency's command delay as BAM's command_delay,
-# the supply under our names (for our importer; no reader applies it).
-_GROUPS_CARRIED = ("latency", "supply")
+# the supply and the backlash under our names (for our importer; no reader applies them).
+_GROUPS_CARRIED = ("latency", "supply", "backlash")
+_OUR_NAMES = ("supply.", "backlash.")
 # Who a file is written for: BAM (every model) or Isaac Lab's BamMotorParams.
 BAM, ISAACLAB = "bam", "isaaclab"
 TARGETS = (BAM, ISAACLAB)
@@ -111,16 +112,19 @@ class Reader:
     fix: str  # what to do when it has not the file's model or actuator
 
 
-_SAG = {"supply.resistance": (0.0, "the supply's sag is an option of the reader's actuator "
-                                   "config: export --randomization writes its range"),
-        "supply.min_voltage": (0.0, "the sag's floor is vin_min of the reader's actuator "
-                                    "config (export --randomization)")}
+_OUR_GROUPS = {
+    "supply.resistance": (0.0, "the supply's sag is an option of the reader's actuator "
+                               "config: export --randomization writes its range"),
+    "supply.min_voltage": (0.0, "the sag's floor is vin_min of the reader's actuator config "
+                                "(export --randomization)"),
+    "backlash.width": (0.0, "its joint has no dead band between the motor and the output: "
+                            "bam_sim's bench and arm simulate it")}
 _BAM_CODE = {"kp": (ALWAYS, "give the gain to the actuator config (BamActuatorCfg)"),
              "vin": (IN_CODE, "give the supply to the actuator config"),
              **{key: (IN_CODE, "BAM keeps the firmware's constants in code: the file is "
                                "Isaac Lab's (--for isaaclab), export --for bam for BAM")
                 for key in ("error_gain", "max_pwm", "max_current")},
-             **_SAG}
+             **_OUR_GROUPS}
 # The readers of the consumers table (DESIGN.md), as read at the commits named in the
 # module docstring; BAM 1.0.2 as benchmarks/bam_json_export.py runs it.
 READERS = (
@@ -139,7 +143,7 @@ READERS = (
                                   "error_gain"),
         "max_velocity": (math.inf, "its law has no firmware target slew: use BAM's mjlab "
                                    "actuator or dcmotor-mjcf"),
-        **_SAG},
+        **_OUR_GROUPS},
            ISAACLAB_MODELS, None, _LAW_KEYS + ("kp",),
            "export --for isaaclab, or as dcmotor-mjcf"),
 )
@@ -308,7 +312,7 @@ def parameters_to_json(params: ParameterSet, kp: float | None = None,
     names += [n for n in required_names(act, mdl) if n not in names]
     doc: dict[str, object] = {n: float(params.values[n]) for n in names}
     doc[COMMAND_DELAY] = float(params.values.get(_DELAY, 0.0))
-    doc |= {n: float(v) for n, v in params.values.items() if n.startswith("supply.")}
+    doc |= {n: float(v) for n, v in params.values.items() if n.startswith(_OUR_NAMES)}
     doc |= law_constants(act)
     if target == ISAACLAB:
         _fold_gain_ratio(doc)
