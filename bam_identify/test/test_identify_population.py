@@ -128,3 +128,32 @@ def test_export_randomizes_over_the_units_spread(population, tmp_path, capsys):
     spread = load(out).provenance["population"]["spread"]["friction_base"]
     ranges = yaml.safe_load(text)["ranges"]["friction_scale"]
     assert ranges == pytest.approx([np.exp(-2 * spread), np.exp(2 * spread)])
+
+
+def test_a_units_backlash_deviates_by_an_amount_within_its_bounds():
+    """The backlash width is 0 on a tight unit: it deviates from the type's by an amount
+    (clipped to its bounds), where k_t deviates by a factor; the candidates' vectors hold
+    what each unit's set holds, and centring moves the type by the units' mean amount."""
+    from bam_identify.fitting.population import PopulationSpace
+    from bam_identify.fitting.space import SearchSpace
+
+    space = SearchSpace.from_names("mx64", "m1", groups=("backlash",))
+    low, high = space.bounds["backlash.width"]
+    units = PopulationSpace.build(space, ("a", "b"), ("kt", "backlash.width"))
+    assert units.bounds["a/backlash.width"] == pytest.approx((-0.7 * (high - low),
+                                                               0.7 * (high - low)))
+    assert units.bounds["a/kt"] == (-0.7, 0.7)
+    values = {**{n: 0.5 * sum(space.bounds[n]) for n in space.names}, "backlash.width": 0.01,
+              "a/kt": 0.1, "a/backlash.width": 0.005, "b/kt": 0.0, "b/backlash.width": -0.02}
+    a, b = units.unit_values(values, "a"), units.unit_values(values, "b")
+    assert a["backlash.width"] == pytest.approx(0.015) and b["backlash.width"] == low
+    assert a["kt"] == pytest.approx(values["kt"] * math.exp(0.1))
+    rows = units.population(np.array([[values[n] for n in units.names]]))[0]
+    for k, own in enumerate((a, b), start=1):
+        np.testing.assert_allclose(rows[k], space.population(
+            np.array([[own[n] for n in space.names]]))[0])
+    centred = units.centred({**values, "b/backlash.width": -0.005})
+    assert centred["backlash.width"] == pytest.approx(0.01)  # the mean amount is 0
+    centred = units.centred({**values, "b/backlash.width": 0.001})
+    assert centred["backlash.width"] == pytest.approx(0.013)
+    assert centred["a/backlash.width"] == pytest.approx(0.002)

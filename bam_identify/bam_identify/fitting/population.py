@@ -23,6 +23,11 @@ follow its noise, and a shared set would miss its deviation. ``--trials`` is the
 the type's values: each round searches ``trials`` × (all its values / the type's), as the
 search has the units' deviations too.
 
+A dead band is 0 on a tight unit and a degree on a worn one: the backlash width (the
+``backlash`` group, a unit parameter by default when it is searched) moves by an amount,
+θ_u = clip(θ + δ, bounds), and its σ is in radians; the first round's σ is
+``--unit-spread`` times its bounds' span.
+
 A unit is the folder its recordings are in (legacy logs) or the folder of its bags: give
 each unit's recordings a folder of their own, named after the unit.
 """
@@ -42,8 +47,10 @@ from bam_sim.bench.bench_log import BenchLog
 from bam_sim.common.cancellation import Cancellation
 from bam_sim.common.errors import BamError
 from bam_sim.models import parameter_vector as P
+from bam_sim.models.dcmotor.groups import GROUP_OF, GROUPS
 
 WINDOW = 0.1  # s: one independent position error per window (module docstring)
+ADDITIVE = frozenset({"backlash.width"})  # deviations by an amount (module docstring)
 MIN_SPREAD = 0.01  # the smallest σ the second round uses (1 %)
 DEVIATION = 0.7  # |δ| bound: a unit within a factor of 2 of its type
 DEFAULT_SPREAD = 0.2
@@ -71,7 +78,7 @@ def unit_parameters(space: SearchSpace, asked: tuple[str, ...]) -> tuple[str, ..
                            f"{', '.join(space.names)}")
         return tuple(asked)
     default = ("kt", "motorconst", "friction_base", "friction_stribeck", "friction_viscous",
-               "lugre.coulomb", "lugre.static", "lugre.viscous")
+               "lugre.coulomb", "lugre.static", "lugre.viscous", "backlash.width")
     return tuple(p for p in default if p in space.bounds)
 
 
@@ -88,8 +95,17 @@ class PopulationSpace(UnitBox):
     def build(cls, space: SearchSpace, units: tuple[str, ...],
               shared: tuple[str, ...]) -> PopulationSpace:
         bounds = dict(space.bounds)
-        bounds.update({f"{u}/{p}": (-DEVIATION, DEVIATION) for u in units for p in shared})
+        bounds.update({f"{u}/{p}": (-DEVIATION * unit_scale(space, p),
+                                    DEVIATION * unit_scale(space, p))
+                       for u in units for p in shared})
         return cls(space, units, shared, bounds)
+
+    def applied(self, p: str, value: float, delta: float) -> float:
+        """A unit's value of p: the type's ``value`` moved by its deviation ``delta``."""
+        if p in ADDITIVE:
+            low, high = parameter_span(self.space, p)
+            return min(max(value + delta, low), high)
+        return value * math.exp(delta)
 
     @property
     def model(self):
@@ -105,8 +121,9 @@ class PopulationSpace(UnitBox):
             keys = [f"{u}/{p}" for u in self.units]
             mean = float(np.mean([values[k] for k in keys]))
             low, high = self.space.bounds[p]
-            moved = values[p] * math.exp(mean)
-            if low <= moved <= high and all(abs(values[k] - mean) <= DEVIATION for k in keys):
+            moved = values[p] + mean if p in ADDITIVE else values[p] * math.exp(mean)
+            reach = DEVIATION * unit_scale(self.space, p)
+            if low <= moved <= high and all(abs(values[k] - mean) <= reach for k in keys):
                 out[p] = moved
                 out.update({k: values[k] - mean for k in keys})
         return out
@@ -121,7 +138,7 @@ class PopulationSpace(UnitBox):
         """The free values of ``unit``'s set: the type's, its deviations applied."""
         own = self.type_values(values)
         for p in self.shared:
-            own[p] *= math.exp(values[f"{unit}/{p}"])
+            own[p] = self.applied(p, own[p], values[f"{unit}/{p}"])
         return own
 
     def population(self, x: np.ndarray) -> np.ndarray:
@@ -130,10 +147,30 @@ class PopulationSpace(UnitBox):
         n = len(self.space.bounds)
         base = self.space.population(x[:, :n])
         out = np.repeat(base[:, None, :], 1 + len(self.units), axis=1)
-        index = [P.INDEX[p] for p in self.shared]
         deltas = x[:, n:].reshape(x.shape[0], len(self.units), len(self.shared))
-        out[:, 1:, index] *= np.exp(deltas)
+        for k, p in enumerate(self.shared):
+            i = P.INDEX[p]
+            if p in ADDITIVE:
+                low, high = parameter_span(self.space, p)
+                out[:, 1:, i] = np.clip(out[:, 1:, i] + deltas[:, :, k], low, high)
+            else:
+                out[:, 1:, i] *= np.exp(deltas[:, :, k])
         return out
+
+
+def unit_scale(space: SearchSpace, p: str) -> float:
+    """What a deviation of 1 is for p: a factor e (log scale), or its bounds' span."""
+    if p not in ADDITIVE:
+        return 1.0
+    low, high = parameter_span(space, p)
+    return high - low
+
+
+def parameter_span(space: SearchSpace, p: str) -> tuple[float, float]:
+    """p's identification bounds: the space's, else its group's (a type's set held)."""
+    if p in space.bounds:
+        return space.bounds[p]
+    return GROUPS[GROUP_OF[p]].bounds(space.actuator.scales)[p]
 
 
 class PopulationObjective:
@@ -148,6 +185,7 @@ class PopulationObjective:
                                  for u in space.units])
         self.sigma = np.array([spread[p] for p in space.shared])
         self.index = [P.INDEX[p] for p in space.shared]
+        self.additive = np.array([p in ADDITIVE for p in space.shared])
         self.evaluations = 0
 
     def score(self, population: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -159,8 +197,10 @@ class PopulationObjective:
             data += self.samples[k] * np.log(np.maximum(mae, 1e-300))
             violation = np.maximum(violation, bad)
         base = population[:, :1, self.index]
+        own = population[:, 1:, self.index]
         with np.errstate(divide="ignore", invalid="ignore"):  # a type value of 0: no δ
-            deltas = np.where(base > 0.0, np.log(population[:, 1:, self.index] / base), 0.0)
+            deltas = np.where(self.additive, own - base,
+                              np.where(base > 0.0, np.log(own / base), 0.0))
         prior = 0.5 * np.sum((deltas / self.sigma) ** 2, axis=(1, 2))
         self.evaluations += len(population)
         return data + prior, violation
@@ -194,7 +234,7 @@ def fit_population(space: SearchSpace, logs: list[BenchLog], shared: tuple[str, 
         raise BamError(f"--units needs the recordings of two units at least, in a folder "
                        f"each; these logs are all in {next(iter(units))!r}")
     pop_space = PopulationSpace.build(space, tuple(units), shared)
-    sigma = {p: spread for p in shared}
+    sigma = {p: spread * unit_scale(space, p) for p in shared}
     start = None if settings.start is None else {
         **settings.start, **{f"{u}/{p}": 0.0 for u in units for p in shared}}
     rounds = []
@@ -210,8 +250,8 @@ def fit_population(space: SearchSpace, logs: list[BenchLog], shared: tuple[str, 
         values = pop_space.centred(result.values)
         rounds.append(replace(result, values=values))
         deviations = np.array([[values[f"{u}/{p}"] for p in shared] for u in units])
-        sigma = {p: max(float(np.sqrt(np.mean(deviations[:, i] ** 2))), MIN_SPREAD)
-                 for i, p in enumerate(shared)}
+        sigma = {p: max(float(np.sqrt(np.mean(deviations[:, i] ** 2))),
+                        MIN_SPREAD * unit_scale(space, p)) for i, p in enumerate(shared)}
         start = values
         if result.interrupted:
             break
@@ -271,9 +311,9 @@ def spread_intervals(fitted: PopulationFit, train_mae: float, units: int) -> dic
     """The population's ranges in the layout of a fit's sensitivity intervals, so that
     ``export --randomization`` draws the units' spread: each unit parameter's type value
     times exp(±2σ), and the friction scale from the widest friction spread."""
-    values = fitted.type_values
-    intervals = {p: {"value": values[p], "lower": values[p] * math.exp(-SPAN * s),
-                     "upper": values[p] * math.exp(SPAN * s), "lower_clamped": False,
+    values, space = fitted.type_values, fitted.space
+    intervals = {p: {"value": values[p], "lower": space.applied(p, values[p], -SPAN * s),
+                     "upper": space.applied(p, values[p], SPAN * s), "lower_clamped": False,
                      "upper_clamped": False} for p, s in fitted.spread.items()}
     friction = max((s for p, s in fitted.spread.items() if p in FRICTION), default=0.0)
     return {"percent": 0.0, "base_mae": train_mae, "threshold_mae": train_mae,
@@ -319,10 +359,17 @@ def unit_check(params, logs: list[BenchLog], trials: int = 800, seed: int = 0,
 def check_lines(check: dict) -> list[str]:
     """What ``eval`` prints of :func:`unit_check`."""
     far = sorted(check["z"].items(), key=lambda kv: -abs(kv[1]))
-    zs = ", ".join(f"{p} {math.expm1(check['deviation'][p]):+.1%} ({z:+.1f}σ)" for p, z in far)
+    zs = ", ".join(f"{p} {_shown(p, check['deviation'][p])} ({z:+.1f}σ)" for p, z in far)
     verdict = ("inside the population" if check["inside"] else
                f"outside the population ({far[0][0]} at {far[0][1]:+.1f}σ): refit this unit")
     gain = 1.0 - check["mae_refit"] / check["mae_type_set"]
     return [f"  this unit is {verdict}; its deviations: {zs}",
             f"  a refit of its deviations: MAE {check['mae_type_set']:.3e} -> "
             f"{check['mae_refit']:.3e} rad ({gain:.0%} lower)"]
+
+
+def _shown(p: str, delta: float) -> str:
+    """A deviation as a user reads it: a percentage, or an amount in the parameter's unit."""
+    if p in ADDITIVE:
+        return f"{delta:+.3g} {P.PLAUSIBLE[p][0]}"
+    return f"{math.expm1(delta):+.1%}"
