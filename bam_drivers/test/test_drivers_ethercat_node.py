@@ -112,6 +112,7 @@ def test_state_in_si_units_matches_the_emulator(rigs):
     assert (info.actuator, info.source, info.control_unit) == \
         ("erob80_100", BenchInfo.SOURCE_HARDWARE, ActuatorState.CONTROL_UNIT_AMPERE)
     assert (info.damping, info.supply_voltage, info.mass, info.length) == (2.0, 48.0, 3.1, 0.5)
+    assert info.unit == "erob serial 1000"  # the emulated drive's identity 0x1018:4
 
 
 def test_cst_current_law_holds_the_goal_and_torque_goes_off_at_shutdown(rigs):

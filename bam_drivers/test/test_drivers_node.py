@@ -98,6 +98,7 @@ def test_state_in_si_units_matches_the_emulator(rigs, protocol):
     assert (info.joint_name, info.mass, info.length, info.control_unit) == \
         ("pendulum", 1.0, 0.15, "V")
     assert math.isnan(info.damping)
+    assert info.unit == "dynamixel id 1"  # the recording names its unit (no serial on a bus)
 
 
 @pytest.mark.parametrize("protocol", [1, 2])

@@ -28,7 +28,7 @@ from bam_identify.data.bag_writer import (
     write_bag,
     write_messages,
 )
-from bam_identify.data.typestore import TRIAL, typestore
+from bam_identify.data.typestore import BENCH_INFO, TRIAL, typestore
 from bam_sim.bench.geometry import Bench
 from bam_sim.models.servo.actuators import get_actuator
 
@@ -68,7 +68,7 @@ def test_round_trip_keeps_every_series_and_the_bench(tmp_path, sessions, storage
                                           "bench_run#10:raise_lower"]
     assert mx_b.meta == {"trajectory": "steps", "trial_id": 2, "repetition": 0, "gain": 16.0,
                          "source": str(bag), "actuator": "mx64", "bench_source": "sim",
-                         "start_time": mx_b.meta["start_time"]}
+                         "unit": "", "start_time": mx_b.meta["start_time"]}
     assert (erob.meta["actuator"], erob.meta["repetition"], erob.meta["bench_source"]) == \
         ("erob80_100", 2, "hardware")
     assert erob.meta["start_time"] > mx_b.meta["start_time"] > mx_a.meta["start_time"]
@@ -279,3 +279,36 @@ def test_the_bus_input_voltage_is_read_back(tmp_path):
     logs = read_bag(write_bag(tmp_path / "volts", [replace(session, trials=trials)]))
     np.testing.assert_allclose(logs[0].input_voltage, volts, rtol=0, atol=1e-12)
     assert logs[1].input_voltage is None  # NaN readings: not measured
+
+
+def _before_unit(session_messages):
+    """The messages as recorded before BenchInfo had a unit: that revision's type store
+    (BenchInfo.msg without its last field) and the bench infos of that type."""
+    text = (SOURCE_MSG / "BenchInfo.msg").read_text().split("\nstring unit", 1)[0] + "\n"
+    store = get_typestore(Stores.ROS2_JAZZY)
+    store.register({**get_types_from_msg(text, BENCH_INFO),
+                    **{k: v for k, v in typestore().fielddefs.items()
+                       if k.startswith("bam_msgs/") and k != BENCH_INFO}})
+    old = store.types[BENCH_INFO]
+    messages = []
+    for topic, stamp, msg in session_messages:
+        if topic == TOPIC_BENCH_INFO:
+            msg = old(**{name: getattr(msg, name) for name in old.__dataclass_fields__})
+        messages.append((topic, stamp, msg))
+    return store, messages
+
+
+def test_a_bag_names_the_unit_that_recorded_it(tmp_path):
+    session = replace(mx64_session(), unit="dynamixel id 3")
+    logs = read_bag(write_bag(tmp_path / "unit", [session]))
+    assert {log.meta["unit"] for log in logs} == {"dynamixel id 3"}
+
+
+@pytest.mark.parametrize("definitions", [True, False])
+def test_a_bag_recorded_before_the_unit_field_is_read_without_one(tmp_path, definitions):
+    """Its stored definition decodes it; without definitions, the type as it was then."""
+    store, messages = _before_unit(bench_messages([mx64_session()]))
+    logs = read_bag(write_with(tmp_path / "old", store, messages, definitions=definitions))
+    assert [log.meta["unit"] for log in logs] == ["", ""]
+    np.testing.assert_allclose(logs[1].position, mx64_session().trials[1].log.position,
+                               atol=1e-12)

@@ -157,3 +157,26 @@ def test_a_units_backlash_deviates_by_an_amount_within_its_bounds():
     centred = units.centred({**values, "b/backlash.width": 0.001})
     assert centred["backlash.width"] == pytest.approx(0.013)
     assert centred["a/backlash.width"] == pytest.approx(0.002)
+
+
+def test_bags_in_one_folder_are_the_units_they_name(tmp_path):
+    """A bag names its unit (BenchInfo.unit, written by the drivers): the bags of two units
+    in one folder are two units; a log that names none is its folder's."""
+    from dataclasses import replace
+
+    from identify_cases import mx64_session
+
+    from bam_identify.data.bag_reader import read_bag
+    from bam_identify.data.bag_writer import write_bag
+    from bam_identify.fitting.population import group_by_unit
+
+    logs = []
+    for unit in ("dynamixel id 1", "dynamixel id 2"):
+        bag = write_bag(tmp_path / "bags" / unit.replace(" ", "_"),
+                        [replace(mx64_session(), unit=unit)])
+        logs += read_bag(bag)
+    legacy = replace(paper_like_set(TRUTH, 1, duration=1.0, seed=1)[0],
+                     meta={"source": str(tmp_path / "u9" / "0.json")})
+    units = group_by_unit([*logs, legacy])
+    assert {u: len(v) for u, v in units.items()} == {"dynamixel id 1": 2, "dynamixel id 2": 2,
+                                                     "u9": 1}

@@ -169,7 +169,7 @@ class ErobDrive:
         od.add_var(0x1008, "device name", DataType.VISIBLE_STRING, dm.DEVICE_NAME)
         od.add_var(0x1009, "hardware version", DataType.VISIBLE_STRING, m.title)
         od.add_var(0x100A, "software version", DataType.VISIBLE_STRING, "bam emulator 1")
-        od.add_compound(0x1018, "identity", [
+        od.add_compound(cia402.IDENTITY, "identity", [
             Entry("vendor id", u32, m.vendor), Entry("product code", u32, m.product),
             Entry("revision", u32, m.revision), Entry("serial number", u32, serial)])
         for index, defaults in ((RX_MAPPINGS[0], dm.RX_ENTRIES), (RX_MAPPINGS[1], ()),

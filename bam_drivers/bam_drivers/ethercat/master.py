@@ -85,6 +85,7 @@ class DriveConfig:
     rx_assign: tuple[int, ...]
     tx_assign: tuple[int, ...]
     watchdog_ms: float
+    serial_number: int = 0  # identity 0x1018:4 (the unit, in bam/bench_info)
 
 
 @dataclass(frozen=True)
@@ -370,7 +371,8 @@ class EthercatBus:
             max_torque_permille=r(drive, cia402.MAX_TORQUE, 0, "<H"),
             abort_connection_option=r(drive, cia402.ABORT_CONNECTION_OPTION, 0, "<h"),
             rx_mapping=table(dm.RXPDO, "<I"), tx_mapping=table(dm.TXPDO, "<I"),
-            rx_assign=table(0x1C12, "<H"), tx_assign=table(0x1C13, "<H"), watchdog_ms=0.0)
+            rx_assign=table(0x1C12, "<H"), tx_assign=table(0x1C13, "<H"), watchdog_ms=0.0,
+            serial_number=r(drive, cia402.IDENTITY, 4, "<I"))
 
     def _map(self) -> None:
         pysoem = _pysoem()

@@ -280,7 +280,7 @@ class DriverNode(ActuatorNode):
             length=float(bench.length), gravity=GRAVITY, supply_voltage=float(voltage),
             damping=self._damping(), control_unit=self.CONTROL_UNIT,
             source=BenchInfo.SOURCE_HARDWARE, control_rate=self._rate, model="",
-            parameters="")
+            parameters="", unit=self._unit())
         self.topics.publish_info(msg, self.get_clock().now().nanoseconds)
         self._info_voltage = float(voltage)
         self._info_published = True
@@ -288,6 +288,11 @@ class DriverNode(ActuatorNode):
     def _damping(self) -> float:
         """Damping for ``bam/bench_info``: unknown (NaN) unless the driver's law uses one."""
         return math.nan
+
+    def _unit(self) -> str:
+        """The bench joint's servo for ``bam/bench_info``: its bus id, and its serial
+        number where the servo reports one ("" where not known)."""
+        return ""
 
     def _diagnostics_snapshot(self) -> object:
         """The counters the next ``/diagnostics`` compares with (copies, not live ones);

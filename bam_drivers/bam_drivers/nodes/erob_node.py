@@ -212,6 +212,13 @@ class ErobNode(DriverNode):
         """The actuator's damping: the current law of the paper uses it."""
         return float(self._actuator.damping)
 
+    def _unit(self) -> str:
+        """The drive's serial number (identity 0x1018:4), once its configuration is read."""
+        drives = self._supervisor.bus.drives if self._supervisor is not None else []
+        if not drives or drives[0].config is None:
+            return ""
+        return f"erob serial {drives[0].config.serial_number}"
+
     # -- diagnostics -------------------------------------------------------------------
 
     def _diagnostics_snapshot(self) -> tuple[Counters, dict, list[int]]:

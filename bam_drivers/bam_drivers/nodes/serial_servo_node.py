@@ -170,6 +170,10 @@ class SerialServoNode(DriverNode):
         self._diag_previous = (now, ({**self._supervisor.link.stats, "bytes": (0, 0)},
                                      {i: ServoCounters() for i in self._ids}))
 
+    def _unit(self) -> str:
+        """Its vendor and bus id: neither bus's servos report a serial number."""
+        return f"{self.bus.table.vendor} id {self._ids[0]}"
+
     def _describe(self) -> str:
         return (f"{len(self._ids)} {self.bus.table.title} on {self.bus.port_name} at "
                 f"{self.bus.baud_rate} baud, ids {list(self._ids)} -> joints "

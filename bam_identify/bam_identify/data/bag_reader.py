@@ -45,7 +45,7 @@ from bam_identify.data.plausibility import (
     check_times,
     conditions,
 )
-from bam_identify.data.typestore import typestore
+from bam_identify.data.typestore import APPENDED, legacy_typestore, typestore
 from bam_sim.bench.bench_log import BenchLog
 from bam_sim.common.errors import BamError, one_line
 from bam_sim.models.servo.actuator import Actuator
@@ -129,6 +129,17 @@ def _parse_definition(connection) -> dict:
     return types
 
 
+def _decode(store: Typestore, raw: bytes, msgtype: str):
+    """A message; one of a bag without definitions recorded before a field was appended
+    to its type is decoded with the type as it was then (typestore.APPENDED)."""
+    try:
+        return store.deserialize_cdr(raw, msgtype)
+    except Exception:
+        if store is not typestore() or msgtype not in APPENDED:
+            raise
+    return legacy_typestore().deserialize_cdr(raw, msgtype)
+
+
 def _store_for(connection) -> Typestore:
     """The definitions stored with a connection when the bag has them, else ours."""
     if connection.msgdef.format == MessageDefinitionFormat.NONE or not connection.msgdef.data:
@@ -181,7 +192,7 @@ def _deserialize(reader: Reader, label: str, names: dict[str, str]) -> _Recordin
         connections = [c for c in reader.connections if c.topic in names]
         stores = {c.id: _store_for(c) for c in connections}
         for conn, _, raw in reader.messages(connections=connections):
-            msg = stores[conn.id].deserialize_cdr(raw, conn.msgtype)
+            msg = _decode(stores[conn.id], raw, conn.msgtype)
             topic = names[conn.topic]
             if topic == TOPIC_JOINT_STATES:
                 _add_joint_state(rec, msg)
@@ -428,6 +439,8 @@ def _trial_log(path: Path, marker: _Marker, info, joints: dict, actuators: dict,
         meta={"trajectory": marker.trajectory, "trial_id": marker.trial_id,
               "repetition": marker.repetition, "gain": marker.gain, "source": str(path),
               "actuator": act.name, "bench_source": str(info.source),
+              # a bag recorded before BenchInfo had a unit: none (population.unit_of)
+              "unit": str(getattr(info, "unit", "")),
               "start_time": t_start * 1e-9},
         supply_voltage=cond.supply_voltage, damping=cond.damping,
         temperature=temperature, input_voltage=voltage,

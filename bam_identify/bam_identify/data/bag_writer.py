@@ -96,6 +96,7 @@ class BagSession:
     control_rate: float | None = None
     model: str = ""
     parameters: str = ""
+    unit: str = ""  # the servo unit that recorded (BenchInfo.unit)
 
 
 def _as_trial(item: BagTrial | tuple, where: str) -> BagTrial:
@@ -144,6 +145,7 @@ def _session_fields(session: BagSession, trials: list[BagTrial], where: str) -> 
         "supply_voltage": float(voltage), "damping": float(damping),
         "control_unit": act.control_unit, "source": session.source,
         "control_rate": float(rate), "model": session.model, "parameters": session.parameters,
+        "unit": session.unit,
     }
 
 

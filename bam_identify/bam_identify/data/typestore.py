@@ -60,15 +60,33 @@ def bam_msg_definitions() -> dict[str, str]:
             for path in sorted(folder.glob("*.msg"))}
 
 
+# Fields appended to a message after bags were recorded without them (the line that
+# declares the first): a bag that stores no definitions is decoded with the text before it.
+APPENDED = {BENCH_INFO: "string unit"}
+
+
 @functools.cache
 def typestore() -> Typestore:
     """A type store of ROS 2 Jazzy plus the bam_msgs messages (built once, cached).
 
     Treat it as read-only: it is shared by every caller of this process.
     """
+    return _store(bam_msg_definitions())
+
+
+@functools.cache
+def legacy_typestore() -> Typestore:
+    """:func:`typestore` with the messages as they were before :data:`APPENDED`."""
+    texts = bam_msg_definitions()
+    for name, line in APPENDED.items():
+        texts[name] = texts[name].split(f"\n{line}", 1)[0] + "\n"
+    return _store(texts)
+
+
+def _store(definitions: dict[str, str]) -> Typestore:
     store = get_typestore(Stores.ROS2_JAZZY)
     types: dict = {}
-    for name, text in bam_msg_definitions().items():
+    for name, text in definitions.items():
         try:
             types.update(get_types_from_msg(text, name))
         except Exception as err:  # the parser raises several exception types

@@ -28,8 +28,9 @@ A dead band is 0 on a tight unit and a degree on a worn one: the backlash width 
 θ_u = clip(θ + δ, bounds), and its σ is in radians; the first round's σ is
 ``--unit-spread`` times its bounds' span.
 
-A unit is the folder its recordings are in (legacy logs) or the folder of its bags: give
-each unit's recordings a folder of their own, named after the unit.
+A unit is the one a bag names (``/bam/bench_info``'s ``unit``: the drivers write the bus
+id, and the serial number where the servo reports one), else the folder its recordings
+are in (legacy logs, older bags): give those a folder per unit, named after it.
 """
 
 from __future__ import annotations
@@ -57,8 +58,10 @@ DEFAULT_SPREAD = 0.2
 
 
 def unit_of(log: BenchLog) -> str:
-    """The unit a log was recorded on: the name of the folder its recording is in."""
-    return Path(str(log.meta.get("source", ""))).parent.name or "."
+    """The unit a log was recorded on: the one its recording names (a bag's
+    ``/bam/bench_info`` unit: bus id and serial), else the folder its recording is in."""
+    named = str(log.meta.get("unit", ""))
+    return named or Path(str(log.meta.get("source", ""))).parent.name or "."
 
 
 def group_by_unit(logs: list[BenchLog]) -> dict[str, list[BenchLog]]:
