@@ -181,6 +181,7 @@ def test_bench_info(nodes):
         control_rate=1000.0,
         model='m6',
         parameters='params/mx64.yaml',
+        unit='dynamixel id 1',
     )
     assert_not_default(sent)
     got = roundtrip(nodes, BenchInfo, sent)
