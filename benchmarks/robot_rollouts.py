@@ -6,7 +6,9 @@ Feetech 2R arm, a population of candidate sets rolled out over a batch of record
 RobotObjective`: the servo law and friction of every joint each MuJoCo step, goals held
 between samples), on 1 thread and on one thread per core (the fit's ``--jobs``); and the
 bare ``mujoco.rollout`` of the same model, timestep and number of steps, zero control, no
-servo law, on 1 thread and on one thread per core. The figure is
+servo law, on 1 thread and on one thread per core; and the bare rollout with the friction
+rows a servo joint adds, then with all that ServoArm hands MuJoCo on a servo joint (rows,
+implicit damping, armature), which leaves our kernel's own cost apart. The figure is
 robot-steps/s (one step of the whole robot); the median of interleaved repetitions.
 Target (issue 37): ours at least 0.8x bare.
 
@@ -31,6 +33,7 @@ from bam_identify.robot.objective import RobotObjective
 from bam_identify.robot.space import RobotSpace
 from bam_sim.models.files.parameter_file import published_named
 from bam_sim.models.model_registry import get_model
+from bam_sim.mujoco_arm.servo_arm import STIFF_IMPEDANCE
 from bam_sim.mujoco_arm.shipped_arms import arm_spec, models_dir
 from bam_sim.robot.joint_map import joint_map
 from bam_sim.robot.rollout import bind, simulated_recording
@@ -80,12 +83,20 @@ def ours(mjcf: Path, joints, truth, recs, candidates: int, threads: int) -> tupl
 
 
 def bare(mjcf: Path, steps: int, batch: int, threads: int,
-         friction: dict[str, float] | None = None) -> tuple[float, int]:
+         friction: dict[str, float] | None = None,
+         servo: tuple[float, float] | None = None) -> tuple[float, int]:
     """(seconds, robot-steps) of ``mujoco.rollout``, zero control; ``friction``: the
-    frictionloss (N·m) of named joints, the constraint rows a servo joint adds."""
+    frictionloss (N·m) of named joints, the constraint rows a servo joint adds; ``servo``
+    (damping, armature) adds what else ServoArm hands MuJoCo on those joints: the viscous
+    friction as implicit damping, the rotor's armature and the stiff friction rows."""
     model = mujoco.MjModel.from_xml_path(str(mjcf))
     for joint, value in (friction or {}).items():
-        model.dof_frictionloss[model.joint(joint).dofadr[0]] = value
+        dof = model.joint(joint).dofadr[0]
+        model.dof_frictionloss[dof] = value
+        if servo is not None:
+            model.dof_damping[dof], model.dof_armature[dof] = servo
+            model.dof_solref[dof] = (2.0 * model.opt.timestep, 1.0)
+            model.dof_solimp[dof, :2] = STIFF_IMPEDANCE
     datas = [mujoco.MjData(model) for _ in range(threads)]
     state = np.zeros((batch, mujoco.mj_stateSize(model, mujoco.mjtState.mjSTATE_FULLPHYSICS)))
     for i in range(batch):
@@ -108,6 +119,7 @@ def main() -> int:
     for name, (mjcf, names) in ROBOTS.items():
         joints, truth, recs = recordings(mjcf, names, args.recordings, args.seconds)
         friction = dict.fromkeys(names, truth.values["friction_base"])
+        servo = (truth.values["friction_viscous"], truth.values["armature"])
         ours(mjcf, joints, truth, recs, 1, 1)  # kernels loaded, caches warm
         rows: dict[str, list[float]] = {}
         # Keys name the thread counts by role ("1_core", "all_cores"): the docs read them
@@ -121,11 +133,15 @@ def main() -> int:
                 rows.setdefault(f"bare_{role}", []).append(done / seconds)
                 seconds, done = bare(mjcf, steps, batch, threads, friction)
                 rows.setdefault(f"bare_friction_{role}", []).append(done / seconds)
+                seconds, done = bare(mjcf, steps, batch, threads, friction, servo)
+                rows.setdefault(f"bare_servo_{role}", []).append(done / seconds)
         rates = {k: statistics.median(v) for k, v in rows.items()}
         ratios = {f"ratio_{role}": rates[f"ours_{role}"] / rates[f"bare_{role}"]
                   for _, role in thread_counts(cores)}
-        # How much of the gap is MuJoCo's own: the bare model with the friction rows.
+        # How much of the gap is MuJoCo's own: the bare model with the friction rows, and
+        # with everything a servo joint hands MuJoCo (the servo kernel's own cost is the rest).
         ratios["ratio_friction_1_core"] = rates["ours_1_core"] / rates["bare_friction_1_core"]
+        ratios["ratio_servo_1_core"] = rates["ours_1_core"] / rates["bare_servo_1_core"]
         results[name] = {"robot_steps_per_s": rates, **ratios,
                          "met": all(ratios[f"ratio_{role}"] >= TARGET
                                     for _, role in thread_counts(cores))}
