@@ -132,8 +132,7 @@ def _latency_ticks(value: object, rate: float, where: str) -> int:
 
 def sags(sensor: Sensor, actuator: Actuator) -> bool:
     """Whether the bench's supply sags: a resistance, and a law that sees its supply."""
-    family = get_group("supply").family
-    return sensor.supply_resistance > 0.0 and actuator.family == family
+    return sensor.supply_resistance > 0.0 and get_group("supply").carried_by(actuator)
 
 
 def truth_set(actuator: Actuator, model: FrictionModel, sensor: Sensor) -> ParameterSet:

@@ -120,7 +120,8 @@ def test_namespace_puts_every_node_in_it():
     ({"sim": "false", "actuator": "erob80_100"},
      "driver:=dynamixel drives Dynamixel servos: .*, or driver:=erob for the eRob80:100"),
     ({"sim": "false", "actuator": "xl316"}, "driver:=dynamixel drives Dynamixel servos: "
-                                            "give actuator:=mx64, mx106, xl320 or xl330"),
+                                            "give actuator:=mx64, mx106, xl320, xl330 or "
+                                            "xl330_current"),
     ({"sim": "false", "actuator": "sts3215"},
      r"driver:=feetech for the Feetech STS3215 \(7.4 V\)"),
     ({"sim": "false", "driver": "feetech"}, "driver:=feetech drives Feetech STS servos: give "

@@ -293,3 +293,34 @@ def test_an_xl330_bus_in_si_units_with_its_own_gain():
         bus.write_torque({1: True, 2: True})
         assert bus.torque_off()
         assert not any(t["torque_enable"] for t in emulator.truth().values())
+
+
+def test_an_xl330_in_current_based_position_mode_holds_its_goal_current():
+    # A 0.2 kg load at 0.15 m (0.29 N·m of gravity at horizontal) and Goal Current 0.3 A
+    # (k_t·0.3 ≈ 0.12 N·m): in mode 5 the servo stalls near 0.5 rad, short of a goal 1.5
+    # rad up, at the clip; back in position mode (3) the voltage law lifts it near its goal.
+    with EmulatorProcess(protocol=2, servo_model="xl330_m288", physics="xl330:m4", mass=0.2,
+                         length=0.15) as emulator:
+        bus = open_bus(emulator, "xl330_m288", [1])
+        assert bus.ensure_position_mode(0.3) == [
+            "servo id 1: operating mode 3 -> 5 (current-based position)"]
+        assert bus.read_register(1, "goal_current") == 300  # mA
+        assert emulator.truth()[1]["actuator"] == "xl330_current"
+        assert bus.write_gains({1: 400.0}) and bus.write_goals({1: 1.5})
+        bus.write_torque({1: True})
+
+        def stalled(limit: float) -> bool:
+            state = bus.read_state().states[1]
+            return abs(state.velocity) < 0.05 and abs(state.current - limit) < 0.0015
+
+        wait_for(lambda: stalled(0.3), timeout=30.0, what="a stall at Goal Current")
+        truth = emulator.truth()[1]
+        assert truth["control"] == pytest.approx(0.3) and truth["position"] < 0.8
+        with pytest.raises(BamError, match="Current Limit holds 1.75 A, below the 2 A"):
+            bus.ensure_position_mode(2.0)
+        assert bus.ensure_position_mode() == ["servo id 1: operating mode 5 -> 3 (position)"]
+        assert emulator.truth()[1]["actuator"] == "xl330"
+        bus.write_torque({1: True})  # the mode change turned it off
+        # Its hold: duty 1.15/rad·(1.5 − q) balancing m·g·l·sin q at q ≈ 1.2 rad.
+        wait_for(lambda: emulator.truth()[1]["position"] > 1.0, timeout=30.0,
+                 what="the position law lifting the load toward its goal")

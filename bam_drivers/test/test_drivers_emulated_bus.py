@@ -239,11 +239,12 @@ def test_configuration_errors() -> None:
             build_bus(EmulatorConfig(physics=physics))
     with pytest.raises(BamError, match="give sts3215, sts3215_12v parameters"):
         build_bus(EmulatorConfig(servo_model="sts3215", physics="mx64:m4"))
-    with pytest.raises(BamError, match="give servo_model xl330_m288 with xl330 physics only"):
+    with pytest.raises(BamError, match="give servo_model xl330_m288 with its actuators' "
+                                       "physics only"):
         build_bus(EmulatorConfig(physics="xl330:m4"))
     with pytest.raises(BamError, match="does not run servo model xl330_m288"):
         build_bus(EmulatorConfig(servo_model="xl330_m288", physics="mx64:m4"))
-    with pytest.raises(BamError, match="give servo_model xl320 with xl320 physics only"):
+    with pytest.raises(BamError, match="give servo_model xl320 with its actuators' physics only"):
         build_bus(EmulatorConfig(servo_model="mx64_p2", physics="xl320:m4"))
     with pytest.raises(BamError, match="does not run servo model xl320"):
         build_bus(EmulatorConfig(servo_model="xl320", physics="xl330:m4"))

@@ -352,6 +352,29 @@ def test_feetech_node_runs_a_servo_declared_in_an_actuator_file(rigs, tmp_path):
     assert declared.control_table == "sts3215" and declared.source == str(path.resolve())
 
 
+def test_a_current_law_actuator_runs_its_servo_in_current_based_position_mode(rigs):
+    """xl330_current: the node writes operating mode 5 and Goal Current at the law's clip,
+    and publishes the present current as the control (A)."""
+    with EmulatorProcess(protocol=2, servo_model="xl330_m288", physics="xl330:m4",
+                         mass=0.2, length=0.15) as emulator:
+        rig = rigs(emulator.port, actuator="xl330_current", mass=0.2, length=0.15)
+        rig.wait_ready()
+        rig.command(["pendulum"], goals=[0.6], enables=[True], gains=[400.0])
+        rig.wait_for(lambda: emulator.truth()[1]["torque_enable"], "torque on")
+        truth = settle(rig, emulator)[1]
+        time.sleep(0.05)
+        _, states = rig.actuator_states[-1]
+    registers = truth["registers"]
+    assert (registers["operating_mode"], registers["goal_current"]) == (5, 1750)
+    assert truth["actuator"] == "xl330_current"
+    state = states.actuators[0]
+    assert state.control_unit == "A" and rig.bench_info[-1].control_unit == "A"
+    # Holding against gravity takes a current; 1 mA per count.
+    assert abs(truth["control"]) > 0.1
+    assert state.control == pytest.approx(truth["current"], abs=0.002)
+    assert state.control == state.current
+
+
 def test_feetech_node_drives_several_servos_and_releases_them(rigs):
     ids = [3, 1, 2]
     with emulator_of("feetech", ids=ids) as emu:

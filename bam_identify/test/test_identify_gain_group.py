@@ -9,9 +9,12 @@ from bam_identify.cli import fit_main
 from bam_identify.data.legacy_logs import write_legacy_log
 from bam_identify.data.synthetic import paper_like_set
 from bam_sim.common.errors import BamError
+from bam_sim.models.dcmotor.groups import group_error
 from bam_sim.models.files.bam_json import parameters_to_json
 from bam_sim.models.files.parameter_file import published_named
+from bam_sim.models.model_registry import get_model
 from bam_sim.models.servo.actuators import get_actuator
+from bam_sim.models.servo.laws import servo_torque
 
 RATIO = 1.6  # the servo's duty per radian is 1.6 times what its file's gain unit says
 
@@ -66,6 +69,38 @@ def test_the_gain_group_is_the_sts_law_own_ratio_not_a_group_of_its_sets():
         parameters_to_json(scaled)
 
 
-def test_the_current_law_has_no_gain_group(tmp_path):
-    with pytest.raises(BamError, match="belongs to the voltage family"):
-        published_named("erob80_50", "m1").replace(error_gain_ratio=RATIO)
+@pytest.fixture(scope="module")
+def current_logs(tmp_path_factory):
+    truth = published_named("xl330_current", "m1").replace(error_gain_ratio=RATIO)
+    folder = tmp_path_factory.mktemp("current_gain_logs")
+    for i, log in enumerate(paper_like_set(truth, 8, duration=3.0, seed=4)):
+        write_legacy_log(folder / f"{i}.json", log, truth.actuator, log.meta["trajectory"])
+    return folder, truth
+
+
+@pytest.mark.numerics
+def test_the_current_law_gain_group_finds_the_scale_of_a_current_servo(current_logs,
+                                                                       tmp_path):
+    folder, truth = current_logs
+    held = f"kt={truth.values['kt']!r}"
+    scaled = _fit(folder, tmp_path, "current", "--actuator", "xl330_current", "--set", held,
+                  "--groups", "gain")
+    # The current law's stiffness is k_t·kp·k_I·r: with k_t held, r is fixed by the holds.
+    assert scaled["provenance"]["train_mae"] < 1e-4
+    assert scaled["error_gain_ratio"] == pytest.approx(RATIO, rel=0.01)
+
+
+def test_the_gain_group_scales_the_current_law_p_term_and_not_the_dcmotor_controller():
+    base = published_named("xl330_current", "m1")
+    scaled = base.replace(error_gain_ratio=RATIO)
+    assert scaled.groups == ("gain",)
+    a = base.actuator
+    # The law with r is the law at r times the gain, while neither clips.
+    for error in (0.05, -0.2):
+        want, _ = servo_torque(a.family, base.vector(), a.consts(), 400.0 * RATIO, 0.0, 0.0,
+                               error, True)
+        got, _ = servo_torque(a.family, scaled.vector(), a.consts(), 400.0, 0.0, 0.0, error,
+                              True)
+        assert got == pytest.approx(want, rel=1e-12) and abs(got) < a.fixed["current_limit"]
+    refusal = group_error("error_gain_ratio", get_actuator("dcmotor"), get_model("m1"))
+    assert "belongs to the voltage and current family" in refusal

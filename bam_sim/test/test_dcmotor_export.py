@@ -60,9 +60,14 @@ def test_dcmotor_torque_is_the_voltage_servo_law(actuator, gain, volts):
     assert 0 < clipped < len(_grid())  # both the linear and the duty-clipped regimes
 
 
-@pytest.mark.parametrize("actuator,gain", [("erob80_100", 25.0), ("erob80_50", 100.0)])
-def test_dcmotor_torque_is_the_current_servo_law_below_the_clip_order_speed(actuator, gain):
+@pytest.mark.parametrize("actuator,gain,ratio", [
+    ("erob80_100", 25.0, None), ("erob80_50", 100.0, None), ("xl330_current", 400.0, None),
+    ("xl330_current", 400.0, 1.6)])  # with the gain group's scale
+def test_dcmotor_torque_is_the_current_servo_law_below_the_clip_order_speed(actuator, gain,
+                                                                            ratio):
     params = published_named(actuator, "m1")
+    if ratio is not None:
+        params = params.replace(error_gain_ratio=ratio)
     result = export_dcmotor(PENDULUM, [ExportJoint("j", params, gain)])
     model = mujoco.MjModel.from_xml_string(result.xml)
     data = mujoco.MjData(model)

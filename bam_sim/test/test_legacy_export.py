@@ -12,7 +12,11 @@ import numpy as np
 import pytest
 
 from bam_sim.common.errors import BamError
-from bam_sim.models.files.bam_json import parameters_from_json, parameters_to_json
+from bam_sim.models.files.bam_json import (
+    has_counterpart,
+    parameters_from_json,
+    parameters_to_json,
+)
 from bam_sim.models.files.parameter_file import published_named
 from bam_sim.models.model_registry import BAM_MODELS, EP_MODELS, get_model
 from bam_sim.models.parameter_set import ParameterSet, identification_bounds
@@ -20,7 +24,7 @@ from bam_sim.models.servo.actuators import ACTUATORS
 
 PUBLISHED = sorted(
     Path(__file__).resolve().parents[1].glob("bam_sim/models/files/published/*.yaml"))
-EXPORTABLE = [a for a in ACTUATORS if a != "dcmotor"]
+EXPORTABLE = [a for a in ACTUATORS if has_counterpart(ACTUATORS[a])]
 REFERENCE_PYTHON = Path(__file__).resolve().parents[2] / ".venv-ref" / "bin" / "python"
 
 
@@ -42,6 +46,13 @@ def test_published_files_are_all_covered():
     # M1..M6 of the MX, XL and eRob servos and of the STS3215 at 7.4 V; M1 of the
     # STS3215 at 12 V; M4 and M6 of the ST3025 (Rhoban/bam 27f3fa5).
     assert len(PUBLISHED) == (len(EXPORTABLE) - 2) * len(BAM_MODELS) + 1 + 2
+    assert set(ACTUATORS) - set(EXPORTABLE) == {"dcmotor", "xl330_current"}
+
+
+def test_the_xl330_current_mode_is_not_written_as_bam_xl330i():
+    # Same name family, other law (error gain 0.01 A, bus current): refused, not mislabelled.
+    with pytest.raises(BamError, match="BAM's xl330i runs another current law.*dcmotor MJCF"):
+        parameters_to_json(published_named("xl330_current", "m4"))
 
 
 @pytest.mark.parametrize("path", PUBLISHED, ids=lambda p: p.stem)

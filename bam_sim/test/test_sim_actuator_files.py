@@ -14,7 +14,7 @@ import yaml
 from bam_sim.common.errors import BamError
 from bam_sim.models.files.parameter_file import load, published_named, save
 from bam_sim.models.model_registry import get_model
-from bam_sim.models.parameter_set import ParameterSet
+from bam_sim.models.parameter_set import ParameterSet, allowed_names
 from bam_sim.models.servo.actuator_file import actuator_document, parse_actuator
 from bam_sim.models.servo.actuators import ACTUATORS, declare, declare_file, get_actuator
 from bam_sim.robot.joint_map import load_joint_map
@@ -55,6 +55,23 @@ def test_the_shipped_files_hold_the_constants_the_published_sets_were_identified
     assert xl330.firmware_current_limit == 1.75
     assert sts.motor_bounds["max_velocity"][0] == pytest.approx(0.1 * 3400 * 2 * 3.14159265 / 4096)
     assert get_actuator("erob80_100").fixed == {"current_limit": 12.0, "R": 2.0}
+    # The XL330 in current-based position mode: 4096/(2π) counts per rad over the divisor
+    # 256, in mA (Rhoban/bam#14 measured the release's 0.01 about 4 times too large).
+    current = get_actuator("xl330_current")
+    assert current.current_gain == pytest.approx(4096 / (2 * 3.141592653589793) / 256e3)
+    assert 3.5 < 0.01 / current.current_gain < 4.5
+    assert current.fixed == {"current_limit": 1.75}
+
+
+def test_the_docs_actuator_files_are_valid_files():
+    """The examples of docs/how-to/actuator-files.md read as they are written."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "how-to" /
+            "actuator-files.md").read_text(encoding="utf-8")
+    blocks = [b.split("```", 1)[0] for b in text.split("```yaml\n")[1:]]
+    found = {a.name: a for a in (parse_actuator(yaml.safe_load(b), "docs") for b in blocks)}
+    assert set(found) == {"hobby_sts6v", "hls2915"}
+    assert found["hls2915"].family == get_actuator("erob80_50").family
+    assert "error_gain_ratio" in allowed_names(found["hls2915"], get_model("m1"))
 
 
 BAD = [
@@ -72,6 +89,7 @@ BAD = [
     (lambda d: d["hardware"].update(driver="can"), "dynamixel, feetech, erob"),
     (lambda d: d["hardware"].pop("control_table"), "needs hardware.control_table"),
     (lambda d: d["hardware"].update(emulator_model="m9"), "unknown"),
+    (lambda d: d["law"].update(current_gain=-0.01), "current_gain must be a finite number"),
 ]
 
 

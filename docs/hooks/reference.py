@@ -370,13 +370,12 @@ def render_models() -> list[str]:
 
 def render_groups() -> list[str]:
     groups = _load("bam_sim.models.dcmotor.groups").GROUPS
-    families = _load("bam_sim.models.servo.actuator").FAMILY_NAMES
     lines = ["| group | what | keys | `fit --groups` identifies | carried by |",
              "|---|---|---|---|---|"]
     for g in groups.values():
         keys = ", ".join(f"`{n}`" for n in g.names)
         identified = ", ".join(f"`{n}`" for n in g.identified) or "nothing (a constant)"
-        who = "any actuator" if g.family is None else f"the {families[g.family]} family"
+        who = f"the {g.family_text} family" if g.families else "any actuator"
         lines.append(f"| `{g.name}` | {cell(g.title)} | {keys} | {identified} | {who} |")
     return lines + [""]
 

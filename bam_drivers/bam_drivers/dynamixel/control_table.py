@@ -209,7 +209,8 @@ _P2_STATE = ("present_pwm", "present_current", "present_velocity", "present_posi
              "present_input_voltage", "present_temperature")
 _P1 = dict(state=_P1_STATE, duty="present_load", gain_per_kp=1.0, current="present_current")
 _P2 = dict(state=_P2_STATE, duty="present_pwm", gain_per_kp=16.0, current="present_current",
-           hardware_error="hardware_error_status", position_mode=("operating_mode", 3))
+           hardware_error="hardware_error_status", position_mode=("operating_mode", 3),
+           current_position_mode=("operating_mode", 5))
 
 TABLES: Mapping[str, ControlTable] = MappingProxyType({
     "mx64_p1": make_table("mx64_p1", "MX-64 (protocol 1.0)", 1, 310,

@@ -95,8 +95,8 @@ from bam_sim.models.servo.actuators import driven_by
 # Every servo model the emulator runs, and the bam_sim actuators each can be.
 TABLES = MappingProxyType({**dynamixel_tables.TABLES, **feetech_tables.TABLES})
 ACTUATORS = {vendor: driven_by(vendor) for vendor in ("dynamixel", "feetech")}
-# Actuators whose gain and duty belong to one table, which runs them only.
-OWN_TABLES = {"xl320": "xl320", "xl330": "xl330_m288"}
+# Tables whose gain and duty belong to their own actuators, which they only run.
+OWN_TABLES = ("xl320", "xl330_m288")
 INTER_BYTE_TIMEOUT = 0.01  # s without bytes after which a partial packet is dropped
 WRITE_TIMEOUT = 0.05  # s a reply may wait for room in the pty buffer before it is lost
 ONE_SHOT = ("drop", "checksum", "short", "id", "value", "late")  # faults of one reply each
@@ -218,11 +218,12 @@ def _check_physics(actuator: str, table) -> None:
     if actuator not in allowed:
         raise BamError(f"physics actuator {actuator} does not run the {table.title}; give "
                        f"{', '.join(allowed)} parameters for a {table.vendor} servo model")
-    for xl, own in OWN_TABLES.items():
-        if (actuator == xl) != (table.name == own):
-            raise BamError(f"physics actuator {actuator} does not run servo model "
-                           f"{table.name}: the {xl.upper()}'s gain and duty are its own; "
-                           f"give servo_model {own} with {xl} physics only")
+    own = REGISTRY[actuator].control_table
+    if (own in OWN_TABLES or table.name in OWN_TABLES) and own != table.name:
+        xl = own if own in OWN_TABLES else table.name
+        raise BamError(f"physics actuator {actuator} does not run servo model "
+                       f"{table.name}: the {xl.upper()}'s gain and duty are its own; "
+                       f"give servo_model {xl} with its actuators' physics only")
 
 
 def build_bus(config: EmulatorConfig) -> EmulatedBus:

@@ -49,8 +49,16 @@ FAST_SYNC_READ / FAST_BULK_READ (2.0) answer with one status packet of ID
 packet so far (the last servo's CRC is the packet's), not byte-stuffed, as
 dynamixel-sdk parses them.
 
+Current-based position control (protocol 2.0 operating mode 5, the table's
+``current_position_mode``) runs the servo's current-law actuator of the registry
+(:func:`bam_sim.models.servo.actuators.law_siblings`: ``xl330_current`` for an XL330)
+on the same motor and friction, clipped at Goal Current within Current Limit; Present
+Current is then the law's current and Present PWM the duty (R·I + k_t·q̇)/V_in that
+drives it. A servo with no such actuator keeps its position law in mode 5.
+
 Not emulated: CLEAR, indirect addresses,
-operating modes other than position control, profiles, baud-rate changes
+operating modes other than position and current-based position control, profiles,
+baud-rate changes
 (a pseudo-terminal has no baud rate), bus collisions.
 """
 
@@ -66,6 +74,8 @@ from bam_drivers.serial_servo.control_table import ControlTable
 from bam_sim.bench.stepper import BenchStepper
 from bam_sim.models import parameter_vector as P
 from bam_sim.models.parameter_set import ParameterSet
+from bam_sim.models.servo.actuator import CURRENT, VOLTAGE
+from bam_sim.models.servo.actuators import law_siblings
 
 
 class Fault(Enum):
@@ -117,9 +127,9 @@ class EmulatedServo:
         self.temperature = temperature
         self.sim = make_sim(position, 0.0)
         self.supply_voltage = self.sim.supply_voltage
-        p = self.sim.params.vector()
-        self._kt, self._resistance = float(p[P.KT]), float(p[P.R])
-        self.control = 0.0  # V, of the last physics tick
+        self._params = self.sim.params  # the joint's set; its operating mode picks the law
+        self._laws: dict[tuple[int, float], ParameterSet] = {}
+        self.control = 0.0  # V or A (the law's), of the last physics tick
         self.motor_torque = 0.0  # N m
         self.injected_error = 0  # P1 error bits / P2 hardware error status
         self.torque_ever_enabled = False  # tests: was the torque on at any moment
@@ -189,7 +199,11 @@ class EmulatedServo:
     # -- firmware law and physics ---------------------------------------------------
 
     def apply_command(self) -> None:
-        """Hand the goal, torque enable and gain registers to the simulator."""
+        """Hand the operating mode, goal, torque enable and gain registers to the
+        simulator."""
+        law = self._law()
+        if law is not self.sim.params:
+            self.sim.set_parameters(law)
         self.sim.set_command(
             goal=self._si("goal_position"),
             torque_enable=self.torque_enabled,
@@ -213,16 +227,52 @@ class EmulatedServo:
     def set_parameters(self, params: ParameterSet) -> None:
         """Swap the joint's parameter set mid-run (a fault: more friction, a jam); the state
         and the command are kept."""
-        self.sim.set_parameters(params)
-        p = params.vector()
-        self._kt, self._resistance = float(p[P.KT]), float(p[P.R])
+        self._params, self._laws = params, {}
+        self.apply_command()
+
+    def _law(self) -> ParameterSet:
+        """The joint's set under the law of its operating mode: in current-based position
+        control (the table's ``current_position_mode``) the servo's current-law sibling,
+        clipped at Goal Current; in position control its voltage law. A servo with no
+        sibling of that law keeps its set's."""
+        mode = self.table.current_position_mode
+        current = mode is not None and self.get(mode[0]) == mode[1]
+        family = CURRENT if current else VOLTAGE
+        limit = min(abs(self._si("goal_current")), self._si("current_limit")) if current else 0.0
+        key = (family, limit)
+        if key not in self._laws:
+            base = self._params
+            law = next((a for a in law_siblings(base.actuator) if a.family == family), None)
+            if law is None:
+                self._laws[key] = base
+            elif current:
+                self._laws[key] = base.on_actuator(law, current_limit=limit)
+            else:
+                self._laws[key] = base.on_actuator(law)
+        return self._laws[key]
 
     @property
     def current(self) -> float:
-        """Motor current I = (U − k_t·q̇)/R, 0 with the H-bridge released (A)."""
+        """Motor current: the voltage law's I = (U − k_t·q̇)/R at the present velocity, the
+        current law's τ_m/k_t; 0 with the torque off (A)."""
         if not self.torque_enabled:
             return 0.0
-        return (self.control - self._kt * self.sim.state[1]) / self._resistance
+        p = self.sim.params.vector()
+        if self.sim.actuator.family == VOLTAGE:
+            return (self.control - p[P.KT] * self.sim.state[1]) / p[P.R]
+        return self.motor_torque / p[P.KT]
+
+    @property
+    def duty(self) -> float:
+        """PWM duty: the voltage law's U/V_in; under the current law the duty whose mean
+        voltage drives I against the back-EMF, (R·I + k_t·q̇)/V_in."""
+        if not self.torque_enabled:
+            return 0.0
+        if self.sim.actuator.family == VOLTAGE:
+            return self.control / self.supply_voltage
+        p = self.sim.params.vector()
+        volts = p[P.R] * self.current + p[P.KT] * self.sim.state[1]
+        return volts / self.supply_voltage
 
     def refresh(self) -> None:
         """Write the present registers from the simulated state."""
@@ -236,8 +286,7 @@ class EmulatedServo:
             round(q / position.scale) + position.zero) % 4096
         self.set("present_position", raw)
         self.set("present_velocity", t.field("present_velocity").from_si(dq))
-        duty = self.control / self.supply_voltage if self.torque_enabled else 0.0
-        self.set(t.duty, t.field(t.duty).from_si(duty))
+        self.set(t.duty, t.field(t.duty).from_si(self.duty))
         if t.current is not None:
             self.set(t.current, t.field(t.current).from_si(self.current))
         self.set("present_input_voltage",
@@ -340,6 +389,7 @@ class EmulatedServo:
             "torque_ever_enabled": self.torque_ever_enabled,
             "control": self.control if command.torque_enable else 0.0,
             "motor_torque": self.motor_torque, "current": self.current,
+            "actuator": self.sim.actuator.name,
             "input_voltage": self.supply_voltage, "temperature": self.temperature,
             "hardware_error": self.injected_error, "time": self.sim.time,
             "registers": {name: self.get(name) for name in self.table.fields},

@@ -92,7 +92,6 @@ class DriverNode(ActuatorNode):
 
     NAME: ClassVar[str]  # node name, program name and loop thread name prefix
     PARAMETERS: ClassVar[tuple[Param, ...]]  # the parameter table, in the order of the help
-    CONTROL_UNIT: ClassVar[str]  # ActuatorState control unit of every joint
     UNIT: ClassVar[str]  # what one joint's hardware is called in log lines: "servo", "drive"
     TORQUE_OFF_LINE: ClassVar[str]  # logged when the torque off of every joint was read back
 
@@ -145,7 +144,7 @@ class DriverNode(ActuatorNode):
         messages start with NaN input voltages.
         """
         n = len(self.joint_names)
-        self._create_topics([self.CONTROL_UNIT] * n, [math.nan] * n, publish_clock=False)
+        self._create_topics([self._actuator.control_unit] * n, [math.nan] * n, publish_clock=False)
         self._diag_pub = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC,
                                                QoSProfile(depth=10))
         self.create_timer(DIAGNOSTICS_PERIOD, self._publish_diagnostics)
@@ -278,7 +277,7 @@ class DriverNode(ActuatorNode):
             actuator=self._actuator.name, joint_name=self.joint_names[0],
             mass=float(bench.mass), arm_mass=float(bench.arm_mass),
             length=float(bench.length), gravity=GRAVITY, supply_voltage=float(voltage),
-            damping=self._damping(), control_unit=self.CONTROL_UNIT,
+            damping=self._damping(), control_unit=self._actuator.control_unit,
             source=BenchInfo.SOURCE_HARDWARE, control_rate=self._rate, model="",
             parameters="", unit=self._unit())
         self.topics.publish_info(msg, self.get_clock().now().nanoseconds)

@@ -51,7 +51,6 @@ from bam_drivers.nodes.driver_node import (
 
 # Re-exported (the redundant alias says so): the driver's topics are read from its module.
 from bam_drivers.nodes.driver_node import DIAGNOSTICS_TOPIC as DIAGNOSTICS_TOPIC
-from bam_msgs.msg import ActuatorState
 from bam_sim.common.errors import BamError
 from bam_sim.common.node_parameters import Param, actuator_parameter, declare
 from bam_sim.models.servo.actuator import CURRENT
@@ -106,7 +105,6 @@ class ErobNode(DriverNode):
 
     NAME = NODE_NAME
     PARAMETERS = PARAMETERS
-    CONTROL_UNIT = ActuatorState.CONTROL_UNIT_AMPERE
     UNIT = "drive"
     TORQUE_OFF_LINE = ("torque off on every drive (operation disabled, SAFE-OP), read back; "
                        "EtherCAT master closed")

@@ -15,7 +15,10 @@ of the paper, τ_m = k_t/R·U − k_t²/R·q̇, is k_t·I), with k_t the mean of
 published sets of ``actuator``; NaN without a current reading, because R
 differs too much between the sets to estimate torque from the voltage.
 ``bam/bench_info`` carries the bench parameters, with the input voltage the
-first servo measures when ``supply_voltage`` is 0. The torque goes off on
+first servo measures when ``supply_voltage`` is 0. An actuator of the current law
+(``xl330_current``) puts the servos in current-based position control (protocol 2.0
+operating mode 5) with Goal Current at its law's current limit, and its ``control`` is
+the present current (A) rather than duty·V_in. The torque goes off on
 every servo when the node stops (SIGINT, SIGTERM, launch shutdown), read back.
 The docs' Dynamixel page (``docs/how-to/dynamixel.md``) says the rest: the bus,
 its options and what is counted in the diagnostics.
@@ -54,6 +57,7 @@ from bam_msgs.msg import ActuatorState, ActuatorStateArray
 from bam_sim.common.actuator_topics import joint_state
 from bam_sim.common.errors import BamError
 from bam_sim.common.node_parameters import ACTUATOR_FILE, Param, declare, declare_actuator
+from bam_sim.models.servo.actuator import CURRENT
 from bam_sim.models.servo.actuators import driven_by, get_actuator
 
 NODE_NAME = "dynamixel"
@@ -117,7 +121,6 @@ class SerialServoNode(DriverNode):
     # connection must be the configured one's (none among the Dynamixel servos).
     SUPPLY_VARIANTS: tuple[str, ...] = ()
 
-    CONTROL_UNIT = ActuatorState.CONTROL_UNIT_VOLT
     UNIT = "servo"
     TORQUE_OFF_LINE = "torque off on every servo; port closed"
     _supervisor: SerialServoSupervisor | None
@@ -165,10 +168,25 @@ class SerialServoNode(DriverNode):
         self._supervisor = SerialServoSupervisor(
             bus, gain=float(v["gain"]), enabled=bool(v["torque_enable_on_start"]),
             command_timeout=float(v["command_timeout"]), log=self._log, now=now,
-            connect_timeout=float(v["connect_timeout"]), supply=self._supply_check())
+            connect_timeout=float(v["connect_timeout"]), supply=self._supply_check(),
+            current_limit=self._current_limit(table))
         self._last_states: dict[int, object] = {}
         self._diag_previous = (now, ({**self._supervisor.link.stats, "bytes": (0, 0)},
                                      {i: ServoCounters() for i in self._ids}))
+
+    def _current_limit(self, table) -> float | None:
+        """Goal Current of a current-law actuator (its law's clip), None for position mode."""
+        act = self._actuator
+        if act.family != CURRENT:
+            return None
+        if table.current_position_mode is None:
+            raise BamError(f"actuator {act.name} runs a current law, but the {table.title} has "
+                           "no current-based position mode; give an actuator of its position "
+                           "mode")
+        if "current_limit" not in act.fixed:
+            raise BamError(f"actuator {act.name}: the driver writes Goal Current from "
+                           "identification.fixed.current_limit; declare it there (A)")
+        return act.fixed["current_limit"]
 
     def _unit(self) -> str:
         """Its vendor and bus id: neither bus's servos report a serial number."""
@@ -230,7 +248,8 @@ class SerialServoNode(DriverNode):
             fill_joint(joint, states[k], k, position=s.position, velocity=s.velocity,
                        torque=self._kt * s.current, goal=command.goals[i],
                        enabled=bool(command.enables[i]), gain=float(command.gains[i]),
-                       control=s.control, current=s.current, voltage=s.input_voltage,
+                       control=s.current if self._actuator.family == CURRENT else s.control,
+                       current=s.current, voltage=s.input_voltage,
                        temperature=s.temperature, error_flags=int(s.hardware_error))
         topics.publish_states(joint, msg)
         self._last_states = dict(result.states)

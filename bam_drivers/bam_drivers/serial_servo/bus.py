@@ -542,23 +542,46 @@ class SerialServoBus:
         if self.status_error_text(error):
             raise BamError(f"{what}: {self.status_error_text(error)}")
 
-    def ensure_position_mode(self) -> list[str]:
+    def ensure_position_mode(self, current_limit: float | None = None) -> list[str]:
         """Put servos in position control (the table's ``position_mode``: protocol 2.0
         operating mode 3, XL-320 control mode 2, Feetech operating mode 0); what was
         changed. Protocol 1.0 MX servos are in position control unless their angle
-        limits say wheel mode, which this driver leaves to the user."""
-        if self.table.position_mode is None:
+        limits say wheel mode, which this driver leaves to the user.
+
+        With ``current_limit`` (A): current-based position control (the table's
+        ``current_position_mode``, protocol 2.0 operating mode 5), Goal Current written to
+        that limit, which the servo's Current Limit register must allow."""
+        mode, label = self.table.position_mode, "position"
+        if current_limit is not None:
+            mode, label = self.table.current_position_mode, "current-based position"
+            if mode is None:
+                raise BamError(f"the {self.table.title} has no current-based position mode; "
+                               "give an actuator of its position mode")
+        if mode is None:
             return []
-        name, wanted = self.table.position_mode
+        name, wanted = mode
         changed = []
         for dxl_id in self.ids:
-            mode = self.read_register(dxl_id, name)
-            if mode != wanted:
+            present = self.read_register(dxl_id, name)
+            if present != wanted:
                 self.write_register(dxl_id, "torque_enable", 0)  # EEPROM needs torque off
                 self.write_register(dxl_id, name, wanted)
-                changed.append(f"servo id {dxl_id}: {name.replace('_', ' ')} {mode} -> "
-                               f"{wanted} (position)")
+                changed.append(f"servo id {dxl_id}: {name.replace('_', ' ')} {present} -> "
+                               f"{wanted} ({label})")
+            if current_limit is not None:
+                self._write_goal_current(dxl_id, current_limit)
         return changed
+
+    def _write_goal_current(self, dxl_id: int, amps: float) -> None:
+        """Goal Current at ``amps``, within the servo's Current Limit (BamError if above)."""
+        limit_field = self.table.field("current_limit")
+        limit = limit_field.to_si(self.read_register(dxl_id, "current_limit"))
+        if amps > limit + limit_field.scale / 2:
+            raise BamError(f"servo id {dxl_id}: Current Limit holds {limit:g} A, below the "
+                           f"{amps:g} A the actuator's law clips at; raise the register, or "
+                           f"declare the actuator with current_limit {limit:g}")
+        self.write_register(dxl_id, "goal_current",
+                            self.table.field("goal_current").from_si(amps))
 
     def return_delays(self) -> dict[int, float]:
         """Return delay time of every servo, s (each adds to every reply)."""

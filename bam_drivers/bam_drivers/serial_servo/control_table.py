@@ -154,6 +154,9 @@ class ControlTable:
     hardware_error: str | None = None  # register of the hardware error bits, if any
     vendor: str = "dynamixel"  # "feetech": its protocol-1.0 framing, own error bits
     position_mode: tuple[str, int] | None = None  # (register, value) of position control
+    # (register, value) of current-based position control, whose current the goal_current
+    # register clips (protocol 2.0: operating mode 5); None where the model has none.
+    current_position_mode: tuple[str, int] | None = None
     _by_address: Mapping[int, Field] = dc_field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -168,8 +171,10 @@ class ControlTable:
                     raise BamError(f"table {self.name}: {f.name} overlaps {by_address[a].name}")
                 by_address[a] = f
         object.__setattr__(self, "_by_address", MappingProxyType(by_address))
-        mode = self.position_mode[0] if self.position_mode else None
-        for name in (*self.state, self.duty, self.current, self.hardware_error, mode):
+        modes = [m[0] for m in (self.position_mode, self.current_position_mode) if m]
+        if self.current_position_mode:
+            modes.append("goal_current")
+        for name in (*self.state, self.duty, self.current, self.hardware_error, *modes):
             if name is not None:
                 self.field(name)
 

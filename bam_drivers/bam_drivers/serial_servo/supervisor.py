@@ -92,8 +92,9 @@ class SerialServoSupervisor:
 
     def __init__(self, bus: SerialServoBus, *, gain: float, enabled: bool,
                  command_timeout: float, log: Log, now: float, connect_timeout: float = 0.0,
-                 supply: SupplyCheck | None = None) -> None:
+                 supply: SupplyCheck | None = None, current_limit: float | None = None) -> None:
         self.bus = bus
+        self.current_limit = current_limit  # A: current-based position control (None: not)
         self.ids = bus.ids
         self.link = Link(STALE_REOPEN, connect_timeout=connect_timeout, started=now)
         self.supply = supply or SupplyCheck()
@@ -209,7 +210,7 @@ class SerialServoSupervisor:
             bus.open()
             bus.check_models()
             self.supply.check(bus.input_voltages(), bus.port_name)
-            for note in bus.ensure_position_mode():
+            for note in bus.ensure_position_mode(self.current_limit):
                 self._log("warning", note)
             if not self.link.connected_once:
                 self._first_connection()

@@ -134,8 +134,9 @@ def conditions(act: Actuator, source: Source, mass: float, length: float, arm_ma
     if act.family != VOLTAGE:
         supply_voltage = None  # only a voltage-controlled servo's law uses it
     if damping is not None:
-        damping = checked_field(source, "damping", damping, "factor d of the host PD law", low=0.0,
-                           high=MAX_DAMPING, low_open=True)
+        # d = 0: a position loop without a D term (the XL330's firmware by default).
+        damping = checked_field(source, "damping", damping, "factor d of the host PD law",
+                                low=0.0, high=MAX_DAMPING)
     return Conditions(
         bench=Bench(mass=mass, length=length, arm_mass=arm_mass), kp=kp,
         supply_voltage=supply_voltage, damping=damping)

@@ -57,7 +57,7 @@ def _check_range(held: dict[str, float], act: Actuator, model: FrictionModel,
     bounds = dict(identification_bounds(act, model))
     for name in groups:
         group = get_group(name)
-        if group.family is None or group.family == act.family:
+        if group.carried_by(act):
             bounds.update(group.bounds(act.scales))
     for name, value in held.items():
         low, high = bounds.get(name, (-np.inf, np.inf))

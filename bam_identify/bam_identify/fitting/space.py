@@ -32,7 +32,7 @@ from bam_sim.models.parameter_set import (
     allowed_names,
     identification_bounds,
 )
-from bam_sim.models.servo.actuator import FAMILY_NAMES, Actuator
+from bam_sim.models.servo.actuator import Actuator
 from bam_sim.models.servo.actuators import get_actuator
 
 Q_OFFSET_BOUNDS = (-0.2, 0.2)  # rad: a bench mounting error, not a free rotation
@@ -86,9 +86,9 @@ class SearchSpace(UnitBox):
         bounds = dict(identification_bounds(actuator, model))
         for name in groups:
             group = get_group(name)
-            if group.family is not None and group.family != actuator.family:
+            if not group.carried_by(actuator):
                 raise BamError(f"--groups {group.name}: the group belongs to the "
-                               f"{FAMILY_NAMES[group.family]} family, not to {actuator.name}")
+                               f"{group.family_text} family, not to {actuator.name}")
             bounds.update(group.bounds(actuator.scales))
         if identify_offset:
             bounds["q_offset"] = Q_OFFSET_BOUNDS

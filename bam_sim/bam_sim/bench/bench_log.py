@@ -74,10 +74,12 @@ class BenchLog:
         if enabled.shape != (n,):
             raise BamError(f"{where}: 'enabled' has shape {enabled.shape}, expected ({n},)")
         object.__setattr__(self, "enabled", enabled)
-        for name in ("supply_voltage", "damping"):
+        # A supply is > 0 V; d = 0 is a loop without a D term (the XL330's by default).
+        for name, low in (("supply_voltage", np.nextafter(0.0, 1.0)), ("damping", 0.0)):
             value = getattr(self, name)
-            if value is not None and not (np.isfinite(value) and value > 0.0):
-                raise BamError(f"{where}: {name} must be a finite number > 0, got {value}")
+            if value is not None and not (np.isfinite(value) and value >= low):
+                raise BamError(f"{where}: {name} must be a finite number "
+                               f"{'> 0' if low > 0.0 else '>= 0'}, got {value}")
         for name in ("position", "velocity", "control", "temperature", "input_voltage",
                      "load"):
             series = getattr(self, name)

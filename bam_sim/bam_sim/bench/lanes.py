@@ -92,6 +92,7 @@ from bam_sim.models.elastoplastic.model import (
 from bam_sim.models.kernel_inlining import into_rollouts
 from bam_sim.models.model_registry import EP_FIRST, M1, M2, M3, M4, M5, M6, FrictionModel
 from bam_sim.models.servo.actuator import (
+    C_CURRENT_GAIN,
     C_DAMPING,
     C_DUTY_GAIN,
     C_FIRMWARE_CURRENT,
@@ -174,12 +175,12 @@ def _motor_torques(family: int, replay: bool, lanes: np.ndarray, law: tuple, q: 
     enable :data:`MIXED`, a lane's torque is 0 where its own is off, as
     :func:`bam_sim.models.servo.laws.servo_torque` gives.
 
-    ``law``: the log's (kp·k_duty, I_max of the firmware, V_s, duty_max, U_max, damping,
-    kp), read once per step rather than in the lanes (a load under a lane's condition
+    ``law``: the log's (kp·k_duty, I_max of the firmware, V_s, duty_max, U_max, d·√kp,
+    kp·k_I), read once per step rather than in the lanes (a load under a lane's condition
     becomes a masked gather). The branches here are the same for every lane, so each
     case has a lane loop of its own: inside one loop the vectorizer would compute every
     case and select."""
-    _, limit, _, _, max_voltage, damping, kp = law
+    _, limit, _, _, max_voltage, damping, current_gain = law
     delayed, _, on, control, _, lane_enabled, lane_control = command
     if on == ALL_OFF:
         for b in range(BLOCK):
@@ -200,7 +201,8 @@ def _motor_torques(family: int, replay: bool, lanes: np.ndarray, law: tuple, q: 
         _voltage_law(lanes, law, 0.0, q, dq, target, tau)
     else:
         for b in range(BLOCK):
-            amps = current_law(kp, damping, lanes[P.I_HEAT, b], q[b], dq[b], target[b])
+            amps = current_law(current_gain, lanes[P.GAIN_RATIO, b], damping,
+                               lanes[P.I_HEAT, b], q[b], dq[b], target[b])
             tau[b] = current_torque(lanes[P.KT, b], lanes[P.R, b], max_voltage,
                                     lanes[P.I_HEAT, b], amps, dq[b])
     if on == MIXED:
@@ -219,7 +221,7 @@ def _advance(model: int, family: int, replay: bool, lanes: np.ndarray, c: np.nda
     the lanes' goal, enable and control) of :func:`_commands`."""
     delayed, goal, lane_goal = command[0], command[1], command[4]
     law = (kp * c[C_DUTY_GAIN], c[C_FIRMWARE_CURRENT], c[C_SUPPLY], c[C_MAX_DUTY],
-           c[C_MAX_VOLTAGE], c[C_DAMPING], kp)
+           c[C_MAX_VOLTAGE], c[C_DAMPING] * np.sqrt(kp), kp * c[C_CURRENT_GAIN])
     for b in range(BLOCK):
         target[b] = slew(lanes[P.TARGET_RATE, b], target[b],
                          _lane(delayed, lane_goal, goal, b), dt)
@@ -256,7 +258,7 @@ def _advance_ep(model: int, family: int, replay: bool, lanes: np.ndarray, c: np.
     element (Algorithm 1 of Cisneros et al.) and the joint in a loop per form."""
     delayed, goal, lane_goal = command[0], command[1], command[4]
     law = (kp * c[C_DUTY_GAIN], c[C_FIRMWARE_CURRENT], c[C_SUPPLY], c[C_MAX_DUTY],
-           c[C_MAX_VOLTAGE], c[C_DAMPING], kp)
+           c[C_MAX_VOLTAGE], c[C_DAMPING] * np.sqrt(kp), kp * c[C_CURRENT_GAIN])
     for b in range(BLOCK):
         target[b] = slew(lanes[P.TARGET_RATE, b], target[b],
                          _lane(delayed, lane_goal, goal, b), dt)

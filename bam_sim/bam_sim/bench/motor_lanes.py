@@ -80,6 +80,7 @@ from bam_sim.models.dcmotor.motor_model import (
 from bam_sim.models.kernel_inlining import into_rollouts
 from bam_sim.models.model_registry import LUGRE_ID, M1, M2, M3, M4, M5, M6, FrictionModel
 from bam_sim.models.servo.actuator import (
+    C_CURRENT_GAIN,
     C_DAMPING,
     C_DUTY_GAIN,
     C_FIRMWARE_CURRENT,
@@ -157,7 +158,9 @@ def _inputs(mode: int, family: int, lanes: np.ndarray, c: np.ndarray, kp: float,
             work[U_POS, b] = target[b]
     elif mode == ON and family == CURRENT:
         for b in range(BLOCK):
-            amps = current_law(kp, c[C_DAMPING], lanes[P.I_HEAT, b], q[b], dq[b], target[b])
+            amps = current_law(kp * c[C_CURRENT_GAIN], lanes[P.GAIN_RATIO, b],
+                               c[C_DAMPING] * np.sqrt(kp), lanes[P.I_HEAT, b], q[b], dq[b],
+                               target[b])
             work[U_FF, b] = torque_request(lanes[P.KT, b], amps)
     elif mode == ON:
         duty_gain, limit, supply = kp * c[C_DUTY_GAIN], c[C_FIRMWARE_CURRENT], c[C_SUPPLY]

@@ -84,6 +84,7 @@ from bam_sim.models.dcmotor.motor_model import (
 from bam_sim.models.elastoplastic.validity import check_step
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo.actuator import C_SUPPLY, Actuator
+from bam_sim.models.servo.actuators import law_siblings
 from bam_sim.models.servo.laws import firmware_target, input_voltage
 
 _NOISE_BLOCK = 1024  # normal draws generated at once (deterministic for a seed)
@@ -168,11 +169,7 @@ class BenchStepper:
         if volts <= 0.0:
             raise BamError(f"supply voltage must be > 0 V, got {volts}")
         self._supply_voltage = volts
-        # The actuator's constants with this bench's supply voltage, as
-        # BenchLog.consts builds them for a recording.
-        self._consts = self._actuator.consts()
-        self._consts[C_SUPPLY] = volts
-        self._family = int(self._actuator.family)
+        self._law(self._actuator)
         self._q = _finite("initial position", position)
         self._dq = _finite("initial velocity", velocity)
         self._e = 0.0  # elasto-plastic deflection (ep_* models; Algorithm 1 line 1)
@@ -331,14 +328,27 @@ class BenchStepper:
         return bench
 
     def set_parameters(self, params: ParameterSet) -> None:
-        """Swap the parameter set (model or values); it must be for the same actuator."""
+        """Swap the parameter set (model or values); it must be for the same actuator, or
+        for the same servo under another firmware law (an operating mode switched:
+        :func:`bam_sim.models.servo.actuators.law_siblings`)."""
         if not isinstance(params, ParameterSet):
             raise BamError(f"params must be a ParameterSet, got {type(params).__name__}")
         if params.actuator.name != self._actuator.name:
-            raise BamError(
-                f"parameter set is for actuator {params.actuator.name}, but this bench has a "
-                f"{self._actuator.name}; use a parameter set of the {self._actuator.name}")
+            if params.actuator not in law_siblings(self._actuator):
+                raise BamError(
+                    f"parameter set is for actuator {params.actuator.name}, but this bench has "
+                    f"a {self._actuator.name}; use a parameter set of the "
+                    f"{self._actuator.name}")
+            self._law(params.actuator)  # the servo switched operating modes
         self._install(params, self._bench)
+
+    def _law(self, actuator: Actuator) -> None:
+        """The firmware law's constants, with this bench's supply voltage (as
+        BenchLog.consts builds them for a recording)."""
+        self._actuator = actuator
+        self._consts = actuator.consts()
+        self._consts[C_SUPPLY] = self._supply_voltage
+        self._family = int(actuator.family)
 
     def set_measurement(
         self,

@@ -124,6 +124,15 @@ class ParameterSet:
         merged = {**self.values, **values}
         return ParameterSet.build(self.actuator, self.model, merged, self.provenance)
 
+    def on_actuator(self, actuator: Actuator, **values: float) -> ParameterSet:
+        """The same motor and friction under another firmware law (the servo in another
+        operating mode): the values ``actuator``'s sets may hold but this actuator's fixed
+        constants, then ``values``."""
+        allowed = allowed_names(actuator, self.model)
+        kept = {k: v for k, v in self.values.items()
+                if k in allowed and k not in self.actuator.fixed}
+        return ParameterSet.build(actuator, self.model, {**kept, **values}, self.provenance)
+
 
 def _check_backlash(values: dict[str, float], act: Actuator, mdl: FrictionModel,
                     origin: str) -> None:

@@ -73,6 +73,7 @@ from bam_sim.models.diagram import static_level
 from bam_sim.models.model_registry import get_model
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo.actuator import (
+    C_CURRENT_GAIN,
     C_DAMPING,
     C_DUTY_GAIN,
     C_MAX_DUTY,
@@ -214,7 +215,8 @@ def dcmotor_settings(joint: str, params: ParameterSet, gain: float | None = None
         kp_t *= v.get("error_gain_ratio", 1.0)
         slew = v.get("max_velocity", 0.0)
     elif act.family == CURRENT_LAW:
-        kp_t, kd_t = kt * kp, kt * c[C_DAMPING] * math.sqrt(kp)
+        kp_t = kt * kp * c[C_CURRENT_GAIN] * v.get("error_gain_ratio", 1.0)
+        kd_t = kt * c[C_DAMPING] * math.sqrt(kp)
         vmax, limit = c[C_MAX_VOLTAGE], kt * vec[P.I_HEAT]
     else:  # the dcmotor family: MuJoCo's own controller, the gain is its k_p
         kp_t, ki, kd_t = kp, v.get("controller.ki", 0.0), v.get("controller.kd", 0.0)

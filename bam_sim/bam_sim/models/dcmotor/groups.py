@@ -21,7 +21,7 @@ hbridge        pwm_period (the voltage family only)        T_pwm           (13),
                                                                            Sihite
 supply         resistance, min_voltage (voltage family)    R_s, V_min      servo.py
 latency        command, reading                            L_c, L_r        rollouts.py
-gain           error_gain_ratio (the voltage family)       r               laws.py
+gain           error_gain_ratio (voltage, current)         r               laws.py
 backlash       width                                       b               backlash.py
 =============  ==========================================  ==============  =========
 
@@ -29,10 +29,10 @@ backlash       width                                       b               backl
 the current it draws through the supply's series resistance
 (:mod:`bam_sim.models.servo.laws`), the pure delays between a command and its action and
 between a state and its reading (:mod:`bam_sim.bench.rollouts`), and a scale r on the
-firmware's P gain, for a servo whose gain unit is not known (the voltage law's factor on
-its duty gain, which the Feetech STS law identifies anyway: for those servos it is a
-motor parameter, not a group). ``backlash`` is not MuJoCo's either: the dead band of the
-gear train between the motor (its armature J_m) and the output the encoder reads
+firmware's P gain, for a servo whose gain unit is not known (the firmware laws' factor
+on their duty or current gain, which the Feetech STS law identifies anyway: for those
+servos it is a motor parameter, not a group). ``backlash`` is not MuJoCo's either: the
+dead band of the gear train between the motor (its armature J_m) and the output the encoder reads
 (:mod:`bam_sim.bench.backlash`), with M1..M6 and the servo laws (not through the
 DC-motor model, not with the elasto-plastic or LuGre friction).
 
@@ -62,7 +62,7 @@ from dataclasses import dataclass
 
 from bam_sim.common.errors import BamError
 from bam_sim.models.model_registry import FrictionModel, ParamSpec
-from bam_sim.models.servo.actuator import DCMOTOR, FAMILY_NAMES, VOLTAGE, Actuator
+from bam_sim.models.servo.actuator import CURRENT, DCMOTOR, FAMILY_NAMES, VOLTAGE, Actuator
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,14 @@ class Group:
     title: str
     specs: tuple[ParamSpec, ...]
     identified: tuple[str, ...]
-    family: int | None = None  # None: any actuator
+    families: tuple[int, ...] = ()  # the control-law families that carry it (): any
+
+    def carried_by(self, actuator: Actuator) -> bool:
+        return not self.families or actuator.family in self.families
+
+    @property
+    def family_text(self) -> str:
+        return " and ".join(FAMILY_NAMES[f] for f in self.families)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -124,28 +131,29 @@ GROUPS: dict[str, Group] = {
             _spec("controller.slewmax", "s", "rad/s", 0.0, 100.0, 0.0),
             _spec("controller.Imax", "I_max", "rad·s", 0.0, 10.0, 0.0),
             _spec("controller.Vmax", "v_max", "V", 0.0, 100.0, 0.0),
-        ), ("controller.ki", "controller.kd"), DCMOTOR),
+        ), ("controller.ki", "controller.kd"), (DCMOTOR,)),
         # A known constant of the drive (not identified): the PWM period of a drive/coast
         # bridge; the voltage law then averages that bridge (models/dcmotor/hbridge.py).
         Group("hbridge", "drive/coast H-bridge of the voltage law (averaged over a PWM "
               "period)", (_spec("hbridge.pwm_period", "T_pwm", "s", 1.0e-6, 1.0e-2, 5.0e-5),),
-              (), VOLTAGE),
+              (), (VOLTAGE,)),
         # The supply's series resistance (battery, wires) is identified; its floor (a
         # regulator's or a brown-out's) is a known constant of the bench.
         Group("supply", "input voltage sagging under load (series resistance, floor)", (
             _spec("supply.resistance", "R_s", "Ω", 0.0, 3.0, 0.3),
             _spec("supply.min_voltage", "V_min", "V", 0.0, 100.0, 0.0),
-        ), ("supply.resistance",), VOLTAGE),
+        ), ("supply.resistance",), (VOLTAGE,)),
         # On a bench only L_c + L_r shows (rollouts.py): the fit frees L_c, L_r is held.
         Group("latency", "pure delays of the link: command to action, state to reading", (
             _spec("latency.command", "L_c", "s", 0.0, 0.05, 0.0),
             _spec("latency.reading", "L_r", "s", 0.0, 0.05, 0.0),
         ), ("latency.command",)),
-        # A servo whose P gain is in an unknown unit (PACE issue #13): the duty per radian
-        # is kp·duty_gain·r, r found with the rest. It trades against k_t/R (fit warns).
+        # A servo whose P gain is in an unknown unit (PACE issue #13): the duty (or the
+        # current) per radian is kp·duty_gain·r (kp·current_gain·r), r found with the rest.
+        # It trades against k_t/R (k_t for the current law; fit warns).
         Group("gain", "a scale r on the firmware's P gain (an unknown gain unit)", (
             _spec("error_gain_ratio", "r", "", 0.1, 10.0, 1.0),
-        ), ("error_gain_ratio",), VOLTAGE),
+        ), ("error_gain_ratio",), (VOLTAGE, CURRENT)),
         # Up to ~3°: the STS3215's is about 1° (TheRobotStudio/SO-ARM100#134).
         Group("backlash", "dead band between the motor and the output (the gear train's)", (
             _spec("backlash.width", "b", "rad", 0.0, 0.05, 0.0),
@@ -177,7 +185,7 @@ NOT_SUPPORTED = {
 
 def allowed_group_names(actuator: Actuator) -> frozenset[str]:
     """Group parameters ``actuator`` may carry (every group; controller: dcmotor only)."""
-    return frozenset(name for g in GROUPS.values() if g.family in (None, actuator.family)
+    return frozenset(name for g in GROUPS.values() if g.carried_by(actuator)
                      for name in g.names)
 
 
@@ -220,10 +228,9 @@ def group_error(name: str, actuator: Actuator, model: FrictionModel) -> str | No
 
 
 def _family_error(group: Group, actuator: Actuator) -> str | None:
-    if group.family is not None and group.family != actuator.family:
-        return (f"group {group.name} ({group.title}) belongs to the "
-                f"{FAMILY_NAMES[group.family]} family; {actuator.name} runs its own "
-                f"{FAMILY_NAMES[actuator.family]} law")
+    if not group.carried_by(actuator):
+        return (f"group {group.name} ({group.title}) belongs to the {group.family_text} "
+                f"family; {actuator.name} runs its own {FAMILY_NAMES[actuator.family]} law")
     return None
 
 

@@ -60,6 +60,9 @@ from bam_sim.models.servo.actuators import ACTUATORS, get_actuator
 REFERENCE_ACTUATORS = ("mx64", "mx106", "xl320", "xl330", "xl330i", "erob80_100",
                        "erob80_50", "sts3215", "unitree_go1")
 # Actuators upstream's registry gained later, with where: they load on its main only.
+# Actuators here whose name BAM knows under another law: not exported under it.
+OTHER_LAWS = {"xl330_current": "BAM's xl330i runs another current law: an error gain of "
+                               "0.01 A and the bus current's torque"}
 LATER_ACTUATORS = {"waveshare_st3025": "Rhoban/bam pull request #12 (commit 27f3fa5)"}
 # Actuator names of the authors' files that are another name here: the 12 V STS3215 set of
 # their branch add_sts3215_12v_params names an actuator their registry does not have; the
@@ -339,13 +342,20 @@ def _default_gain(params: ParameterSet) -> float:
     return float(params.actuator.gains[1])
 
 
+def has_counterpart(actuator: Actuator) -> bool:
+    """Whether BAM's readers know ``actuator`` (and run its law)."""
+    return (actuator.name not in OTHER_LAWS and _EXPORT_NAMES.get(actuator.name, actuator.name)
+            in REFERENCE_ACTUATORS + tuple(LATER_ACTUATORS))
+
+
 def _check_exportable(params: ParameterSet) -> None:
     act, mdl = params.actuator, params.model
     what = f"{act.name} {mdl.name}"
-    known = REFERENCE_ACTUATORS + tuple(LATER_ACTUATORS)
-    if _EXPORT_NAMES.get(act.name, act.name) not in known:
-        raise BamError(f"actuator {act.name} has no BAM JSON counterpart (its readers know "
-                       f"{', '.join(known)}); export it as a MuJoCo dcmotor MJCF instead")
+    if not has_counterpart(act):
+        known = REFERENCE_ACTUATORS + tuple(LATER_ACTUATORS)
+        why = OTHER_LAWS.get(act.name, f"its readers know {', '.join(known)}")
+        raise BamError(f"actuator {act.name} has no BAM JSON counterpart ({why}); export it "
+                       "as a MuJoCo dcmotor MJCF instead")
     if mdl.name not in BAM_MODELS:
         raise BamError(f"model {mdl.name} ({what}) has no BAM JSON counterpart (its readers "
                        f"know {', '.join(BAM_MODELS)}); fit one of those to export it")

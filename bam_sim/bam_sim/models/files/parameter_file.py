@@ -23,6 +23,7 @@ imported by :func:`load` too. Files are parsed with ``yaml.safe_load`` /
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import tempfile
@@ -39,7 +40,7 @@ from bam_sim.models.dcmotor.groups import INPUT_MODES, effective_constant, therm
 from bam_sim.models.model_registry import BAM_PAPER, FrictionModel, get_model
 from bam_sim.models.parameter_set import ParameterSet
 from bam_sim.models.servo.actuator import DCMOTOR, Actuator
-from bam_sim.models.servo.actuators import declare_file, get_actuator
+from bam_sim.models.servo.actuators import declare_file, get_actuator, law_siblings
 
 PUBLISHED_CITATION = (
     "M. Duclusaud, G. Passault, V. Padois, O. Ly, 'Extended Friction Models for the "
@@ -257,7 +258,16 @@ def published(actuator: Actuator, model: FrictionModel) -> ParameterSet:
                        "not part of the published release); give a parameter file, e.g. "
                        "one written by 'fit --models " + model.name + "'")
     name = f"{actuator.name}_{model.name}.yaml"
-    source = resources.files("bam_sim.models.files").joinpath("published", name)
+    folder = resources.files("bam_sim.models.files").joinpath("published")
+    source = folder.joinpath(name)
+    sibling = next((a for a in law_siblings(actuator)
+                    if folder.joinpath(f"{a.name}_{model.name}.yaml").is_file()), None)
+    if not source.is_file() and sibling is not None:
+        # The same motor and gear train in another operating mode (the XL330's current-based
+        # position mode): its published set under this actuator's law.
+        base = published(sibling, model)
+        return dataclasses.replace(base.on_actuator(actuator), provenance={
+            **base.provenance, "law": f"{actuator.name}'s, on the published {sibling.name} set"})
     if not source.is_file():
         raise BamError(f"there is no published {model.name} set of {actuator.name} (the "
                        "published sets are M1..M6 of the MX, XL, eRob and STS3215 (7.4 V) "

@@ -22,8 +22,9 @@ FAMILY_NAMES = {VOLTAGE: "voltage", CURRENT: "current", DCMOTOR: "dcmotor"}
 CONTROL_UNITS = {VOLTAGE: "V", CURRENT: "A", DCMOTOR: "V"}
 
 # Layout of the actuator constant vector handed to the numba kernels.
-C_SUPPLY, C_DUTY_GAIN, C_MAX_DUTY, C_MAX_VOLTAGE, C_DAMPING, C_FIRMWARE_CURRENT = range(6)
-N_CONSTS = 6
+(C_SUPPLY, C_DUTY_GAIN, C_MAX_DUTY, C_MAX_VOLTAGE, C_DAMPING, C_FIRMWARE_CURRENT,
+ C_CURRENT_GAIN) = range(7)
+N_CONSTS = 7
 
 
 @dataclass(frozen=True)
@@ -40,9 +41,11 @@ class Actuator:
     duty_gain: float = 0.0
     max_duty: float = 0.0
     firmware_current_limit: float = 0.0
-    # Current family: U_max of the back-EMF limit and the PD damping factor d.
+    # Current family: U_max of the back-EMF limit, the PD damping factor d, and the current
+    # per radian and unit of the gain (A; 1: a gain in A/rad, as the eRob's host law).
     max_voltage: float = 0.0
     damping: float = 0.0
+    current_gain: float = 1.0
     # Motor parameters identified with the friction model, with their bounds.
     motor_bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
     # Parameters held fixed (not identified), e.g. I_heat.
@@ -93,4 +96,5 @@ class Actuator:
         c[C_MAX_VOLTAGE] = self.max_voltage
         c[C_DAMPING] = self.damping
         c[C_FIRMWARE_CURRENT] = self.firmware_current_limit
+        c[C_CURRENT_GAIN] = self.current_gain
         return c

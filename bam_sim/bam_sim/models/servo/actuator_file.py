@@ -14,6 +14,7 @@ not ship needs one file and no code. A file, with every section::
       firmware_current_limit: 0.0   # voltage: A the firmware holds the current to (0: none)
       max_voltage: 48.0             # current: U_max of the back-EMF limit
       damping: 1.0                  # current: the PD damping factor d
+      current_gain: 1.0             # current: A per rad and unit of the gain (1: A/rad)
     commands:
       goal_range: [-3.14159, 3.14006]   # rad, the goals the servo accepts
       gain_limit: 254               # the largest firmware gain
@@ -64,7 +65,8 @@ FRICTION_PARAMS = tuple(sorted({p for m in FRICTION_MODELS.values() for p in m.p
 # section -> {key in the file: Actuator field}
 SECTIONS: dict[str, dict[str, str]] = {
     "law": {k: k for k in ("family", "supply_voltage", "duty_gain", "max_duty",
-                           "firmware_current_limit", "max_voltage", "damping")},
+                           "firmware_current_limit", "max_voltage", "damping",
+                           "current_gain")},
     "commands": {k: k for k in ("goal_range", "gain_limit", "gain_unit",
                                 "encoder_resolution")},
     "bench": {k: k for k in ("gains", "masses", "lengths")},
@@ -265,8 +267,9 @@ def _optional_text(value: object, where: str) -> str:
 _VALUE = {
     "family": _family, "supply_voltage": _positive, "duty_gain": _number,
     "max_duty": _number, "firmware_current_limit": _number, "max_voltage": _number,
-    "damping": _number, "goal_range": _range, "gain_limit": _positive,
-    "gain_unit": _optional_text, "encoder_resolution": _resolution, "gains": _numbers,
+    "damping": _number, "current_gain": _positive, "goal_range": _range,
+    "gain_limit": _positive, "gain_unit": _optional_text, "encoder_resolution": _resolution,
+    "gains": _numbers,
     "masses": _numbers, "lengths": _numbers, "motor_bounds": _bounds, "fixed": _values,
     "scales": _scales, "friction_bounds": _friction, "legacy_defaults": _values,
     "driver": _choice(DRIVERS), "control_table": _optional_text, "emulator_model": _model,

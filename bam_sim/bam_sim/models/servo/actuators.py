@@ -75,6 +75,17 @@ def get_actuator(name: str) -> Actuator:
     return found
 
 
+def law_siblings(actuator: Actuator) -> tuple[Actuator, ...]:
+    """The same servo under another firmware law: the actuators of another family that
+    name its driver and control table (its other operating modes, e.g. the XL330's
+    current-based position mode beside its position mode)."""
+    if not actuator.control_table:
+        return ()
+    return tuple(a for a in (*ACTUATORS.values(), *_DECLARED.values())
+                 if (a.driver, a.control_table) == (actuator.driver, actuator.control_table)
+                 and a.family != actuator.family)
+
+
 DRIVERS: tuple[str, ...] = tuple(dict.fromkeys(a.driver for a in ACTUATORS.values() if a.driver))
 
 

@@ -37,8 +37,16 @@ branch on it:
   clipped to the heat limit I_heat, the torque being limited by what the
   supply voltage U_max can push against the back-EMF (equations 14, 15)::
 
-      I   = clip(kp·(q_d − q) − d·√kp·q̇, ±I_heat)
+      I   = clip(kp·k_I·(q_d − q) − d·√kp·q̇, ±I_heat)
       τ_m = clip(k_t·I, (−U_max − k_t·q̇)·k_t/R, (U_max − k_t·q̇)·k_t/R)   (14, 15)
+
+  k_I (``current_gain``) is the current per radian and unit of the gain: 1 for the
+  eRob, whose host gain is in A/rad. A servo whose firmware runs this law on its own
+  position loop has its own unit: the XL330 in current-based position mode (operating
+  mode 5: the position P term's output is a goal current, clipped to Goal Current)
+  has k_I = 4096/(2π)/256 mA per radian and P-gain unit, the duty gain of its position
+  mode with a current where the duty was (``shipped/xl330_current.yaml``). With the
+  ``gain`` group, r scales the P term: kp·k_I·r·(q_d − q).
 
   The voltage limit is the one of the published eRob identification: the
   current the supply can drive is (±U_max − k_t q̇)/R, which is the
@@ -82,6 +90,7 @@ from bam_sim.models import parameter_vector as P
 from bam_sim.models.dcmotor.hbridge import average_current
 from bam_sim.models.kernel_inlining import into_rollouts
 from bam_sim.models.servo.actuator import (  # the family ids and constant layout
+    C_CURRENT_GAIN,
     C_DAMPING,
     C_DUTY_GAIN,
     C_FIRMWARE_CURRENT,
@@ -106,14 +115,17 @@ def control_law(
     if family == VOLTAGE:
         duty = firmware_duty(p, c, kp, q, dq, goal)
         return duty * supply_voltage(p, c, duty, dq)
-    return current_law(kp, c[C_DAMPING], p[P.I_HEAT], q, dq, goal)
+    return current_law(kp * c[C_CURRENT_GAIN], p[P.GAIN_RATIO], c[C_DAMPING] * np.sqrt(kp),
+                       p[P.I_HEAT], q, dq, goal)
 
 
 @nb.njit(cache=True, inline=into_rollouts)
-def current_law(kp: float, damping: float, heat_limit: float, q: float, dq: float,
-                goal: float) -> float:
-    """The current law's PD command, clipped to ±I_heat (14)."""
-    current = kp * (goal - q) - damping * np.sqrt(kp) * dq
+def current_law(current_gain: float, ratio: float, damping: float, heat_limit: float,
+                q: float, dq: float, goal: float) -> float:
+    """The current law's PD command, clipped to ±I_heat (14): ``current_gain`` = kp·k_I,
+    ``ratio`` the gain group's r (0: none), ``damping`` = d·√kp."""
+    gain = current_gain * ratio if ratio > 0.0 else current_gain
+    current = gain * (goal - q) - damping * dq
     return _clip(current, -heat_limit, heat_limit)
 
 
