@@ -21,7 +21,13 @@ import pytest
 from bam_sim.bench.geometry import Bench
 from bam_sim.models import parameter_vector as P
 from bam_sim.models.files.parameter_file import published_named
-from bam_sim.mujoco_arm.servo_arm import ArmJoint, ServoArm
+from bam_sim.mujoco_arm.servo_arm import (
+    W_SLIDE,
+    W_SLIDE_FLOOR,
+    W_SLIDE_MISSES,
+    ArmJoint,
+    ServoArm,
+)
 from bam_sim.mujoco_arm.shipped_arms import load_arm, pendulum_mjcf
 
 BENCHES = {"mx64": Bench(1.0, 0.15), "erob80_100": Bench(8.2, 0.5)}
@@ -127,3 +133,27 @@ def test_arm_friction_holds_and_releases_dynamixel_arm() -> None:
             assert np.all(moved <= creep_bound(arm, load, HOLD_TIME))
         else:
             assert moved.max() > 0.1
+
+
+@pytest.mark.parametrize("arm_name", ["dynamixel", "feetech"])
+def test_arm_friction_of_sliding_joints_applied_is_the_row_to_rounding(arm_name: str) -> None:
+    """A joint that surely slides gets its friction row's force applied instead of the row
+    (servo_arm._slide): the arm moves as with the rows kept, to rounding, while most of the
+    joint-steps leave the constraint solve and no guess of the sign turned out wrong."""
+    arms = [load_arm(arm_name) for _ in range(2)]
+    arms[1]._work[:, W_SLIDE_FLOOR] = np.inf  # the rows always
+    rng = np.random.default_rng(7)
+    slid = steps = 0
+    for goals, count in zip(rng.uniform(-0.8, 0.8, (40, 2)), rng.integers(5, 80, 40),
+                            strict=True):
+        for arm in arms:
+            arm.set_command(goals=goals)
+        for _ in range(count):
+            for arm in arms:
+                arm.step(1)
+            slid += int((arms[0]._work[:, W_SLIDE] == 1.0).sum())
+            steps += 2
+        np.testing.assert_allclose(arms[0].positions, arms[1].positions, rtol=0, atol=1e-12)
+    assert arms[0]._work[:, W_SLIDE_MISSES].sum() == 0
+    assert (arms[1]._work[:, W_SLIDE] != 1.0).all()
+    assert slid > 0.5 * steps

@@ -15,6 +15,14 @@ limits, without the servo's own motor, damping and friction row. ``step(n)`` run
 the n steps in one kernel call that steps MuJoCo itself
 (:mod:`bam_sim.mujoco_arm.native_step`), else from Python: the same positions.
 
+A joint that surely slides through the step (its speed above what one step could take
+off it: :func:`_slide`) gets its row's force instead of the row: in its linear zone the
+row's force is the bound against the motion, so applying ∓frictionloss (in
+``qfrc_applied``, beside a user's forces) moves the arm as the row does, to rounding
+(tested against the rows kept), and the row leaves MuJoCo's constraint solve, most of
+what a servo joint costs MuJoCo; a step without rows skips the solve. A joint near
+stiction keeps its row.
+
 MuJoCo's friction constraint is soft: at rest inside the box the joint creeps
 at q̇ = (1 − d)/d · d_max·t_c/2 · w0·τ. ServoArm makes it as stiff as MuJoCo
 allows (t_c = 2Δt, d = d_max = 0.9999, ``mj_setConst`` after the armature), so
@@ -89,6 +97,11 @@ from bam_sim.mujoco_arm.native_step import step as mj_step
 FRICTION_DOF = int(mujoco.mjtConstraint.mjCNSTR_FRICTION_DOF)
 # Stiffest friction constraint MuJoCo accepts (see the module docstring).
 STIFF_IMPEDANCE = 0.9999
+# A joint slides surely when its speed exceeds SLIDE_MARGIN times what it could lose in one
+# step (its last step's change, plus every servo torque's change over the smallest rotor
+# inertia), and SLIDE_FLOOR (rad/s, far above the stiff row's smoothing band of ~1e-6).
+SLIDE_MARGIN = 2.0
+SLIDE_FLOOR = 1.0e-3
 
 # Columns of the per-joint integer table handed to the kernel.
 I_QADR, I_DADR, I_ACT, I_MODEL, I_FAMILY, I_MOTOR = range(6)
@@ -104,7 +117,13 @@ W_TARGET = 13  # the servo firmware's target (servo.firmware_target; the goal bu
 # A joint with backlash (_update_backlash): the gear's state, the motor's lead on the
 # output in contact (±h), its position and speed apart, the load's inertia at qpos0.
 W_GAP, W_LEAD, W_MOTOR_POS, W_MOTOR_RATE, W_LOAD_INERTIA = 14, 15, 16, 17, 18
-N_WORK = 19
+# A sliding M1..M6 joint (_slide): this step's change of the torque it applies and of its
+# velocity over the last step, whether its friction went through the motor (1), stayed
+# MuJoCo's row (0) or is not a budget (-1), the speed under which it keeps the row, and
+# the steps whose velocity then turned (a wrong guess, counted for the tests), and the
+# friction force it put in qfrc_applied for the step.
+W_DTAU, W_DV, W_SLIDE, W_SLIDE_FLOOR, W_SLIDE_MISSES, W_SLID = 19, 20, 21, 22, 23, 24
+N_WORK = 25
 CONTACT, APART, CLOSED = 0.0, 1.0, 2.0  # W_GAP: in contact, apart, contact just made
 
 
@@ -137,8 +156,8 @@ class ArmState(NamedTuple):
 
 @nb.njit(cache=True)
 def _update(ints, params, consts, work, rows, motor_state, qpos, qvel, qfrc_smooth,
-            qfrc_constraint, efc_type, efc_id, efc_force, ctrl, frictionloss, damping, armature,
-            dt):
+            qfrc_constraint, qfrc_applied, efc_type, efc_id, efc_force, ctrl, frictionloss,
+            damping, armature, dt):
     """Steps 1-3 of the module docstring for every servo joint (before mj_step)."""
     for i in range(ints.shape[0]):
         dof = ints[i, I_DADR]
@@ -179,6 +198,7 @@ def _update(ints, params, consts, work, rows, motor_state, qpos, qvel, qfrc_smoo
             continue
         _update_budget(i, model, p, work, tau_m, tau_e, dq, control, ctrl, ints[i, I_ACT],
                        frictionloss, damping, dof)
+    _slide(ints, work, qfrc_applied, frictionloss, armature, dt)
 
 
 @nb.njit(cache=True, inline=into_rollouts)
@@ -190,6 +210,44 @@ def _update_budget(i, model, p, work, tau_m, tau_e, dq, control, ctrl, act, fric
     # Rounding can make budget − K_v|q̇| a hair negative; MuJoCo wants ≥ 0.
     _apply(i, work, ctrl, act, frictionloss, damping, dof, tau_m,
            max(budget - viscous * abs(dq), 0.0), viscous, dq, control, tau_m, tau_e, budget)
+    work[i, W_SLIDE] = 0.0  # may slide (_slide)
+
+
+@nb.njit(cache=True, inline=into_rollouts)
+def _slide(ints, work, qfrc_applied, frictionloss, armature, dt):
+    """The friction of the M1..M6 joints that surely slide this step, through their motor.
+
+    MuJoCo's friction row of a joint whose velocity keeps its sign over the step is in its
+    linear zone: its force is the bound, ∓frictionloss, the same as that force applied to
+    the joint (MuJoCo's solve is convex: with the other rows it has one solution). Applied
+    so (in ``qfrc_applied``, beside what a user applies there: the actuator's force stays
+    the motor's), the row leaves the constraint solve, which is most of a servo joint's cost in
+    MuJoCo; without any row left, MuJoCo skips the solve. The sign is sure when the speed
+    exceeds what one step could take off it, bounded by the last step's change plus every
+    servo torque's change over the smallest rotor inertia (the mass matrix is at least
+    the armatures), twice, and SLIDE_FLOOR. A turn the bound missed is counted
+    (W_SLIDE_MISSES); the next step, slow, keeps the row."""
+    change, inertia = 0.0, np.inf
+    for i in range(ints.shape[0]):
+        qfrc_applied[ints[i, I_DADR]] -= work[i, W_SLID]  # the last step's
+        work[i, W_SLID] = 0.0
+        change += work[i, W_DTAU]
+        inertia = min(inertia, armature[ints[i, I_DADR]])
+    if not inertia > 0.0:
+        return
+    for i in range(ints.shape[0]):
+        dof = ints[i, I_DADR]
+        row, dq = frictionloss[dof], work[i, W_PREV_DQ]
+        if work[i, W_SLIDE] != 0.0 or row == 0.0:
+            continue
+        reach = SLIDE_MARGIN * (work[i, W_DV] + dt * change / inertia) + work[i, W_SLIDE_FLOOR]
+        if abs(dq) > reach:
+            force = -row if dq > 0.0 else row
+            qfrc_applied[dof] += force
+            work[i, W_SLID] = force
+            frictionloss[dof] = 0.0
+            work[i, W_PREV_TAU_M] += force  # τ_e of the next step leaves it out
+            work[i, W_SLIDE] = 1.0
 
 
 @nb.njit(cache=True, inline=into_rollouts)
@@ -198,6 +256,11 @@ def _apply(i, work, ctrl, act, frictionloss, damping, dof, force, row, viscous, 
     """What a joint hands MuJoCo for the next step (``force`` through its motor, ``row``
     its friction row's bound, ``viscous`` its damping) and what it remembers of it: τ_e of
     the next step leaves out what the joint applies itself."""
+    if work[i, W_SLIDE] == 1.0 and dq * work[i, W_PREV_DQ] <= 0.0:
+        work[i, W_SLIDE_MISSES] += 1.0  # the last step's sliding guess was wrong
+    work[i, W_DTAU] = abs(force - work[i, W_PREV_TAU_M])
+    work[i, W_DV] = abs(dq - work[i, W_PREV_DQ])
+    work[i, W_SLIDE] = -1.0
     ctrl[act] = force * work[i, W_CTRL_SCALE]
     frictionloss[dof] = row
     damping[dof] = viscous
@@ -290,7 +353,8 @@ def _half_step(ints, work, qpos, qvel, dt):
 
 @nb.njit(cache=True, nogil=True)
 def _steps(n, half_step, access, model, data, ints, params, consts, work, rows, motor_state,
-           qpos, qvel, qfrc_smooth, qfrc_constraint, ctrl, frictionloss, damping, armature, dt):
+           qpos, qvel, qfrc_smooth, qfrc_constraint, qfrc_applied, ctrl, frictionloss, damping,
+           armature, dt):
     """``n`` steps of :meth:`ServoArm.step` in one call: MuJoCo stepped from the kernel
     (:mod:`bam_sim.mujoco_arm.native_step`), the GIL released."""
     # Views without reference counting in the loop (native_step.unowned).
@@ -298,13 +362,14 @@ def _steps(n, half_step, access, model, data, ints, params, consts, work, rows, 
     rows, motor_state = unowned(rows), unowned(motor_state)
     qpos, qvel = unowned(qpos), unowned(qvel)
     qfrc_smooth, qfrc_constraint = unowned(qfrc_smooth), unowned(qfrc_constraint)
+    qfrc_applied = unowned(qfrc_applied)
     ctrl, frictionloss, damping = unowned(ctrl), unowned(frictionloss), unowned(damping)
     armature = unowned(armature)
     for _ in range(n):
         efc_type, efc_id, efc_force = constraint_rows(access, data)
         _update(ints, params, consts, work, rows, motor_state, qpos, qvel, qfrc_smooth,
-                qfrc_constraint, efc_type, efc_id, efc_force, ctrl, frictionloss, damping,
-                armature, dt)
+                qfrc_constraint, qfrc_applied, efc_type, efc_id, efc_force, ctrl, frictionloss,
+                damping, armature, dt)
         mj_step(access, model, data)
         if half_step:
             _half_step(ints, work, qpos, qvel, dt)
@@ -312,8 +377,8 @@ def _steps(n, half_step, access, model, data, ints, params, consts, work, rows, 
 
 @nb.njit(cache=True, nogil=True)
 def _follow(goals, enables, counts, out, half_step, access, model, data, ints, params, consts,
-            work, rows, motor_state, qpos, qvel, qfrc_smooth, qfrc_constraint, ctrl,
-            frictionloss, damping, armature, dt):
+            work, rows, motor_state, qpos, qvel, qfrc_smooth, qfrc_constraint, qfrc_applied,
+            ctrl, frictionloss, damping, armature, dt):
     """:meth:`ServoArm.follow` in one call: goal k held for counts[k] steps, the servo
     joints' positions into out[k + 1]."""
     n = ints.shape[0]
@@ -324,8 +389,8 @@ def _follow(goals, enables, counts, out, half_step, access, model, data, ints, p
             work[i, W_GOAL] = goals[k, i]
             work[i, W_ENABLE] = 1.0 if enables[k, i] else 0.0
         _steps(counts[k], half_step, access, model, data, ints, params, consts, work, rows,
-               motor_state, qpos, qvel, qfrc_smooth, qfrc_constraint, ctrl, frictionloss,
-               damping, armature, dt)
+               motor_state, qpos, qvel, qfrc_smooth, qfrc_constraint, qfrc_applied, ctrl,
+               frictionloss, damping, armature, dt)
         for i in range(n):
             out[k + 1, i] = qpos[ints[i, I_QADR]]
 
@@ -475,7 +540,7 @@ class ServoArm:
         self._work[:, W_ENABLE] = 1.0
         # Views of MjData/MjModel arrays: fixed buffers, fetched once.
         d, m = self.data, self.model
-        self._views = (d.qpos, d.qvel, d.qfrc_smooth, d.qfrc_constraint)
+        self._views = (d.qpos, d.qvel, d.qfrc_smooth, d.qfrc_constraint, d.qfrc_applied)
         self._outputs = (d.ctrl, m.dof_frictionloss, m.dof_damping, m.dof_armature)
         # MuJoCo stepped from the kernel, else from Python (the positions are the same).
         self._native = native_step()
@@ -530,6 +595,8 @@ class ServoArm:
                                        self._consts[i])
         self._work[i, W_CTRL_SCALE] = scale
         m.dof_armature[dof] = self._params[i, P.ARMATURE]
+        # The MJCF's own, softer row smooths the friction over a wider band: it keeps it.
+        self._work[i, W_SLIDE_FLOOR] = SLIDE_FLOOR if stiff_friction else np.inf
         if stiff_friction:
             m.dof_solref[dof] = (2.0 * m.opt.timestep, 1.0)
             m.dof_solimp[dof, :2] = STIFF_IMPEDANCE
@@ -616,19 +683,19 @@ class ServoArm:
         """Advance n steps of Δt: servo model → ctrl, friction → model, mj_step."""
         m, d = self.model, self.data
         ints, params, consts, work = self._ints, self._params, self._consts, self._work
-        qpos, qvel, smooth, constraint = self._views
+        qpos, qvel, smooth, constraint, applied = self._views
         ctrl, frictionloss, damping, armature = self._outputs
         dt = m.opt.timestep
         rows, motor_state = self._rows, self._motor_state
         if self._native is not None:
             _steps(n, self._half_step, self._native, m._address, d._address, ints, params,
-                   consts, work, rows, motor_state, qpos, qvel, smooth, constraint, ctrl,
-                   frictionloss, damping, armature, dt)
+                   consts, work, rows, motor_state, qpos, qvel, smooth, constraint, applied,
+                   ctrl, frictionloss, damping, armature, dt)
             return
         for _ in range(n):  # where the native step is not available (another MuJoCo)
             _update(ints, params, consts, work, rows, motor_state, qpos, qvel, smooth,
-                    constraint, d.efc_type, d.efc_id, d.efc_force, ctrl, frictionloss, damping,
-                    armature, dt)
+                    constraint, applied, d.efc_type, d.efc_id, d.efc_force, ctrl, frictionloss,
+                    damping, armature, dt)
             mujoco.mj_step(m, d)
             if self._half_step:
                 _half_step(ints, work, qpos, qvel, dt)
@@ -732,6 +799,8 @@ class ServoArm:
         self._work[:, W_PREV_DQ] = dq
         self._work[:, W_DEFLECTION] = 0.0  # Algorithm 1 line 1
         self._work[:, W_CURRENT] = 0.0
+        self._work[:, W_SLIDE] = -1.0
+        self._work[:, W_SLID] = 0.0  # mj_resetData cleared qfrc_applied
         for i in range(n):  # the motor's states: slew at the goal, temperature at ambient
             init_state(self._rows[i, ON], self._motor_state[i], float(q[i]), math.nan)
         m.dof_armature[dadr] = self._params[:, P.ARMATURE]
